@@ -1,0 +1,200 @@
+// pilot.toml: the description of a training run and of its pilot.
+//
+// The schema is documented key by key, with defaults, in man/pilot.toml.5; a
+// test fails when a key below is missing there. Every struct field has the
+// default that applies when the key is absent.
+//
+// Loading is strict: unknown sections or keys, wrong types, out-of-range
+// values, duplicate keys and TOML syntax errors each produce exactly one
+// Status whose `what` starts with "FILE:LINE" (and names the key), e.g.
+//   pilot: configs/x.toml:14: training.seq_len: must be between 1 and 1048576, got 0
+//
+// Thread-safety: plain values. LoadConfig reads the environment (for $VARS)
+// through the ExpandEnv callback, nothing else global.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace pilot {
+
+// [run]: the long run this pilot stands for. Used for the shape check, the
+// hardware fit and the budget.
+struct RunConfig {
+  std::string name;                 // required; [A-Za-z0-9._-]{1,64}
+  int nodes = 1;                    // nodes the long run wants
+  int gpus_per_node = 8;            // GPUs per node of the long run
+  std::string gpu_type;             // wanted type from the catalog; "" = any
+  int seq_len = 0;                  // required: the long run's sequence length
+  int micro_batch = 0;              // required: per-GPU micro-batch
+  int grad_accum = 1;               // gradient accumulation steps
+  int64_t target_tokens = 0;        // tokens to train; one of tokens/steps
+  int64_t target_steps = 0;         //   (optimizer steps) must be > 0
+  double reservation_days = 30;     // term the user hopes for (7 or 30 typical)
+  int64_t checkpoint_interval = 1000;  // optimizer steps between checkpoints
+  int64_t eval_interval = 1000;        // optimizer steps between evals
+  double dataset_gb = 0;            // bytes to download/copy in (GB = 1e9)
+  double preprocess_hours = 0;      // tokenization etc. before training
+  double export_gb = 0;             // final artifacts to copy off the node
+};
+
+// [model]: the workload. kind selects a builtin family.
+struct ModelConfig {
+  std::string kind = "gpt";  // "gpt" (LayerNorm, GELU, learned pos, tied) or
+                             // "llama" (RMSNorm, RoPE, SwiGLU, GQA)
+  int layers = 12;
+  int d_model = 768;
+  int heads = 12;
+  int kv_heads = 0;          // 0 = heads (no grouping); must divide heads
+  int vocab = 50304;
+  double ffn_mult = 4.0;     // hidden = ffn_mult * d_model (llama: 2/3 of it,
+                             // rounded up to a multiple of 256... see man page)
+  int max_seq_len = 0;       // learned positions / RoPE table; 0 = run.seq_len
+  std::string init_weights;  // optional safetensors file to start from
+  std::string init_sha256;   // required when init_weights is set
+};
+
+// [data]: token files. format "random" synthesises tokens from the seed (no
+// files); "u16"/"u32" are flat little-endian token arrays.
+struct DataConfig {
+  std::string format = "random";  // "random" | "u16" | "u32"
+  std::string train;              // path, required unless format = "random"
+  std::string train_sha256;       // pinned hash; empty = pinned by prolog
+  std::string eval;               // path; empty = held-out tail of train
+  std::string eval_sha256;
+  int loader_threads = 1;         // producer threads of the prefetching loader
+  int prefetch = 2;               // batches kept ready ahead of the step
+};
+
+// [training]: what the pilot executes.
+struct TrainingConfig {
+  int seq_len = 0;            // 0 = run.seq_len
+  int micro_batch = 0;        // 0 = run.micro_batch
+  bool allow_smaller_shape = false;  // permit a smaller shape (non-binding)
+  int steps = 20;             // optimizer steps of the pilot (>= 2)
+  int warmup_steps = 2;       // steps excluded from timing statistics
+  std::string optimizer = "adamw";   // "adamw" | "sgd"
+  double lr = 3e-4;
+  double min_lr = 3e-5;
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  double weight_decay = 0.1;
+  double momentum = 0.9;      // sgd only
+  std::string lr_schedule = "cosine";  // "constant" | "cosine" | "linear"
+  int lr_warmup = 0;          // linear warm-up steps of the schedule
+  int64_t schedule_steps = 0; // horizon of the schedule; 0 = run's total steps
+  std::string precision = "bf16";  // "fp32" | "bf16" | "fp16"
+  bool activation_checkpointing = false;
+  double grad_clip = 1.0;     // max global grad norm; 0 = off
+  int64_t seed = -1;          // -1 = derived from the job id by the prolog
+  bool deterministic = false; // ask torch for deterministic kernels
+  std::string device = "auto";  // "auto" | "cpu" | "cuda"
+  int precision_check_steps = 3;  // fp32 comparison steps (bf16/fp16 only)
+  int recompute_check_steps = 3;  // steps timed without activation ckpt
+};
+
+// [checkpoint]
+struct CheckpointConfig {
+  std::string dir;            // "" = OUT/checkpoints
+  int at_step = 0;            // 0 = steps / 2; must be < training.steps
+  std::string format = "safetensors";  // only "safetensors" for now
+  int keep = 2;               // checkpoints kept in dir
+};
+
+// [eval]
+struct EvalConfig {
+  int batches = 2;                      // eval micro-batches
+  double restore_tolerance = 1e-3;      // max relative loss diff on GPU
+};
+
+// [parallel]: the node stage.
+struct ParallelConfig {
+  std::string mode = "ddp";         // "ddp" | "sharded"
+  std::string launcher = "auto";    // "auto" | "srun" | "local"
+  int nproc = 0;                    // 0 = GPUs visible (CPU: 2)
+  int bucket_mb = 25;               // DDP gradient bucket size
+};
+
+// [container]
+struct ContainerConfig {
+  std::string image;   // "registry/repo:tag", "repo@sha256:..", or a .sqsh/.sif
+};
+
+// [hardware]
+struct HardwareConfig {
+  std::vector<std::string> candidates = {"A100-80", "H100-80", "H200-141",
+                                         "MI300X-192"};
+};
+
+// Where a value came from, for `pilot check`'s table and for messages.
+struct KeySource {
+  int line = 0;          // 0 = default or --set
+  bool is_default = true;
+  bool from_override = false;
+};
+
+struct Config {
+  RunConfig run;
+  ModelConfig model;
+  DataConfig data;
+  TrainingConfig training;
+  CheckpointConfig checkpoint;
+  EvalConfig eval;
+  ParallelConfig parallel;
+  ContainerConfig container;
+  HardwareConfig hardware;
+
+  std::string path;     // as given (absolute when the caller made it so)
+  std::string sha256;   // of the file's bytes, hex
+  // "section.key" -> where it came from; every known key is present.
+  std::map<std::string, KeySource> sources;
+
+  // Convenience: the shape the pilot actually runs (after defaults).
+  int PilotSeqLen() const { return training.seq_len; }
+  int PilotMicroBatch() const { return training.micro_batch; }
+  // True when the pilot's shape equals the long run's (binding pilot).
+  bool ShapeIsBinding() const {
+    return training.seq_len == run.seq_len &&
+           training.micro_batch == run.micro_batch;
+  }
+};
+
+// Resolves $USER, $HOME, $SLURM_JOB_ID, $SLURM_SUBMIT_DIR (also ${NAME}).
+// Returns nullopt for a variable that is not set; unknown names are errors.
+using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
+EnvLookup ProcessEnv();  // reads getenv()
+
+struct LoadOptions {
+  std::vector<std::string> overrides;  // "section.key=value" (TOML value
+                                       // syntax; bare words are strings)
+  EnvLookup env;                       // default: ProcessEnv()
+  bool expand_paths = true;            // expand $VARS in path keys
+  // Relative data/model paths are resolved against this directory
+  // ("" = the config file's directory).
+  std::string base_dir;
+};
+
+// Reads, parses, validates and fills defaults. Errors: kNotFound (no file),
+// kIoError, kInvalid (every schema/syntax/range/cross-field problem, one
+// message, "FILE:LINE: section.key: problem").
+Result<Config> LoadConfig(const std::string& path, const LoadOptions& opts = {});
+// Same, from bytes already in memory (`path` is used in messages only).
+Result<Config> ParseConfig(const std::string& text, const std::string& path,
+                           const LoadOptions& opts = {});
+
+// Every known key as "section.key", in documentation order (for man-page
+// checks and `pilot check`).
+const std::vector<std::string>& KnownConfigKeys();
+
+// The resolved config as JSON text (pretty) and as a table for people.
+std::string ConfigToJson(const Config& c);
+std::string ConfigToTable(const Config& c);
+
+}  // namespace pilot
