@@ -1,0 +1,188 @@
+#include "core/crypto.h"
+
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "core/atomic_file.h"
+
+namespace pilot {
+namespace {
+
+constexpr size_t kChunk = 1 << 20;  // 1 MiB
+
+struct MdCtxFree {
+  void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
+};
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+}  // namespace
+
+std::string HexEncode(std::string_view bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char c : bytes) {
+    out.push_back(kDigits[c >> 4]);
+    out.push_back(kDigits[c & 0xf]);
+  }
+  return out;
+}
+
+Result<std::string> HexDecode(std::string_view hex) {
+  if (hex.size() % 2 != 0) return Status::Invalid("hex", "odd number of digits");
+  std::string out;
+  out.reserve(hex.size() / 2);
+  for (size_t i = 0; i < hex.size(); i += 2) {
+    int hi = HexValue(hex[i]);
+    int lo = HexValue(hex[i + 1]);
+    if (hi < 0 || lo < 0) {
+      return Status::Invalid("hex",
+                             "not a hex digit at offset " + std::to_string(hi < 0 ? i : i + 1));
+    }
+    out.push_back(static_cast<char>((hi << 4) | lo));
+  }
+  return out;
+}
+
+bool IsSha256Hex(std::string_view s) {
+  if (s.size() != 64) return false;
+  for (char c : s) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+std::string Sha256Hex(std::string_view data) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr);
+  return HexEncode(std::string_view(reinterpret_cast<const char*>(md), len));
+}
+
+Result<std::string> Sha256File(const std::string& path, int64_t* bytes_read) {
+  // O_NONBLOCK and the regular-file check: the prolog hashes files users
+  // name, and a FIFO or a device there must not hang it.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  if (fd < 0) {
+    int err = errno;
+    if (err == ENOENT) return Status::NotFound(path, "no such file");
+    return Status::IoError(path, std::strerror(err));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Status::IoError(path, S_ISDIR(st.st_mode) ? "is a directory" : "not a regular file");
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  std::unique_ptr<EVP_MD_CTX, MdCtxFree> ctx(EVP_MD_CTX_new());
+  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) {
+    ::close(fd);
+    return Status::Internal("sha256", "EVP_DigestInit_ex failed");
+  }
+  std::vector<char> buf(kChunk);
+  int64_t total = 0;
+  for (;;) {
+    ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      ::close(fd);
+      return Status::IoError(path, std::string("read: ") + std::strerror(err));
+    }
+    if (n == 0) break;
+    EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<size_t>(n));
+    total += n;
+  }
+  ::close(fd);
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_DigestFinal_ex(ctx.get(), md, &len);
+  if (bytes_read != nullptr) *bytes_read = total;
+  return HexEncode(std::string_view(reinterpret_cast<const char*>(md), len));
+}
+
+std::string HmacSha256Hex(std::string_view key, std::string_view data) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  // An empty key is legal for HMAC; OpenSSL wants a non-null pointer.
+  static const unsigned char kEmpty = 0;
+  const void* k = key.empty() ? static_cast<const void*>(&kEmpty) : key.data();
+  HMAC(EVP_sha256(), k, static_cast<int>(key.size()),
+       reinterpret_cast<const unsigned char*>(data.data()), data.size(), md, &len);
+  return HexEncode(std::string_view(reinterpret_cast<const char*>(md), len));
+}
+
+bool ConstantTimeEquals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  }
+  return diff == 0;
+}
+
+bool HmacVerify(std::string_view key, std::string_view data, std::string_view signature_hex) {
+  std::string want = HmacSha256Hex(key, data);
+  std::string got(signature_hex);
+  for (char& c : got) {
+    if (c >= 'A' && c <= 'F') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return ConstantTimeEquals(want, got);
+}
+
+Result<std::string> RandomBytes(size_t n) {
+  std::string out(n, '\0');
+  if (n > 0 && RAND_bytes(reinterpret_cast<unsigned char*>(out.data()), static_cast<int>(n)) != 1) {
+    return Status::Internal("random", "RAND_bytes failed");
+  }
+  return out;
+}
+
+Result<std::string> NewKeyFileContents() {
+  PILOT_ASSIGN_OR_RETURN(std::string key, RandomBytes(32));
+  return HexEncode(key) + "\n";
+}
+
+Result<std::string> ReadKeyFile(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    int err = errno;
+    if (err == ENOENT) {
+      return Status::NotFound(path, "no signing key")
+          .WithHint("create it as root with 'pilot keygen'");
+    }
+    return Status::IoError(path, std::strerror(err));
+  }
+  if (!S_ISREG(st.st_mode)) return Status::IoError(path, "not a regular file");
+  if ((st.st_mode & 077) != 0) {
+    return Status::Permission(path, "signing key is accessible to group or others")
+        .WithHint("chmod 600 " + path);
+  }
+  PILOT_ASSIGN_OR_RETURN(std::string text, ReadFileLimited(path, 4096));
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  if (text.size() != 64) {
+    return Status::Corrupt(path, "signing key must be 64 hex characters");
+  }
+  auto key = HexDecode(text);
+  if (!key.ok()) return Status::Corrupt(path, "signing key: " + key.status().Message());
+  return std::move(key).value();
+}
+
+std::string KeyId(std::string_view key) { return Sha256Hex(key).substr(0, 16); }
+
+}  // namespace pilot

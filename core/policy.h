@@ -1,0 +1,74 @@
+// pilot.conf: the site's policy, owned by the administrators.
+//
+// TOML, read strictly like pilot.toml: unknown keys or sections, wrong types
+// and out-of-range values are errors "FILE:LINE: key: problem". Every key
+// and its default is documented in pilot.conf(5); the shipped etc/pilot.conf
+// lists them all, commented. A missing key takes its default.
+//
+// Thread-safety: plain values.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace pilot {
+
+// [thresholds]: what a pilot must show for a GO.
+struct Thresholds {
+  double memory_headroom = 0.10;           // free fraction of GPU memory required
+  double restore_tolerance = 1e-3;         // max relative loss diff after restore (GPU)
+  int min_pilot_steps = 10;                // optimizer steps the pilot must complete
+  int verdict_lifetime_days = 14;          // a verdict expires this long after issue
+  int max_unpiloted_days = 7;              // longest job allowed without a GO verdict
+  double precision_loss_tolerance = 0.05;  // max rel loss diff bf16/fp16 vs fp32
+  double budget_buffer = 0.15;             // operational buffer added to the budget
+  double min_scaling_efficiency = 0.70;    // node stage vs single (warn below)
+};
+
+// [registry]: how the prolog talks to OCI registries.
+struct RegistryPolicy {
+  std::vector<std::string> insecure;  // "host:port" reached over plain http
+  std::string ca_file;                // extra CA bundle ("" = system)
+  int connect_timeout_seconds = 5;
+  int timeout_seconds = 20;  // per request
+  int retries = 2;           // extra attempts after the first
+};
+
+struct Policy {
+  std::string path;  // file read ("" = built-in defaults)
+  std::string state_dir = "/var/lib/slurm-pilot";
+  std::string key_file = "/etc/slurm-pilot/verdict.key";
+  std::string notify_url;            // "" = do not post verdicts
+  int notify_timeout_seconds = 10;   // per attempt (connect: min(5, this))
+  int notify_retries = 3;            // extra attempts after the first
+  std::string hardware_catalog;      // default: <sysconfdir>/slurm-pilot/hardware.toml
+  std::string runner_path;           // "" = pilot-runner beside the calling program
+  int verify_timeout_seconds = 600;  // epilog's `pilot-runner verify`
+  int prolog_timeout_seconds = 120;  // total pinning time in the prolog
+  Thresholds thresholds;
+  RegistryPolicy registry;
+};
+
+// The built-in defaults (hardware_catalog filled in).
+Policy DefaultPolicy();
+// <sysconfdir>/slurm-pilot/pilot.conf of this build.
+std::string DefaultPolicyPath();
+
+// Reads and validates. Errors: kNotFound (no file; unless missing_ok, in
+// which case the defaults are returned with path ""), kIoError, kInvalid
+// ("FILE:LINE: key: problem").
+Result<Policy> LoadPolicy(const std::string& path, bool missing_ok = false);
+// Same from text (`path` in messages only).
+Result<Policy> ParsePolicy(std::string_view text, const std::string& path);
+
+// Every key as its dotted name ("state_dir", "thresholds.memory_headroom"),
+// in documentation order.
+const std::vector<std::string>& KnownPolicyKeys();
+
+// policy.runner_path, or "pilot-runner" in the directory of the running
+// executable (/proc/self/exe) when it is empty.
+std::string ResolveRunnerPath(const Policy& policy);
+
+}  // namespace pilot

@@ -1,0 +1,353 @@
+#include "core/decide.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+
+namespace pilot {
+namespace {
+
+constexpr int64_t kNow = 1796011506;  // 2026-11-30T04:05:06Z
+constexpr int64_t kGiB = int64_t{1} << 30;
+
+HardwareCatalog Catalog() {
+  HardwareCatalog c;
+  c.currency = "USD";
+  GpuType a{"A100-80", 80 * kGiB, 2.0, 312, "NVLink 3", 600, "cuda", 2.0, "", "", true};
+  GpuType h{"H200-141", 140 * kGiB, 4.8, 989, "NVLink 4", 900, "cuda", 4.0, "", "", true};
+  GpuType m{"MI300X-192", 192 * kGiB, 5.3, 1307, "Infinity Fabric", 896, "rocm", 3.0, "", "", true};
+  c.gpus = {a, h, m};
+  return c;
+}
+
+// A pilot that passes everything: 1 node x 8 H200, GPU stage, bf16.
+DecideInput Good() {
+  DecideInput in;
+  in.lock.job = {4242, "alice", 1001, 1001, 1, "gpu01", "gpu01", "/home/alice"};
+  in.lock.config = {"/home/alice/gpt.toml", "/var/lib/slurm-pilot/jobs/4242/pilot.toml",
+                    std::string(64, 'a'), std::string(64, 'a')};
+  in.lock.container = {"ghcr.io/o/i:1", "sha256:" + std::string(64, 'b'), "", "registry"};
+  in.lock.gpus = {{0, "NVIDIA H200", "GPU-1", 140 * kGiB}};
+  Config cfg;
+  cfg.run.name = "gpt-1b";
+  cfg.run.nodes = 1;
+  cfg.run.gpus_per_node = 8;
+  cfg.run.gpu_type = "H200-141";
+  cfg.run.seq_len = 2048;
+  cfg.run.micro_batch = 8;
+  cfg.run.target_tokens = 0;
+  cfg.run.target_steps = 10000;
+  cfg.run.reservation_days = 30;
+  cfg.run.checkpoint_interval = 1000;
+  cfg.run.eval_interval = 1000;
+  cfg.training.seq_len = 2048;
+  cfg.training.micro_batch = 8;
+  cfg.hardware.candidates = {"A100-80", "H200-141", "MI300X-192", "B999"};
+  in.config = cfg;
+
+  Results r;
+  r.config_sha256 = std::string(64, 'a');
+  SingleStage s;
+  s.status = "ok";
+  s.device = "cuda";
+  s.device_name = "NVIDIA H200";
+  s.shape = {"gpt", 1300000000, 2048, 8, 1, true, 16384, "bf16", false, "adamw", true, true};
+  s.steps = 20;
+  s.tokens_per_second = 40000;
+  s.timings.eval_seconds = 30;
+  s.memory.device = "cuda";
+  s.memory.peak_allocated_bytes = 60 * kGiB;
+  s.memory.peak_reserved_bytes = 62 * kGiB;
+  s.memory.device_used_bytes = 64 * kGiB;
+  s.memory.device_total_bytes = 140 * kGiB;
+  s.memory_first_step = s.memory;
+  MemoryStats resumed = s.memory;
+  resumed.device_used_bytes = 66 * kGiB;
+  s.memory_resumed = resumed;
+  s.checkpoint = {"/w/ckpt/step-10", 10, 20 * kGiB, 60, 30, 0.36, 0.7};
+  s.restore.ran = true;
+  s.restore.equal = true;
+  s.restore.mode = "tolerance";
+  s.restore.from_step = 10;
+  s.restore.to_step = 20;
+  s.restore.max_rel_loss_diff = 1e-5;
+  s.precision_check.ran = true;
+  s.precision_check.precision = "bf16";
+  s.precision_check.max_rel_loss_diff = 0.01;
+  s.precision_check.within = true;
+  r.single = s;
+  in.results = r;
+
+  in.verify.ran = true;
+  in.verify.checkpoint = "/w/ckpt/step-10";
+  in.verify.complete_marker = true;
+  in.verify.files_checked = 4;
+  in.verify.manifest_ok = true;
+  in.verify.params = 150;
+  in.verify.params_with_optimizer_state = 150;
+  in.verify.eval_recomputed = true;
+  in.verify.eval_within = true;
+  return in;
+}
+
+Policy TestPolicy() {
+  Policy p;
+  p.thresholds.min_pilot_steps = 10;
+  return p;
+}
+
+const Check* Find(const Verdict& v, const std::string& name) {
+  for (const auto& c : v.checks) {
+    if (c.name == name) return &c;
+  }
+  return nullptr;
+}
+
+TEST(Decide, GoodPilotIsGo) {
+  Verdict v = Decide(Good(), TestPolicy(), Catalog(), kNow);
+  for (const auto& c : v.checks) {
+    EXPECT_NE(c.status, CheckStatus::kFail) << c.name << ": " << c.detail;
+  }
+  EXPECT_EQ(v.decision, Decision::kGo);
+  EXPECT_TRUE(v.binding);
+  EXPECT_EQ(v.job.id, 4242);
+  EXPECT_EQ(v.job.run, "gpt-1b");
+  EXPECT_EQ(v.issued, "2026-11-30T04:05:06Z");
+  EXPECT_EQ(v.expires, "2026-12-14T04:05:06Z");
+  EXPECT_TRUE(v.signature.empty());
+  EXPECT_EQ(Find(v, "restore")->verified_by, VerifiedBy::kEpilog);
+  EXPECT_EQ(Find(v, "checkpoint")->verified_by, VerifiedBy::kEpilog);
+  EXPECT_EQ(Find(v, "pinning")->verified_by, VerifiedBy::kProlog);
+  EXPECT_EQ(Find(v, "memory_headroom")->status, CheckStatus::kPass);
+  EXPECT_EQ(Find(v, "memory_headroom")->measured, "66.0 GiB of 140.0 GiB on H200-141 (53% free)");
+  EXPECT_EQ(Find(v, "container_tag"), nullptr);  // not re-resolved
+}
+
+TEST(Decide, HardwareFitUsesPeakAndHeadroom) {
+  Verdict v = Decide(Good(), TestPolicy(), Catalog(), kNow);
+  ASSERT_EQ(v.hardware.size(), 3u);  // B999 is not in the catalog
+  EXPECT_EQ(v.hardware[0].gpu_type, "A100-80");
+  EXPECT_TRUE(v.hardware[0].fits);  // 66 of 80: 17.5% free >= 10%
+  EXPECT_NEAR(v.hardware[0].headroom, 1 - 66.0 / 80, 1e-12);
+  EXPECT_EQ(v.hardware[0].predicted_peak_bytes, 66 * kGiB);
+  EXPECT_EQ(v.hardware[2].note, "needs ROCm qualification");
+
+  DecideInput big = Good();
+  big.results->single->memory_resumed->device_used_bytes = 75 * kGiB;
+  Verdict b = Decide(big, TestPolicy(), Catalog(), kNow);
+  EXPECT_FALSE(b.hardware[0].fits);  // 75 of 80: 6% free
+  EXPECT_EQ(b.hardware[0].note, "does not fit with the required headroom");
+  EXPECT_TRUE(b.hardware[1].fits);
+}
+
+TEST(Decide, BudgetFromThroughput) {
+  Verdict v = Decide(Good(), TestPolicy(), Catalog(), kNow);
+  // 10000 steps x 2048 x 8 x 8 GPUs = 1.31072e9 tokens at 40000 tok/s/GPU.
+  double train = 10000.0 * 2048 * 8 * 8 / (40000.0 * 8) / 86400;
+  double ckpt = 10 * 60 / 86400.0;
+  double eval = 10 * 30 / 86400.0;
+  EXPECT_NEAR(v.budget.breakdown.at("train"), train, 1e-12);
+  EXPECT_NEAR(v.budget.breakdown.at("checkpoint"), ckpt, 1e-12);
+  EXPECT_NEAR(v.budget.breakdown.at("eval"), eval, 1e-12);
+  EXPECT_NEAR(v.budget.days, (train + ckpt + eval) * 1.15, 1e-9);
+  EXPECT_EQ(v.budget.term, "7-day");
+  EXPECT_NEAR(v.budget.gpu_hours, v.budget.days * 24 * 8, 1e-9);
+  EXPECT_NEAR(v.budget.cost, v.budget.gpu_hours * 4.0, 1e-9);
+  EXPECT_EQ(v.budget.currency, "USD");
+  EXPECT_EQ(Find(v, "budget")->status, CheckStatus::kPass);
+
+  DecideInput slow = Good();
+  slow.results->single->tokens_per_second = 40;  // 1000x slower: ~47 days
+  Verdict s = Decide(slow, TestPolicy(), Catalog(), kNow);
+  EXPECT_EQ(s.budget.term, "none");
+  EXPECT_EQ(Find(s, "budget")->status, CheckStatus::kWarn);
+  EXPECT_EQ(s.decision, Decision::kGo);  // a warning does not block
+}
+
+struct Case {
+  const char* name;
+  std::function<void(DecideInput&, Policy&)> edit;
+  std::string check;   // the check that changes
+  CheckStatus status;  // to this status
+  Decision decision;
+  std::string detail_contains;
+};
+
+TEST(Decide, Table) {
+  const Case cases[] = {
+      {"lock problem",
+       [](DecideInput& in, Policy&) {
+         in.lock.problems.push_back({"container_unresolved", "registry unreachable"});
+       },
+       "pinning", CheckStatus::kFail, Decision::kNoGo, "registry unreachable"},
+      {"config changed",
+       [](DecideInput& in, Policy&) { in.lock.config.sha256_copied = std::string(64, 'f'); },
+       "config_unchanged", CheckStatus::kFail, Decision::kNoGo, "changed between submit"},
+      {"config unreadable",
+       [](DecideInput& in, Policy&) {
+         in.config.reset();
+         in.config_error = "pilot.toml:3: bad";
+       },
+       "config_unchanged", CheckStatus::kFail, Decision::kNoGo, "pilot.toml:3: bad"},
+      {"runner ran other config",
+       [](DecideInput& in, Policy&) { in.results->config_sha256 = std::string(64, 'e'); },
+       "config_unchanged", CheckStatus::kFail, Decision::kNoGo, "different config"},
+      {"results missing",
+       [](DecideInput& in, Policy&) {
+         in.results.reset();
+         in.results_error = "results.json: no such file (job TIMEOUT)";
+       },
+       "completed", CheckStatus::kFail, Decision::kNoGo, "job TIMEOUT"},
+      {"oom",
+       [](DecideInput& in, Policy&) {
+         FailureInfo f;
+         f.kind = "oom";
+         f.step = 1;
+         f.phase = "optimizer";
+         f.memory.peak_allocated_bytes = 139 * kGiB;
+         f.memory.device_total_bytes = 140 * kGiB;
+         in.results->single->status = "oom";
+         in.results->single->failure = f;
+       },
+       "completed", CheckStatus::kFail, Decision::kNoGo,
+       "out of memory in optimizer at step 1, peak allocated 139.0 GiB of 140.0 GiB"},
+      {"runner exit", [](DecideInput& in, Policy&) { in.results->exit_code = 3; }, "completed",
+       CheckStatus::kFail, Decision::kNoGo, "exited with an error"},
+      {"shorter sequences",
+       [](DecideInput& in, Policy&) { in.results->single->shape.seq_len = 512; }, "shape",
+       CheckStatus::kFail, Decision::kNoGo, "differs"},
+      {"smaller shape allowed",
+       [](DecideInput& in, Policy&) {
+         in.results->single->shape.micro_batch = 2;
+         in.config->training.allow_smaller_shape = true;
+       },
+       "shape", CheckStatus::kWarn, Decision::kGo, "not binding"},
+      {"no optimizer state",
+       [](DecideInput& in, Policy&) { in.results->single->shape.optimizer_state_included = false; },
+       "shape", CheckStatus::kFail, Decision::kNoGo, "optimizer state"},
+      {"too few steps", [](DecideInput&, Policy& p) { p.thresholds.min_pilot_steps = 50; }, "steps",
+       CheckStatus::kFail, Decision::kNoGo, "too few"},
+      {"restore unequal",
+       [](DecideInput& in, Policy&) { in.results->single->restore.equal = false; }, "restore",
+       CheckStatus::kFail, Decision::kNoGo, "differs"},
+      {"restore over tolerance",
+       [](DecideInput& in, Policy&) { in.results->single->restore.max_rel_loss_diff = 0.01; },
+       "restore", CheckStatus::kFail, Decision::kNoGo, "differs"},
+      {"restore not bitwise on cpu",
+       [](DecideInput& in, Policy&) {
+         in.results->single->restore.mode = "bitwise";
+         in.results->single->restore.max_abs_loss_diff = 1e-9;
+       },
+       "restore", CheckStatus::kFail, Decision::kNoGo, "differs"},
+      {"restore skipped",
+       [](DecideInput& in, Policy&) {
+         in.results->single->restore.skipped = "PILOT_TEST_SKIP_RESTORE";
+       },
+       "restore", CheckStatus::kFail, Decision::kNoGo, "skipped"},
+      {"restore did not run",
+       [](DecideInput& in, Policy&) { in.results->single->restore.ran = false; }, "restore",
+       CheckStatus::kFail, Decision::kNoGo, "did not run"},
+      {"verify did not run",
+       [](DecideInput& in, Policy&) {
+         in.verify = VerifyReport{};
+         in.verify.error = "timed out after 600 s";
+       },
+       "checkpoint", CheckStatus::kFail, Decision::kNoGo, "timed out after 600 s"},
+      {"manifest mismatch",
+       [](DecideInput& in, Policy&) {
+         in.verify.manifest_ok = false;
+         in.verify.manifest_detail = "model.safetensors: sha256 mismatch";
+       },
+       "checkpoint", CheckStatus::kFail, Decision::kNoGo, "sha256 mismatch"},
+      {"no COMPLETE", [](DecideInput& in, Policy&) { in.verify.complete_marker = false; },
+       "checkpoint", CheckStatus::kFail, Decision::kNoGo, "incomplete"},
+      {"missing optimizer state",
+       [](DecideInput& in, Policy&) { in.verify.params_with_optimizer_state = 149; }, "checkpoint",
+       CheckStatus::kFail, Decision::kNoGo, "no optimizer state"},
+      {"eval differs", [](DecideInput& in, Policy&) { in.verify.eval_within = false; },
+       "checkpoint", CheckStatus::kFail, Decision::kNoGo, "differs from the recorded"},
+      {"memory tight",
+       [](DecideInput& in, Policy&) { in.results->single->memory.device_used_bytes = 130 * kGiB; },
+       "memory_headroom", CheckStatus::kFail, Decision::kNoGo, "too little memory"},
+      {"cpu pilot",
+       [](DecideInput& in, Policy&) {
+         SingleStage& s = *in.results->single;
+         s.device = "cpu";
+         s.memory = MemoryStats{};
+         s.memory_first_step = MemoryStats{};
+         s.memory_resumed.reset();
+       },
+       "memory_headroom", CheckStatus::kSkip, Decision::kGo, "cpu"},
+      {"precision diverges",
+       [](DecideInput& in, Policy&) {
+         in.results->single->precision_check.max_rel_loss_diff = 0.2;
+       },
+       "precision", CheckStatus::kFail, Decision::kNoGo, "diverges"},
+      {"precision not measured",
+       [](DecideInput& in, Policy&) { in.results->single->precision_check.ran = false; },
+       "precision", CheckStatus::kWarn, Decision::kGo, "not compared"},
+      {"fp32", [](DecideInput& in, Policy&) { in.results->single->shape.precision = "fp32"; },
+       "precision", CheckStatus::kSkip, Decision::kGo, "full precision"},
+      {"tag unchanged",
+       [](DecideInput& in, Policy&) { in.container_digest_now = in.lock.container.digest; },
+       "container_tag", CheckStatus::kPass, Decision::kGo, "still points"},
+      {"tag moved",
+       [](DecideInput& in, Policy&) { in.container_digest_now = "sha256:" + std::string(64, '9'); },
+       "container_tag", CheckStatus::kWarn, Decision::kGo, "moved during the job"},
+  };
+  for (const auto& c : cases) {
+    DecideInput in = Good();
+    Policy p = TestPolicy();
+    c.edit(in, p);
+    Verdict v = Decide(in, p, Catalog(), kNow);
+    EXPECT_EQ(v.decision, c.decision) << c.name;
+    const Check* ch = Find(v, c.check);
+    ASSERT_NE(ch, nullptr) << c.name;
+    EXPECT_EQ(ch->status, c.status) << c.name << ": " << ch->detail;
+    EXPECT_NE(ch->detail.find(c.detail_contains), std::string::npos)
+        << c.name << ": \"" << ch->detail << "\"";
+    // GO iff no check fails.
+    bool any_fail = false;
+    for (const auto& x : v.checks) any_fail |= x.status == CheckStatus::kFail;
+    EXPECT_EQ(v.decision == Decision::kNoGo, any_fail) << c.name;
+  }
+}
+
+TEST(Decide, NonBindingWhenSmallerShape) {
+  DecideInput in = Good();
+  in.results->single->shape.seq_len = 1024;
+  in.config->training.allow_smaller_shape = true;
+  Verdict v = Decide(in, TestPolicy(), Catalog(), kNow);
+  EXPECT_EQ(v.decision, Decision::kGo);
+  EXPECT_FALSE(v.binding);
+}
+
+TEST(Decide, SelfReportedRestoreWhenVerifyCannotConfirm) {
+  DecideInput in = Good();
+  in.verify.eval_recomputed = false;
+  Verdict v = Decide(in, TestPolicy(), Catalog(), kNow);
+  EXPECT_EQ(Find(v, "restore")->verified_by, VerifiedBy::kSelfReported);
+  EXPECT_EQ(v.decision, Decision::kNoGo);  // the checkpoint check fails
+}
+
+TEST(Decide, LifetimeFromPolicyAndPurity) {
+  Policy p = TestPolicy();
+  p.thresholds.verdict_lifetime_days = 1;
+  DecideInput in = Good();
+  Verdict a = Decide(in, p, Catalog(), kNow);
+  Verdict b = Decide(in, p, Catalog(), kNow);
+  EXPECT_EQ(a.expires, "2026-12-01T04:05:06Z");
+  EXPECT_EQ(VerdictToJson(a), VerdictToJson(b));  // same inputs, same verdict
+}
+
+TEST(Decide, PeakDeviceBytes) {
+  SingleStage s;
+  EXPECT_FALSE(PeakDeviceBytes(s).has_value());
+  s.memory.peak_allocated_bytes = 5;
+  s.memory_first_step.peak_reserved_bytes = 9;
+  EXPECT_EQ(PeakDeviceBytes(s), 9);
+}
+
+}  // namespace
+}  // namespace pilot
