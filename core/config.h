@@ -9,6 +9,13 @@
 // Status whose `what` starts with "FILE:LINE" (and names the key), e.g.
 //   pilot: configs/x.toml:14: training.seq_len: must be between 1 and 1048576, got 0
 //
+// Derived defaults are filled by the loader: after LoadConfig the fields
+// documented "0 = X" below hold X (training.seq_len, training.micro_batch,
+// model.kv_heads, model.max_seq_len, training.schedule_steps,
+// checkpoint.at_step), so consumers never see those zeros. Fields whose
+// default is decided later (training.seed = -1, parallel.nproc = 0,
+// checkpoint.dir = "", data.eval = "") keep their marker value.
+//
 // Thread-safety: plain values. LoadConfig reads the environment (for $VARS)
 // through the ExpandEnv callback, nothing else global.
 #pragma once
@@ -53,8 +60,10 @@ struct ModelConfig {
   int heads = 12;
   int kv_heads = 0;          // 0 = heads (no grouping); must divide heads
   int vocab = 50304;
-  double ffn_mult = 4.0;     // hidden = ffn_mult * d_model (llama: 2/3 of it,
-                             // rounded up to a multiple of 256... see man page)
+  double ffn_mult = 4.0;     // MLP width: gpt hidden = round(ffn_mult *
+                             // d_model); llama (SwiGLU) hidden = the multiple
+                             // of 256 at or above round(2/3 * ffn_mult *
+                             // d_model). Same rule in pilot.toml(5).
   int max_seq_len = 0;       // learned positions / RoPE table; 0 = run.seq_len
   std::string init_weights;  // optional safetensors file to start from
   std::string init_sha256;   // required when init_weights is set
@@ -164,6 +173,13 @@ struct Config {
     return training.seq_len == run.seq_len &&
            training.micro_batch == run.micro_batch;
   }
+  // Tokens of one optimizer step of the long run: run.seq_len * micro_batch
+  // * grad_accum * gpus_per_node * nodes (a double: the product may not fit
+  // in 64 bits for absurd inputs).
+  double RunTokensPerStep() const;
+  // Optimizer steps of the long run: run.target_steps, or run.target_tokens
+  // / RunTokensPerStep() rounded up. REQUIRES: a config LoadConfig accepted.
+  int64_t RunTotalSteps() const;
 };
 
 // Resolves $USER, $HOME, $SLURM_JOB_ID, $SLURM_SUBMIT_DIR (also ${NAME}).

@@ -1,0 +1,138 @@
+#include "cli/commands.h"
+
+#include <algorithm>
+#include <boost/program_options.hpp>
+#include <exception>
+
+#include "core/status.h"
+#include "core/strings.h"
+#include "pilot/version.h"
+
+namespace pilot::cli {
+
+// One line per subcommand: X(name, function, summary). The function is
+// defined in cli/<name>.cc; `pilot --help` lists the commands in this order.
+#define PILOT_COMMANDS(X)                                                        \
+  X("check", RunCheck, "validate a pilot.toml and print the resolved config")    \
+  X("verdict", RunVerdict, "show a pilot job's verdict and check its signature") \
+  X("list", RunList, "list stored verdicts")                                     \
+  X("keygen", RunKeygen, "create the verdict signing key (root)")                \
+  X("flush", RunFlush, "post the verdicts queued in the outbox (root)")
+
+#define PILOT_DECLARE_COMMAND(name, fn, summary) int fn(const Invocation&);
+PILOT_COMMANDS(PILOT_DECLARE_COMMAND)
+#undef PILOT_DECLARE_COMMAND
+
+const std::vector<Command>& Commands() {
+#define PILOT_COMMAND_ENTRY(name, fn, summary) Command{name, summary, &fn},
+  static const std::vector<Command> kCommands = {PILOT_COMMANDS(PILOT_COMMAND_ENTRY)};
+#undef PILOT_COMMAND_ENTRY
+  return kCommands;
+}
+
+namespace {
+
+namespace po = boost::program_options;
+
+po::options_description GlobalOptions() {
+  po::options_description d("Options");
+  d.add_options()("help,h", "show this help and exit")("version,V", "print the version and exit");
+  return d;
+}
+
+void PrintHelp(std::ostream& out) {
+  out << "usage: pilot [--help] [--version] COMMAND [ARGS...]\n\n"
+         "Prove a PyTorch training run with a short pilot before a long reservation\n"
+         "is granted: check pilot configs, read verdicts, manage the verdict store.\n\n"
+         "Commands:\n";
+  size_t width = 4;
+  for (const Command& c : Commands()) width = std::max(width, std::string(c.name).size());
+  auto row = [&](const std::string& name, const std::string& summary) {
+    out << "  " << name << std::string(width + 3 - name.size(), ' ') << summary << "\n";
+  };
+  for (const Command& c : Commands()) row(c.name, c.summary);
+  row("help", "show the help of pilot or of a command");
+  out << "\n"
+      << GlobalOptions() << "\nRun 'pilot COMMAND --help' for a command's options. See pilot(1).\n";
+}
+
+const Command* Find(const std::string& name) {
+  for (const Command& c : Commands()) {
+    if (name == c.name) return &c;
+  }
+  return nullptr;
+}
+
+int UnknownCommand(const std::string& name, std::ostream& err) {
+  std::vector<std::string> names = {"help"};
+  for (const Command& c : Commands()) names.push_back(c.name);
+  Status s = Status::Invalid("unknown command '" + name + "'");
+  if (auto m = ClosestMatch(name, names)) {
+    s = s.WithHint("did you mean '" + *m + "'?");
+  } else {
+    s = s.WithHint("run 'pilot --help' for the list of commands");
+  }
+  err << s.ToString() << "\n";
+  return kExitUsage;
+}
+
+int Dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  // Global options are those before the command; everything after the
+  // command belongs to it (so `pilot check --help` is the command's help).
+  size_t i = 0;
+  while (i < args.size() && StartsWith(args[i], "-")) ++i;
+  po::variables_map vm;
+  try {
+    std::vector<std::string> global(args.begin(), args.begin() + static_cast<long>(i));
+    po::store(po::command_line_parser(global).options(GlobalOptions()).run(), vm);
+  } catch (const po::error& e) {
+    err << Status::Invalid(e.what()).WithHint("see 'pilot --help'").ToString() << "\n";
+    return kExitUsage;
+  }
+  if (vm.count("version")) {
+    out << "pilot " << PILOT_VERSION_STRING << "\n";
+    return kExitOk;
+  }
+  if (vm.count("help")) {
+    PrintHelp(out);
+    return kExitOk;
+  }
+  if (i == args.size()) {
+    PrintHelp(err);
+    return kExitUsage;
+  }
+  std::string name = args[i];
+  std::vector<std::string> rest(args.begin() + static_cast<long>(i) + 1, args.end());
+  if (name == "help") {
+    if (rest.empty() || rest[0] == "--help" || rest[0] == "-h") {
+      PrintHelp(out);
+      return kExitOk;
+    }
+    if (rest.size() > 1) {
+      err << Status::Invalid("help", "expected at most one command name").ToString() << "\n";
+      return kExitUsage;
+    }
+    name = rest[0];
+    rest = {"--help"};
+  }
+  const Command* cmd = Find(name);
+  if (cmd == nullptr) return UnknownCommand(name, err);
+  return cmd->run(Invocation{name, rest, out, err});
+}
+
+}  // namespace
+
+int Main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  try {
+    const int rc = Dispatch(args, out, err);
+    out.flush();
+    return rc;
+  } catch (const std::exception& e) {
+    err << "pilot: internal error: " << e.what() << "\n";
+  } catch (...) {
+    err << "pilot: internal error: unknown exception\n";
+  }
+  return kExitInternal;
+}
+
+}  // namespace pilot::cli

@@ -1,0 +1,46 @@
+// Small string helpers shared by the config loader and the command line:
+// edit distance for "did you mean" hints, quoting for messages, number
+// formatting that round-trips.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pilot {
+
+// Optimal-string-alignment distance between `a` and `b`: insertions,
+// deletions, substitutions and swaps of two adjacent characters each cost 1
+// ("chekc" -> "check" is 1).
+size_t EditDistance(std::string_view a, std::string_view b);
+
+// The candidate closest to `word` by EditDistance, when it is close enough to
+// be a plausible typo: distance <= max(1, |word| / 3) and less than |word|.
+// Ties go to the earlier candidate. nullopt when none qualifies.
+std::optional<std::string> ClosestMatch(std::string_view word,
+                                        const std::vector<std::string>& candidates);
+
+// `s` in double quotes with \", \\ and control characters escaped, for
+// messages ("got \"gtp\"").
+std::string Quote(std::string_view s);
+
+// The shortest decimal text that reads back as exactly `v` ("0.0003", "30",
+// "1e-08"); "nan" / "inf" / "-inf" for the non-finite values.
+std::string FormatDouble(double v);
+
+// Items joined by `sep`.
+std::string Join(const std::vector<std::string>& items, std::string_view sep);
+
+// Leading and trailing ASCII whitespace removed.
+std::string_view Trim(std::string_view s);
+
+// True when `s` starts / ends with `fix`.
+bool StartsWith(std::string_view s, std::string_view fix);
+bool EndsWith(std::string_view s, std::string_view fix);
+
+}  // namespace pilot
