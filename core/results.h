@@ -1,0 +1,230 @@
+// results.json: what pilot-runner measured, read by the epilog and `pilot`.
+//
+// The file is written by the runner (as the job's user) and is therefore
+// untrusted input to everything that reads it: ParseResults() refuses files
+// larger than a size limit, unknown keys, wrong types and a wrong schema
+// string, and names the offending field by its JSON path, e.g.
+//   pilot: results.json: stages.single.restore.equal: expected a boolean, got a string
+//
+// Schema "slurm-pilot/results/1" (documented field by field in
+// docs/formats.md and pilot-files(5)). Byte counts are integers; durations are
+// seconds unless the field name says `_ms`; a measurement that does not exist
+// on a device (allocator peaks on a CPU) is JSON null, held as std::nullopt.
+//
+// ResultsToJson(ParseResults(x)) == x for every file this program writes
+// (round trip), and ParseResults(ResultsToJson(r)) == r.
+//
+// Thread-safety: plain values and pure functions.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace pilot {
+
+inline constexpr char kResultsSchema[] = "slurm-pilot/results/1";
+inline constexpr size_t kResultsMaxBytes = 16u << 20;  // 16 MiB
+
+// Memory around one optimizer step (reset peak, zero_grad, forward, backward,
+// optimizer step, synchronize). CUDA fields are null on a CPU and the
+// process_* fields are what the operating system says about this process.
+struct MemoryStats {
+  std::string device;              // "cuda" | "cpu"
+  int64_t step = 0;                // the step measured (1-based)
+  std::optional<int64_t> peak_allocated_bytes;   // allocator peak (tensors)
+  std::optional<int64_t> peak_reserved_bytes;    // allocator peak reserved
+  std::optional<int64_t> device_used_bytes;      // cudaMemGetInfo total - free
+  std::optional<int64_t> device_total_bytes;     // cudaMemGetInfo total
+  std::optional<int64_t> process_device_bytes;   // NVML, this process
+  std::optional<int64_t> runtime_overhead_bytes; // device used - reserved
+  std::optional<int64_t> alloc_retries;          // allocator retries (cumulative)
+  std::optional<int64_t> ooms;                   // allocator OOMs (cumulative)
+  std::optional<int64_t> process_peak_rss_bytes; // VmHWM
+  std::optional<int64_t> process_rss_bytes;      // VmRSS after the step
+  bool operator==(const MemoryStats&) const = default;
+};
+
+struct ShapeInfo {
+  std::string model_kind;          // "gpt" | "llama"
+  int64_t params = 0;              // distinct trainable elements
+  int seq_len = 0;
+  int micro_batch = 0;
+  int grad_accum = 1;
+  bool binding = false;            // pilot shape == the long run's shape
+  int64_t tokens_per_step = 0;     // seq_len * micro_batch * grad_accum
+  std::string precision;           // "fp32" | "bf16" | "fp16"
+  bool activation_checkpointing = false;
+  std::string optimizer;           // "adamw" | "sgd"
+  bool fused_optimizer = false;    // fused device kernel used
+  bool optimizer_state_included = true;
+  bool operator==(const ShapeInfo&) const = default;
+};
+
+// Means over the timed steps (after warm-up), milliseconds.
+struct Timings {
+  int timed_steps = 0;
+  double data_wait_ms = 0;         // time the step waited for its batch
+  double data_wait_max_ms = 0;
+  double forward_backward_ms = 0;
+  double optimizer_ms = 0;         // clip + optimizer step + schedule
+  double step_ms = 0;              // whole step, wall clock
+  double step_ms_median = 0;
+  double eval_seconds = 0;         // each eval pass (mean)
+  double model_build_seconds = 0;  // construct + initialise + move to device
+  bool operator==(const Timings&) const = default;
+};
+
+struct EvalInfo {
+  int batches = 0;
+  int64_t at_step = 0;             // eval recorded at the checkpoint step
+  double loss_at_checkpoint = 0;
+  double loss_final = 0;
+  bool operator==(const EvalInfo&) const = default;
+};
+
+struct CheckpointInfo {
+  std::string path;                // the committed checkpoint directory
+  int64_t step = 0;
+  int64_t bytes = 0;               // all files of the checkpoint
+  double save_seconds = 0;         // state to durable files, COMPLETE written
+  double load_seconds = 0;         // in the fresh process, files to device
+  double save_gb_per_s = 0;        // bytes / save_seconds / 1e9
+  double load_gb_per_s = 0;
+  bool operator==(const CheckpointInfo&) const = default;
+};
+
+struct RestoreInfo {
+  bool ran = false;
+  bool equal = false;              // losses and parameters within tolerance
+  std::string mode;                // "bitwise" (CPU) | "tolerance" (GPU)
+  double tolerance = 0;            // relative, for "tolerance"
+  int64_t from_step = 0;
+  int64_t to_step = 0;
+  std::vector<double> resumed_losses;  // steps from_step+1 .. to_step
+  double max_abs_loss_diff = 0;
+  double max_rel_loss_diff = 0;
+  double max_abs_param_diff = 0;   // largest element-wise |a - b|
+  double max_rel_param_diff = 0;   // ||a - b|| / ||b||, all parameters together
+  int64_t params_compared = 0;     // tensors compared
+  std::string skipped;             // test switch in effect ("" = none)
+  std::string detail;              // why unequal / why it did not run
+  bool operator==(const RestoreInfo&) const = default;
+};
+
+struct PrecisionCheck {
+  bool ran = false;
+  std::string precision;           // the run's precision
+  int steps = 0;                   // fp32 steps from the checkpoint state
+  double max_abs_loss_diff = 0;
+  double max_rel_loss_diff = 0;
+  double threshold = 0;            // relative
+  bool within = false;
+  std::string detail;
+  bool operator==(const PrecisionCheck&) const = default;
+};
+
+struct RecomputeCheck {
+  bool ran = false;
+  bool fits_without = false;       // steps without recompute fit in memory
+  int steps = 0;
+  double step_ms_with = 0;
+  double step_ms_without = 0;
+  double cost_fraction = 0;        // with / without - 1
+  std::optional<int64_t> peak_bytes_with;
+  std::optional<int64_t> peak_bytes_without;
+  std::optional<int64_t> memory_saved_bytes;
+  std::string detail;
+  bool operator==(const RecomputeCheck&) const = default;
+};
+
+// Steps timed with the per-step measurements and without them.
+struct InstrumentationCheck {
+  bool ran = false;
+  int steps = 0;
+  double step_ms_instrumented = 0;
+  double step_ms_plain = 0;
+  double overhead_fraction = 0;    // instrumented / plain - 1
+  bool operator==(const InstrumentationCheck&) const = default;
+};
+
+// A failure that ended the stage early (an out-of-memory is a result).
+struct FailureInfo {
+  std::string kind;                // "oom" | "error"
+  int64_t step = 0;
+  std::string phase;               // "build" | "forward" | "backward" |
+                                   // "optimizer" | "eval" | "checkpoint" |
+                                   // "restore"
+  std::string message;
+  MemoryStats memory;
+  bool operator==(const FailureInfo&) const = default;
+};
+
+struct SingleStage {
+  std::string status;              // "ok" | "oom" | "error"
+  std::string device;              // "cuda" | "cpu"
+  std::string device_name;
+  ShapeInfo shape;
+  int64_t steps = 0;
+  int64_t warmup_steps = 0;
+  Timings timings;
+  double tokens_per_second = 0;
+  double flops_per_token = 0;      // 6N + 12 L d T
+  double tflops = 0;               // achieved, from tokens_per_second
+  std::vector<double> losses;      // reference steps 1 .. steps
+  std::vector<double> grad_norms;  // before clipping
+  EvalInfo eval;
+  MemoryStats memory;              // a steady step
+  MemoryStats memory_first_step;   // lazy optimizer state created here
+  std::optional<MemoryStats> memory_resumed;  // fresh process, first step
+  CheckpointInfo checkpoint;
+  RestoreInfo restore;
+  PrecisionCheck precision_check;
+  RecomputeCheck recompute_check;
+  InstrumentationCheck instrumentation;
+  std::optional<FailureInfo> failure;
+  bool operator==(const SingleStage&) const = default;
+};
+
+struct Versions {
+  std::string runner;
+  std::string torch;
+  std::string cuda_runtime;        // "" when built without CUDA
+  std::string cuda_driver;
+  std::string cudnn;
+  std::string nccl;
+  std::vector<std::string> devices;  // device names
+  bool operator==(const Versions&) const = default;
+};
+
+struct Results {
+  std::string schema = kResultsSchema;
+  std::string config_path;
+  std::string config_sha256;
+  std::string lock_path;           // "" when run without a lock
+  int64_t seed = 0;
+  std::string started_at;          // RFC 3339 UTC
+  std::string finished_at;
+  int exit_code = 0;               // the runner's exit status for this run
+  Versions versions;
+  std::optional<SingleStage> single;  // stages.single
+  bool operator==(const Results&) const = default;
+};
+
+// Pretty JSON text (2-space indent, trailing newline).
+std::string ResultsToJson(const Results& r);
+
+// Parses and validates. `name` is used in messages ("results.json").
+// Errors: kInvalid (larger than kResultsMaxBytes, not JSON, wrong schema,
+// unknown key, missing required key, wrong type: the message names the
+// field path).
+Result<Results> ParseResults(const std::string& text, const std::string& name = "results.json");
+
+// Reads a file (at most kResultsMaxBytes) and parses it.
+// Errors: kNotFound, kIoError, kInvalid.
+Result<Results> ReadResultsFile(const std::string& path);
+
+}  // namespace pilot

@@ -1,0 +1,185 @@
+// The measured choices (seed: "validate numerical behaviour for lower
+// precision; measure the compute cost of recomputing activations") and the
+// cost of the runner's own measurements. Each check starts from the saved
+// checkpoint (so it sees the state the reference saw after step K) and runs
+// a few steps in the same process after the reference trajectory is done.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+
+#include "runner/checkpoint.h"
+#include "runner/session.h"
+
+namespace pilot::runner {
+namespace {
+
+constexpr double kPrecisionThreshold = 0.05;  // relative loss divergence
+
+// Restores the checkpoint into the live session (weights, optimizer, RNG).
+Status Reload(Session& s, const std::string& ckpt) {
+  Result<TrainState> ts = LoadCheckpoint(ckpt, &s.model(), &s.optim(), RestoreSkips{}, nullptr);
+  if (!ts.ok()) return ts.status();
+  if (s.compute_dtype() == at::kHalf) {
+    s.scaler().scale = ts->scaler_scale;
+    s.scaler().growth_tracker = ts->scaler_growth_tracker;
+  }
+  return Status::Ok();
+}
+
+// After an out-of-memory inside a check: drop what the failed step held.
+void Recover(Session& s) {
+  ZeroGrad(s.model().Parameters());
+  ReleaseCachedMemory(s.device());
+}
+
+std::optional<int64_t> PeakOf(const MemoryStats& m) {
+  return m.peak_allocated_bytes ? m.peak_allocated_bytes : m.process_peak_rss_bytes;
+}
+
+void PrecisionCheckRun(Session& s, const std::string& ckpt, const std::vector<StepRecord>& ref,
+                       SingleStage* st, FILE* metrics) {
+  const Config& c = s.cfg();
+  PrecisionCheck& p = st->precision_check;
+  p.precision = c.training.precision;
+  p.threshold = kPrecisionThreshold;
+  const int64_t at = c.checkpoint.at_step;
+  const int64_t k = std::min<int64_t>(c.training.precision_check_steps, c.training.steps - at);
+  if (c.training.precision == "fp32" || k <= 0) {
+    p.detail = c.training.precision == "fp32" ? "fp32 run: nothing to compare" : "no steps asked for";
+    return;
+  }
+  const at::ScalarType saved = s.compute_dtype();
+  try {
+    Status r = Reload(s, ckpt);
+    if (!r.ok()) {
+      p.detail = r.Message();
+      return;
+    }
+    s.SetComputeDtype(at::kFloat);
+    LoopHooks hooks;
+    hooks.process = "precision_check";
+    hooks.warmup = 0;
+    std::vector<StepRecord> recs;
+    r = RunSteps(s, at + 1, at + k, hooks, &recs, metrics);
+    s.SetComputeDtype(saved);
+    if (!r.ok()) {
+      p.detail = r.Message();
+      return;
+    }
+    p.ran = true;
+    p.steps = static_cast<int>(recs.size());
+    for (const auto& rec : recs) {
+      const double low = ref[rec.step - 1].loss;
+      p.max_abs_loss_diff = std::max(p.max_abs_loss_diff, std::fabs(low - rec.loss));
+      p.max_rel_loss_diff = std::max(p.max_rel_loss_diff, RelDiff(low, rec.loss));
+    }
+    p.within = p.max_rel_loss_diff <= p.threshold;
+    std::fprintf(stderr, "pilot: single: precision check: %s vs fp32 over %d steps: max rel loss diff %.3g (%s %.3g)\n",
+                 p.precision.c_str(), p.steps, p.max_rel_loss_diff, p.within ? "within" : "OVER",
+                 p.threshold);
+  } catch (const std::exception& e) {
+    s.SetComputeDtype(saved);
+    Recover(s);
+    p.ran = true;
+    p.within = false;
+    p.detail = IsOutOfMemory(e) ? "fp32 steps do not fit in device memory" : std::string(e.what()).substr(0, 300);
+  }
+}
+
+void RecomputeCheckRun(Session& s, const std::string& ckpt, SingleStage* st, FILE* metrics) {
+  const Config& c = s.cfg();
+  RecomputeCheck& rc = st->recompute_check;
+  const int64_t at = c.checkpoint.at_step;
+  const int64_t k = std::min<int64_t>(c.training.recompute_check_steps, c.training.steps - at);
+  if (!c.training.activation_checkpointing || k <= 0) {
+    rc.detail = !c.training.activation_checkpointing ? "activation checkpointing is off" : "no steps asked for";
+    return;
+  }
+  rc.ran = true;
+  rc.steps = static_cast<int>(k);
+  rc.step_ms_with = st->timings.step_ms;
+  rc.peak_bytes_with = PeakOf(st->memory);
+  try {
+    Status r = Reload(s, ckpt);
+    if (!r.ok()) {
+      rc.detail = r.Message();
+      return;
+    }
+    s.model().SetActivationCheckpointing(false);
+    LoopHooks hooks;
+    hooks.process = "recompute_check";
+    hooks.warmup = 1;
+    // Step at+2 is measured: step at+1 already holds the optimizer state.
+    hooks.measure = {std::min(at + 2, at + k)};
+    hooks.on_memory = [&](int64_t, const MemoryStats& m) { rc.peak_bytes_without = PeakOf(m); };
+    std::vector<StepRecord> recs;
+    r = RunSteps(s, at + 1, at + k, hooks, &recs, metrics);
+    s.model().SetActivationCheckpointing(true);
+    if (!r.ok()) {
+      rc.detail = r.Message();
+      return;
+    }
+    rc.fits_without = true;
+    double sum = 0;
+    int n = 0;
+    for (const auto& rec : recs) {
+      if (rec.timed) {
+        sum += rec.step_ms;
+        ++n;
+      }
+    }
+    rc.step_ms_without = n ? sum / n : recs.back().step_ms;
+    rc.cost_fraction = rc.step_ms_without > 0 ? rc.step_ms_with / rc.step_ms_without - 1.0 : 0.0;
+    if (rc.peak_bytes_with && rc.peak_bytes_without) {
+      rc.memory_saved_bytes = *rc.peak_bytes_without - *rc.peak_bytes_with;
+    }
+    std::fprintf(stderr, "pilot: single: recompute check: %.0f ms with, %.0f ms without (%+.1f%%)\n",
+                 rc.step_ms_with, rc.step_ms_without, 100.0 * rc.cost_fraction);
+  } catch (const std::exception& e) {
+    s.model().SetActivationCheckpointing(true);
+    Recover(s);
+    rc.fits_without = false;
+    rc.detail = IsOutOfMemory(e) ? "steps without activation checkpointing do not fit in device memory"
+                                 : std::string(e.what()).substr(0, 300);
+  }
+}
+
+// Steps with and without the per-step measurements (events, loss reads,
+// progress, metrics), alternated twice so drift affects both alike.
+void InstrumentationCheckRun(Session& s, int steps, SingleStage* st, FILE* metrics) {
+  InstrumentationCheck& ic = st->instrumentation;
+  if (steps <= 0) return;
+  const int64_t first = s.cfg().training.steps + 1;
+  double with_s = 0, without_s = 0;
+  for (int round = 0; round < 4; ++round) {
+    const bool instrument = round % 2 == 1;
+    LoopHooks hooks;
+    hooks.process = "overhead_check";
+    hooks.instrument = instrument;
+    std::vector<StepRecord> recs;
+    Synchronize(s.device());
+    const auto t0 = std::chrono::steady_clock::now();
+    Status r = RunSteps(s, first, first + steps - 1, hooks, &recs, metrics);
+    const double secs = SecondsSince(t0);
+    if (!r.ok()) return;
+    (instrument ? with_s : without_s) += secs;
+  }
+  ic.ran = true;
+  ic.steps = 2 * steps;
+  ic.step_ms_instrumented = with_s * 1000.0 / ic.steps;
+  ic.step_ms_plain = without_s * 1000.0 / ic.steps;
+  ic.overhead_fraction = ic.step_ms_instrumented / ic.step_ms_plain - 1.0;
+  std::fprintf(stderr, "pilot: single: instrumentation: %.2f ms/step measured, %.2f ms/step plain (%+.2f%%)\n",
+               ic.step_ms_instrumented, ic.step_ms_plain, 100.0 * ic.overhead_fraction);
+}
+
+}  // namespace
+
+void RunChecks(Session& s, const RunOptions& opts, const std::string& checkpoint,
+               const std::vector<StepRecord>& reference, SingleStage* st, FILE* metrics) {
+  PrecisionCheckRun(s, checkpoint, reference, st, metrics);
+  RecomputeCheckRun(s, checkpoint, st, metrics);
+  InstrumentationCheckRun(s, opts.overhead_steps, st, metrics);
+}
+
+}  // namespace pilot::runner

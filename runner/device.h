@@ -1,0 +1,66 @@
+// What the runner asks of the device: memory statistics, timing, versions.
+// The CUDA parts are compiled only when the build found the CUDA toolkit
+// (PILOT_RUNNER_CUDA); NVML is loaded at run time (dlopen), so neither the
+// build nor a CPU machine needs it.
+//
+// Memory, as the seed asks, around one step:
+//   ResetPeak(dev); ...zero_grad, forward, backward, optimizer...;
+//   Synchronize(dev); stats = Snapshot(dev, step);
+// On CUDA: allocator peak allocated/reserved (tensors), cudaMemGetInfo's
+// device used, NVML's figure for this process, runtime overhead = device
+// used - reserved, allocator retries and OOMs. On the CPU: the process's
+// peak resident set (VmHWM, reset by ResetPeak through clear_refs where the
+// kernel allows) and current resident set (VmRSS).
+//
+// Thread-safety: call from the training thread.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/results.h"
+
+namespace pilot::runner {
+
+// True when this binary has CUDA support compiled in and a device is visible.
+bool CudaAvailable();
+// "cpu" / "cuda": resolves training.device ("auto" prefers CUDA).
+// Errors: kInvalid ("cuda" asked but not available).
+Result<at::Device> ResolveDevice(const std::string& wanted);
+
+void Synchronize(const at::Device& dev);
+void ResetPeak(const at::Device& dev);
+MemoryStats Snapshot(const at::Device& dev, int64_t step);
+// Returns cached blocks to the driver (CUDA) so another process can use them.
+void ReleaseCachedMemory(const at::Device& dev);
+std::string DeviceName(const at::Device& dev);
+Versions CollectVersions();
+
+// True for c10's out-of-memory errors and CUDA/allocator OOM messages.
+bool IsOutOfMemory(const std::exception& e);
+
+// Marks points of a step on the device's timeline (CUDA events; the host
+// clock on the CPU, where execution is synchronous) and measures between
+// them. Reading a mark waits for it to complete.
+class StepTimer {
+ public:
+  StepTimer(const at::Device& dev, int marks);
+  ~StepTimer();
+  void Mark(int i);
+  double ElapsedMs(int from, int to);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+inline double SecondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace pilot::runner

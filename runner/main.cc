@@ -1,0 +1,74 @@
+// pilot-runner: the pilot itself. Thin main: parse, dispatch, and make sure
+// no exception leaves the process (exit status 4 when one tries).
+#include <c10/util/Exception.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "pilot/version.h"
+#include "runner/cli.h"
+#include "runner/session.h"
+
+namespace pilot::runner {
+
+void PrintVersions(bool json) {
+  Versions v = CollectVersions();
+  v.runner = PILOT_VERSION_STRING;
+  if (json) {
+    nlohmann::ordered_json j = {{"runner", v.runner},           {"libtorch", v.torch},
+                                {"cuda_runtime", v.cuda_runtime}, {"cuda_driver", v.cuda_driver},
+                                {"cudnn", v.cudnn},             {"nccl", v.nccl},
+                                {"devices", v.devices}};
+    std::printf("%s\n", j.dump(2).c_str());
+    return;
+  }
+  std::printf("pilot-runner %s\nlibtorch %s\n", v.runner.c_str(), v.torch.c_str());
+  if (!v.cuda_runtime.empty()) {
+    std::printf("cuda runtime %s, driver %s, cudnn %s, nccl %s\n", v.cuda_runtime.c_str(),
+                v.cuda_driver.c_str(), v.cudnn.c_str(), v.nccl.c_str());
+  }
+  for (const auto& d : v.devices) std::printf("device %s\n", d.c_str());
+}
+
+int Dispatch(const std::vector<std::string>& args) {
+  Result<Command> cmd = ParseCommandLine(args);
+  if (!cmd.ok()) {
+    std::fprintf(stderr, "%s\n", cmd.status().ToString().c_str());
+    return kExitUsage;
+  }
+  switch (cmd->kind) {
+    case Command::kRun:
+      return RunPilot(cmd->run);
+    case Command::kVerify:
+      return RunVerify(cmd->verify);
+    case Command::kVersions:
+      PrintVersions(cmd->json);
+      return kExitOk;
+    case Command::kVersion:
+      std::printf("pilot-runner %s\n", PILOT_VERSION_STRING);
+      return kExitOk;
+    case Command::kHelp:
+      std::printf("%s", cmd->help.c_str());
+      return kExitOk;
+  }
+  return kExitUsage;
+}
+
+}  // namespace pilot::runner
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  try {
+    return pilot::runner::Dispatch(args);
+  } catch (const c10::Error& e) {
+    std::fprintf(stderr, "pilot: libtorch: %s\n", e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "pilot: internal error: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "pilot: internal error: unknown exception\n");
+  }
+  return pilot::runner::kExitError;
+}

@@ -1,0 +1,149 @@
+// results.json: round trip, strictness, field paths in errors, limits.
+#include "core/results.h"
+
+#include <cmath>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace pilot {
+namespace {
+
+using ::testing::HasSubstr;
+
+Results Sample() {
+  Results r;
+  r.config_path = "/home/alice/gpt.toml";
+  r.config_sha256 = std::string(64, 'a');
+  r.seed = 1234;
+  r.started_at = "2026-11-30T04:00:00Z";
+  r.finished_at = "2026-11-30T04:01:00Z";
+  r.versions.runner = "0.1.0";
+  r.versions.torch = "2.11.0";
+  r.versions.devices = {"NVIDIA H200"};
+  SingleStage s;
+  s.status = "ok";
+  s.device = "cuda";
+  s.shape.model_kind = "gpt";
+  s.shape.params = 1315819520;
+  s.shape.seq_len = 2048;
+  s.shape.micro_batch = 8;
+  s.steps = 20;
+  s.losses = {11.2, 11.1, 0.1 + 0.2};
+  s.memory.device = "cuda";
+  s.memory.step = 6;
+  s.memory.peak_allocated_bytes = 57597668352;
+  s.memory.device_used_bytes = 61210427392;
+  s.memory_resumed = s.memory;
+  s.memory_resumed->step = 11;
+  s.checkpoint.path = "/tmp/ck/step-000010";
+  s.checkpoint.bytes = 15790000000;
+  s.checkpoint.save_seconds = 7.0;
+  s.restore.ran = true;
+  s.restore.equal = true;
+  s.restore.resumed_losses = {1.5, 1.25};
+  FailureInfo f;
+  f.kind = "oom";
+  f.phase = "forward";
+  f.memory.device = "cuda";
+  s.failure = f;
+  r.single = s;
+  return r;
+}
+
+TEST(Results, RoundTripsExactly) {
+  Results r = Sample();
+  std::string text = ResultsToJson(r);
+  Result<Results> back = ParseResults(text);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, r);
+  EXPECT_EQ(ResultsToJson(*back), text);
+}
+
+TEST(Results, WritesTheDocumentedPaths) {
+  nlohmann::json j = nlohmann::json::parse(ResultsToJson(Sample()));
+  EXPECT_EQ(j["schema"], "slurm-pilot/results/1");
+  const auto& s = j["stages"]["single"];
+  EXPECT_TRUE(s["restore"]["equal"].get<bool>());
+  EXPECT_TRUE(s["restore"].contains("max_abs_loss_diff"));
+  EXPECT_EQ(s["memory"]["peak_allocated_bytes"], 57597668352);
+  EXPECT_TRUE(s["memory"]["peak_reserved_bytes"].is_null());  // not measured
+  EXPECT_EQ(s["memory_resumed"]["step"], 11);
+  EXPECT_EQ(s["checkpoint"]["path"], "/tmp/ck/step-000010");
+  EXPECT_TRUE(s["checkpoint"].contains("load_seconds"));
+  EXPECT_TRUE(s["timings"].contains("data_wait_ms"));
+}
+
+TEST(Results, NonFiniteNumbersSurvive) {
+  Results r = Sample();
+  r.single->losses = {std::nan(""), INFINITY, -INFINITY};
+  Result<Results> back = ParseResults(ResultsToJson(r));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_TRUE(std::isnan(back->single->losses[0]));
+  EXPECT_EQ(back->single->losses[1], INFINITY);
+  EXPECT_EQ(back->single->losses[2], -INFINITY);
+}
+
+TEST(Results, NoSingleStageIsNull) {
+  Results r = Sample();
+  r.single.reset();
+  Result<Results> back = ParseResults(ResultsToJson(r));
+  ASSERT_TRUE(back.ok());
+  EXPECT_FALSE(back->single.has_value());
+}
+
+// Edits the sample's JSON and returns the parse error message.
+std::string ErrorAfter(const std::function<void(nlohmann::json&)>& edit) {
+  nlohmann::json j = nlohmann::json::parse(ResultsToJson(Sample()));
+  edit(j);
+  Result<Results> r = ParseResults(j.dump(), "results.json");
+  EXPECT_FALSE(r.ok());
+  return r.ok() ? "" : r.status().ToString();
+}
+
+TEST(Results, WrongTypeNamesTheFieldPath) {
+  std::string e = ErrorAfter([](nlohmann::json& j) { j["stages"]["single"]["restore"]["equal"] = "yes"; });
+  EXPECT_THAT(e, HasSubstr("results.json: stages.single.restore.equal: expected a boolean, got a string"));
+  e = ErrorAfter([](nlohmann::json& j) { j["stages"]["single"]["losses"][1] = true; });
+  EXPECT_THAT(e, HasSubstr("stages.single.losses[1]: expected a number"));
+  e = ErrorAfter([](nlohmann::json& j) { j["stages"]["single"]["memory"]["step"] = 1.5; });
+  EXPECT_THAT(e, HasSubstr("stages.single.memory.step: expected an integer"));
+}
+
+TEST(Results, UnknownAndMissingKeysAreErrors) {
+  EXPECT_THAT(ErrorAfter([](nlohmann::json& j) { j["stages"]["single"]["checkpoint"]["extra"] = 1; }),
+              HasSubstr("stages.single.checkpoint.extra: unknown key"));
+  EXPECT_THAT(ErrorAfter([](nlohmann::json& j) { j["stages"]["node"] = nullptr; }),
+              HasSubstr("stages.node: unknown key"));
+  EXPECT_THAT(ErrorAfter([](nlohmann::json& j) { j["stages"]["single"]["memory"].erase("device_used_bytes"); }),
+              HasSubstr("stages.single.memory.device_used_bytes: missing"));
+  EXPECT_THAT(ErrorAfter([](nlohmann::json& j) { j.erase("stages"); }), HasSubstr("stages: missing"));
+}
+
+TEST(Results, SchemaIsChecked) {
+  EXPECT_THAT(ErrorAfter([](nlohmann::json& j) { j["schema"] = "slurm-pilot/results/2"; }),
+              HasSubstr("schema: unsupported"));
+  EXPECT_THAT(ErrorAfter([](nlohmann::json& j) { j.erase("schema"); }), HasSubstr("schema: missing"));
+}
+
+TEST(Results, RefusesGarbageAndHugeInput) {
+  Result<Results> r = ParseResults("{not json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().ToString(), HasSubstr("not valid JSON"));
+  r = ParseResults("[1, 2]");
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().ToString(), HasSubstr("expected an object"));
+  r = ParseResults(std::string(kResultsMaxBytes + 1, ' '));
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().ToString(), HasSubstr("larger than"));
+}
+
+TEST(Results, ReadsFiles) {
+  Result<Results> r = ReadResultsFile("/nonexistent/results.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kNotFound);
+}
+
+}  // namespace
+}  // namespace pilot

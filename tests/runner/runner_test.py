@@ -1,0 +1,214 @@
+#!/usr/bin/env python3
+"""pilot-runner on the CPU (label `runner`): the full single-stage cycle of
+configs/tiny-cpu.toml, the restore comparison (and that it can fail), verify
+on good and damaged checkpoints, pinned token files, exit statuses.
+
+Usage: runner_test.py RUNNER SOURCE_DIR WORK_DIR TEST_NAME
+Each TEST_NAME is one CTest test; "cycle" leaves WORK_DIR/cycle for the
+verify tests (a CTest fixture).
+"""
+import hashlib
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+
+RUNNER, SRC, WORK, NAME = sys.argv[1:5]
+CONFIG = os.path.join(SRC, "configs", "tiny-cpu.toml")
+READER = os.path.join(SRC, "tests", "runner", "read_safetensors.py")
+
+
+def run(args, env=None, expect=None):
+    e = dict(os.environ)
+    e.pop("PILOT_RUNNER_TEST_SKIP_RESTORE", None)
+    e.update(env or {})
+    p = subprocess.run([RUNNER] + args, capture_output=True, text=True, env=e, timeout=600)
+    if expect is not None and p.returncode != expect:
+        sys.exit(f"FAIL: {' '.join(args)}: exit {p.returncode}, expected {expect}\n"
+                 f"stdout:\n{p.stdout}\nstderr:\n{p.stderr}")
+    return p
+
+
+def fresh(name):
+    d = os.path.join(WORK, name)
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    return d
+
+
+def results(out):
+    with open(os.path.join(out, "results.json")) as f:
+        return json.load(f)
+
+
+def require(cond, what):
+    if not cond:
+        sys.exit(f"FAIL: {what}")
+
+
+def checkpoint_dir(out):
+    return os.path.join(out, "checkpoints", "step-000006")
+
+
+def test_cycle():
+    out = fresh("cycle")
+    p = run(["run", "--config", CONFIG, "--out", out], expect=0)
+    require("pilot: single step 12/12 loss" in p.stderr, "progress lines")
+    r = results(out)
+    require(r["schema"] == "slurm-pilot/results/1" and r["exit_code"] == 0, "schema and exit code")
+    s = r["stages"]["single"]
+    require(s["status"] == "ok" and s["device"] == "cpu", "status ok on cpu")
+    require(len(s["losses"]) == 12 and all(isinstance(x, float) for x in s["losses"]), "12 losses")
+    rs = s["restore"]
+    require(rs["ran"] and rs["equal"] and rs["mode"] == "bitwise", f"restore equal: {rs}")
+    require(rs["max_abs_loss_diff"] == 0 and rs["max_abs_param_diff"] == 0, "bitwise diffs are 0")
+    require(rs["from_step"] == 6 and rs["to_step"] == 12 and len(rs["resumed_losses"]) == 6, "steps 7..12")
+    require(rs["resumed_losses"] == s["losses"][6:], "resumed losses equal the reference's")
+    for key in ("memory", "memory_first_step", "memory_resumed"):
+        m = s[key]
+        require(m["process_peak_rss_bytes"] > 0 and m["process_rss_bytes"] > 0, f"{key}: rss")
+        require(m["peak_allocated_bytes"] is None, f"{key}: no allocator peak on a CPU")
+    ck = s["checkpoint"]
+    require(ck["path"] == checkpoint_dir(out) and ck["step"] == 6, "checkpoint path")
+    require(ck["bytes"] > 0 and ck["save_seconds"] > 0 and ck["load_seconds"] > 0, "checkpoint timings")
+    t = s["timings"]
+    require(t["step_ms"] > 0 and t["forward_backward_ms"] > 0 and t["optimizer_ms"] > 0, "timings")
+    require(s["tokens_per_second"] > 0 and s["shape"]["binding"], "throughput and binding shape")
+    names = sorted(os.listdir(checkpoint_dir(out)))
+    require(names == ["COMPLETE", "manifest.json", "model.safetensors", "optim-exp_avg.safetensors",
+                      "optim-exp_avg_sq.safetensors", "state.json"], f"checkpoint files {names}")
+    with open(os.path.join(checkpoint_dir(out), "manifest.json")) as f:
+        man = json.load(f)
+    for entry in man["files"]:
+        with open(os.path.join(checkpoint_dir(out), entry["name"]), "rb") as f:
+            data = f.read()
+        require(hashlib.sha256(data).hexdigest() == entry["sha256"], f"sha256 of {entry['name']}")
+        require(len(data) == entry["bytes"], f"size of {entry['name']}")
+    with open(os.path.join(out, "metrics.jsonl")) as f:
+        lines = [json.loads(x) for x in f]
+    require(sum(1 for x in lines if x["process"] == "reference") == 12, "12 reference metric lines")
+    require(sum(1 for x in lines if x["process"] == "resumed") == 6, "6 resumed metric lines")
+    require(not os.path.exists(os.path.join(out, "reference-final.safetensors")), "reference removed")
+
+
+def test_skip_optimizer():
+    out = fresh("skip-optimizer")
+    run(["run", "--config", CONFIG, "--out", out], env={"PILOT_RUNNER_TEST_SKIP_RESTORE": "optimizer"},
+        expect=1)
+    rs = results(out)["stages"]["single"]["restore"]
+    require(rs["ran"] and not rs["equal"] and rs["skipped"] == "optimizer", f"unequal: {rs}")
+    require(rs["max_abs_loss_diff"] > 0, "losses differ")
+
+
+def test_skip_data():
+    out = fresh("skip-data")
+    run(["run", "--config", CONFIG, "--out", out], env={"PILOT_RUNNER_TEST_SKIP_RESTORE": "data"},
+        expect=1)
+    rs = results(out)["stages"]["single"]["restore"]
+    require(not rs["equal"] and rs["skipped"] == "data", f"unequal: {rs}")
+
+
+def test_verify_ok():
+    ck = checkpoint_dir(os.path.join(WORK, "cycle"))
+    res = os.path.join(WORK, "cycle", "results.json")
+    p = run(["verify", "--checkpoint", ck, "--config", CONFIG, "--expect", res], expect=0)
+    require("VERIFIED" in p.stdout, "human output")
+    p = run(["verify", "--checkpoint", ck, "--config", CONFIG, "--json"], expect=0)
+    rep = json.loads(p.stdout)
+    require(rep["schema"] == "slurm-pilot/verify/1" and rep["ran"] and rep["manifest_ok"], "report")
+    require(rep["params"] == rep["params_with_optimizer_state"] == 28, "28 parameters with state")
+    require(rep["eval_recomputed"] and rep["eval_within"] and rep["step"] == 6, "eval recomputed")
+
+
+def damaged_copy(name):
+    src = checkpoint_dir(os.path.join(WORK, "cycle"))
+    dst = os.path.join(fresh(name), "step-000006")
+    shutil.copytree(src, dst)
+    return dst
+
+
+def test_verify_corrupt_byte():
+    ck = damaged_copy("corrupt")
+    path = os.path.join(ck, "model.safetensors")
+    with open(path, "r+b") as f:
+        f.seek(os.path.getsize(path) - 3)
+        b = f.read(1)
+        f.seek(-1, 1)
+        f.write(bytes([b[0] ^ 0x40]))
+    p = run(["verify", "--checkpoint", ck, "--config", CONFIG, "--json"], expect=1)
+    require("manifest" in p.stderr and "model.safetensors" in p.stderr, f"names the file: {p.stderr}")
+    require(not json.loads(p.stdout)["manifest_ok"], "manifest_ok false")
+
+
+def test_verify_missing_optimizer():
+    ck = damaged_copy("missing")
+    os.remove(os.path.join(ck, "optim-exp_avg.safetensors"))
+    p = run(["verify", "--checkpoint", ck, "--config", CONFIG], expect=1)
+    require("optim-exp_avg.safetensors" in p.stderr, f"names the file: {p.stderr}")
+    require("FAILED" in p.stdout, "says FAILED")
+
+
+def test_verify_usage():
+    run(["verify", "--checkpoint", os.path.join(WORK, "nowhere"), "--config", CONFIG], expect=2)
+    run(["verify", "--config", CONFIG], expect=2)
+
+
+def token_file(name, n=40000, vocab=512):
+    d = fresh(name)
+    path = os.path.join(d, "tokens.u16")
+    with open(path, "wb") as f:
+        f.write(struct.pack(f"<{n}H", *[(i * 7919 + i // 13) % vocab for i in range(n)]))
+    with open(path, "rb") as f:
+        return d, path, hashlib.sha256(f.read()).hexdigest()
+
+
+def test_token_file():
+    d, path, sha = token_file("tokens")
+    out = os.path.join(d, "out")
+    run(["run", "--config", CONFIG, "--out", out, "--set", 'data.format="u16"',
+         "--set", f'data.train="{path}"', "--set", f'data.train_sha256="{sha}"'], expect=0)
+    require(results(out)["stages"]["single"]["restore"]["equal"], "restore equal with token files")
+
+
+def test_token_sha_mismatch():
+    d, path, sha = token_file("tokens-bad")
+    wrong = ("0" if sha[0] != "0" else "1") + sha[1:]
+    p = run(["run", "--config", CONFIG, "--out", os.path.join(d, "out"), "--set", 'data.format="u16"',
+             "--set", f'data.train="{path}"', "--set", f'data.train_sha256="{wrong}"'], expect=2)
+    require(path in p.stderr and "sha256" in p.stderr, f"error names the file: {p.stderr}")
+
+
+def test_safetensors_reader():
+    ck = checkpoint_dir(os.path.join(WORK, "cycle"))
+    files = [os.path.join(ck, n) for n in sorted(os.listdir(ck)) if n.endswith(".safetensors")]
+    p = subprocess.run([sys.executable, READER] + files, capture_output=True, text=True)
+    require(p.returncode == 0 and p.stdout.count(": ok") == 3, p.stdout)
+    bad = os.path.join(fresh("reader"), "bad.safetensors")
+    with open(files[0], "rb") as f:
+        data = f.read()
+    with open(bad, "wb") as f:
+        f.write(data[:-4])  # truncated: offsets no longer tile the data
+    p = subprocess.run([sys.executable, READER, bad], capture_output=True, text=True)
+    require(p.returncode == 1, "the reader rejects a truncated file")
+
+
+def test_cli():
+    p = run(["run", "--config", CONFIG, "--out", fresh("node"), "--stage", "node"], expect=5)
+    require("node stage not built yet" in p.stderr, p.stderr)
+    p = run(["run", "--config", CONFIG, "--out", fresh("typo"), "--overhead-step", "3"], expect=2)
+    require("did you mean --overhead-steps" in p.stderr, p.stderr)
+    run(["rnu"], expect=2)
+    p = run(["--versions", "--json"], expect=0)
+    require(json.loads(p.stdout)["libtorch"], "versions json")
+    out = fresh("badcfg")
+    p = run(["run", "--config", CONFIG, "--out", out, "--set", "training.steps=0"], expect=2)
+    require("training.steps" in p.stderr, p.stderr)
+    require(results(out)["exit_code"] == 2, "results.json records the exit status")
+
+
+if __name__ == "__main__":
+    os.makedirs(WORK, exist_ok=True)
+    globals()["test_" + NAME]()
+    print(f"ok: {NAME}")
