@@ -1,0 +1,59 @@
+// pilot flush: post the verdicts queued in the outbox (root).
+#include <memory>
+
+#include "cli/options.h"
+#include "cli/verdict_store.h"
+#include "core/crypto.h"
+#include "core/http.h"
+#include "core/outbox.h"
+
+namespace pilot::cli {
+
+int RunFlush(const Invocation& inv) {
+  CommandLine cl("pilot flush [--policy FILE]",
+                 "Post every verdict queued in STATE/outbox/ (verdicts the epilog could\n"
+                 "not deliver) to the policy's notify_url, signed like the epilog does;\n"
+                 "each delivered one is removed, the others stay. Exit 0 when the outbox\n"
+                 "is empty afterwards, 1 when some remain.");
+  cl.options.add_options()("policy", po::value<std::string>()->default_value(""),
+                           "site policy (default: $PILOT_POLICY, else the installed pilot.conf)");
+  po::variables_map vm;
+  if (auto rc = ParseCommandArgs(inv, cl, vm)) return *rc;
+  Result<Policy> policy = LoadCliPolicy(vm["policy"].as<std::string>());
+  if (!policy.ok()) {
+    inv.err << policy.status().ToString() << "\n";
+    return kExitUsage;
+  }
+  if (policy->notify_url.empty()) {
+    inv.err << Status::Invalid(policy->path.empty() ? "policy" : policy->path,
+                               "notify_url is not set: nowhere to post")
+                   .ToString()
+            << "\n";
+    return kExitUsage;
+  }
+  Result<std::string> key = ReadKeyFile(policy->key_file);
+  if (!key.ok()) {
+    inv.err << key.status().ToString() << "\n";
+    return kExitNo;
+  }
+  NotifyTarget target;
+  target.url = policy->notify_url;
+  target.key = *key;
+  target.http.connect_timeout = std::chrono::seconds(std::min(5, policy->notify_timeout_seconds));
+  target.http.total_timeout = std::chrono::seconds(policy->notify_timeout_seconds);
+  target.retry.retries = policy->notify_retries;
+  std::unique_ptr<HttpClient> client = NewCurlHttpClient();
+  Outbox outbox(OutboxDir(policy->state_dir));
+  Result<Outbox::FlushReport> report =
+      outbox.Flush([&](const std::string& body) { return PostSigned(*client, target, body); });
+  if (!report.ok()) {
+    inv.err << report.status().ToString() << "\n";
+    return kExitNo;
+  }
+  inv.out << "pilot: flush: " << report->sent << " delivered, " << report->kept
+          << " still queued\n";
+  for (const Status& s : report->errors) inv.err << s.ToString() << "\n";
+  return report->kept == 0 ? kExitOk : kExitNo;
+}
+
+}  // namespace pilot::cli

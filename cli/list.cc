@@ -1,0 +1,52 @@
+// pilot list [--user U] [--all]: the verdicts in the store, one a line.
+#include <unistd.h>
+
+#include "cli/options.h"
+#include "cli/verdict_store.h"
+
+namespace pilot::cli {
+
+int RunList(const Invocation& inv) {
+  CommandLine cl("pilot list [--user USER | --all] [--policy FILE]",
+                 "List stored verdicts, oldest job first: job, user, run, decision, issued,\n"
+                 "expires. Default: your own verdicts.");
+  cl.options.add_options()
+      ("user", po::value<std::string>(), "only this user's verdicts")
+      ("all", po::bool_switch(), "every user's verdicts")
+      ("policy", po::value<std::string>()->default_value(""),
+       "site policy (default: $PILOT_POLICY, else the installed pilot.conf)");
+  po::variables_map vm;
+  if (auto rc = ParseCommandArgs(inv, cl, vm)) return *rc;
+  if (vm.count("user") && vm["all"].as<bool>()) {
+    return UsageError(inv, "--user and --all exclude each other");
+  }
+  Result<Policy> policy = LoadCliPolicy(vm["policy"].as<std::string>());
+  if (!policy.ok()) {
+    inv.err << policy.status().ToString() << "\n";
+    return kExitUsage;
+  }
+  std::vector<std::string> skipped;
+  Result<std::vector<StoredVerdict>> all = ListStoredVerdicts(policy->state_dir, &skipped);
+  if (!all.ok()) {
+    inv.err << all.status().ToString() << "\n";
+    return kExitNo;
+  }
+  std::string user = vm.count("user") ? vm["user"].as<std::string>() : CallerName();
+  bool every = vm["all"].as<bool>();
+  inv.out << "JOB       USER         RUN                  DECISION  ISSUED                "
+             "EXPIRES\n";
+  auto col = [](const std::string& s, size_t w) {
+    return s.size() >= w ? s.substr(0, w - 1) + " " : s + std::string(w - s.size(), ' ');
+  };
+  for (const StoredVerdict& sv : *all) {
+    const Verdict& v = sv.verdict;
+    if (!every && v.job.user != user) continue;
+    inv.out << col(std::to_string(sv.job_id), 10) << col(v.job.user, 13) << col(v.job.run, 21)
+            << col(DecisionName(v.decision), 10) << col(v.issued, 22) << v.expires
+            << (v.signature.empty() ? "  (unsigned)" : "") << "\n";
+  }
+  for (const std::string& s : skipped) inv.err << "pilot: list: skipped " << s << "\n";
+  return kExitOk;
+}
+
+}  // namespace pilot::cli

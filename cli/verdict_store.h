@@ -1,0 +1,39 @@
+// The verdict store as the `pilot` commands see it: the policy (for
+// state_dir and key_file), the stored verdicts, and the caller.
+//
+// Thread-safety: single-threaded (command-line program).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/policy.h"
+#include "core/status.h"
+#include "core/verdict.h"
+
+namespace pilot::cli {
+
+// The policy named by --policy, else $PILOT_POLICY, else the build's default
+// (missing default file = built-in defaults).
+Result<Policy> LoadCliPolicy(const std::string& flag_value);
+
+struct StoredVerdict {
+  int64_t job_id = 0;
+  std::string path;
+  Verdict verdict;
+};
+
+// Every parseable STATE/verdicts/JOBID.json, by job id. Files that do not
+// parse are reported in `skipped` ("path: problem"). Errors: kIoError when
+// the folder cannot be listed (a missing folder is an empty store).
+Result<std::vector<StoredVerdict>> ListStoredVerdicts(const std::string& state_dir,
+                                                      std::vector<std::string>* skipped);
+
+// STATE/verdicts/JOBID.json
+std::string VerdictPath(const std::string& state_dir, int64_t job_id);
+
+// The calling user's name (from the real uid).
+std::string CallerName();
+
+}  // namespace pilot::cli

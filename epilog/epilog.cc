@@ -1,0 +1,166 @@
+#include "epilog/epilog.h"
+
+#include <pwd.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/atomic_file.h"
+#include "core/crypto.h"
+#include "core/strings.h"
+#include "prolog/prolog.h"
+#include "spank_plugin/plugin_args.h"
+
+namespace pilot::jobscript {
+namespace {
+
+RunAs UserOf(const JobEnv& job, std::string* home) {
+  RunAs as{job.uid, job.gid, job.user};
+  if (struct passwd* pw = getpwuid(job.uid)) {
+    if (as.user.empty()) as.user = pw->pw_name;
+    *home = pw->pw_dir;
+  }
+  return as;
+}
+
+std::string FirstLine(std::string_view s) {
+  s = Trim(s);
+  size_t nl = s.find('\n');
+  std::string line(nl == std::string::npos ? s : s.substr(0, nl));
+  if (line.size() > 300) line = line.substr(0, 300) + "...";
+  return line;
+}
+
+}  // namespace
+
+EpilogInputs GatherInputs(const Policy& policy, const JobEnv& job, const EpilogDeps& deps) {
+  EpilogInputs in;
+  in.job = job;
+  in.now_unix = deps.now_unix();
+  spank::JobPaths paths = spank::PathsForJob(policy.state_dir, job.job_id);
+  in.config_copy = paths.config;
+
+  Result<Lock> lock = ReadLock(paths.lock);
+  if (lock.ok()) {
+    in.lock = std::move(lock).value();
+  } else {
+    in.lock_problem = "no usable lock.json (the prolog did not pin this job): " +
+                      lock.status().Message();
+  }
+
+  std::string home;
+  RunAs as = UserOf(job, &home);
+  std::string out = job.out.empty() ? paths.work : job.out;
+  in.results_path = out + "/results.json";
+  std::string why_ended = job.exit_code.empty() ? "" : " (job exit " + job.exit_code + ")";
+
+  // results.json is the user's file: read it with the user's rights.
+  CommandSpec cat;
+  cat.argv = {"/bin/cat", "--", in.results_path};
+  cat.env = CleanEnvironment(as.user, home);
+  cat.run_as = as;
+  cat.timeout_seconds = 30;
+  cat.max_output_bytes = kResultsMaxBytes + 1;
+  Result<CommandResult> read = deps.run(cat);
+  if (!read.ok() || !read->Succeeded()) {
+    in.results_problem = "no results.json: the runner did not finish (crashed, killed, "
+                         "out of time or cancelled)" + why_ended;
+  } else if (read->out.size() > kResultsMaxBytes) {
+    in.results_problem = "results.json is larger than " + std::to_string(kResultsMaxBytes) +
+                         " bytes";
+  } else {
+    Result<Results> r = ParseResults(read->out, in.results_path);
+    if (r.ok()) {
+      in.results = std::move(r).value();
+    } else {
+      in.results_problem = "results.json is invalid: " + r.status().Message();
+    }
+  }
+  if (in.lock && in.lock->container.method == "registry" && !in.lock->container.digest.empty() &&
+      in.lock->container.reference.find('@') == std::string::npos && deps.resolve_digest) {
+    Result<std::string> now = deps.resolve_digest(in.lock->container.reference);
+    if (now.ok()) {
+      in.container_digest_now = *now;
+    } else {
+      in.container_problem = now.status().Message();
+    }
+  }
+  if (!in.results || !in.lock) return in;
+
+  std::string checkpoint = in.results->single ? in.results->single->checkpoint.path : "";
+  if (checkpoint.empty()) {
+    in.verify_problem = "results.json names no checkpoint to verify";
+    return in;
+  }
+  CommandSpec verify;
+  verify.argv = {policy.runner_path, "verify", "--checkpoint", checkpoint,
+                 "--config",         paths.config, "--expect", in.results_path,
+                 "--json"};
+  verify.env = CleanEnvironment(as.user, home);
+  verify.run_as = as;
+  verify.cwd = home.empty() ? "/" : home;
+  verify.timeout_seconds = policy.verify_timeout_seconds;
+  Result<CommandResult> v = deps.run(verify);
+  if (!v.ok()) {
+    in.verify_problem = "pilot-runner verify could not start: " + v.status().Message();
+    return in;
+  }
+  in.verify_ran = !v->timed_out && v->signal == 0 && v->exit_code <= 2;
+  in.verify_exit_code = v->exit_code;
+  in.verify_output = v->out;
+  if (!in.verify_ran) {
+    in.verify_problem = "pilot-runner verify " + v->Describe(verify.timeout_seconds);
+    if (!v->err.empty()) in.verify_problem += ": " + FirstLine(v->err);
+  } else if (v->exit_code == 2) {
+    in.verify_problem = "pilot-runner verify could not check: " + FirstLine(v->err);
+  }
+  return in;
+}
+
+Result<EpilogReport> RunEpilog(const Policy& policy, const JobEnv& job, const EpilogDeps& deps) {
+  PILOT_RETURN_IF_ERROR(EnsureStateDir(policy.state_dir));
+  EpilogReport report;
+  // A job of several nodes runs its pilot on one (the batch host); the other
+  // nodes' epilogs have nothing to judge and must not write a second verdict
+  // into a shared state folder.
+  spank::JobPaths paths = spank::PathsForJob(policy.state_dir, job.job_id);
+  struct stat sb {};
+  if (job.nodes > 1 && stat(paths.started.c_str(), &sb) != 0) {
+    report.note = "the pilot did not run on this node";
+    report.skipped = true;
+    return report;
+  }
+  EpilogInputs in = GatherInputs(policy, job, deps);
+  PILOT_ASSIGN_OR_RETURN(Verdict v, deps.decide(in, policy));
+
+  report.decision = v.decision;
+  Result<std::string> key = ReadKeyFile(policy.key_file);
+  if (key.ok()) {
+    SignVerdict(&v, *key);
+    report.signed_ok = true;
+  } else {
+    // An unsigned verdict is stored (the user learns the outcome) but no
+    // `pilot grant` accepts it.
+    report.note = "verdict not signed: " + key.status().Message();
+  }
+  std::string body = VerdictToJson(v);
+  report.verdict_path = policy.state_dir + "/verdicts/" + std::to_string(job.job_id) + ".json";
+  PILOT_RETURN_IF_ERROR(WriteFileAtomic(report.verdict_path, body, 0644));
+
+  if (!policy.notify_url.empty()) {
+    Status posted = deps.post(policy, body, key.ok() ? *key : "");
+    if (posted.ok()) {
+      report.posted = true;
+    } else {
+      Status queued = deps.enqueue(policy, job.job_id, body);
+      report.queued = queued.ok();
+      report.note += (report.note.empty() ? "" : "; ") + std::string("post failed: ") +
+                     posted.Message() +
+                     (queued.ok() ? " (queued in outbox)" : "; outbox: " + queued.Message());
+    }
+  }
+  return report;
+}
+
+}  // namespace pilot::jobscript

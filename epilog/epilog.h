@@ -1,0 +1,97 @@
+// pilot-epilog: the verdict of a pilot job.
+//
+// Runs as root on every node after a job (Slurm Epilog=). For a pilot job it
+//  1. reads the job's lock.json (written by the prolog; root's, trusted);
+//  2. reads OUT/results.json AS THE JOB'S USER, at most kResultsMaxBytes,
+//     and parses it strictly: everything in work/ is the user's and is
+//     untrusted (a link to a root-only file is read with the user's rights);
+//     missing or invalid results (runner crashed, killed, out of time,
+//     cancelled) give NO-GO with the reason;
+//  3. otherwise runs `pilot-runner verify --checkpoint DIR --config COPY
+//     --expect RESULTS --json` as the job's user (setgid, initgroups,
+//     setuid; clean environment; policy verify_timeout_seconds, then
+//     SIGTERM/SIGKILL of its process group);
+//  4. decides (a pure core function), signs with the policy's key_file
+//     (HMAC-SHA256), stores STATE/verdicts/JOBID.json atomically (root,
+//     0644; the folder root's, 0755);
+//  5. POSTs the verdict to the policy's notify_url with
+//     "X-Pilot-Signature-256: sha256=<hex HMAC of the body>", and queues it
+//     in STATE/outbox/ when that fails (`pilot flush` delivers later).
+// On a job of several nodes, only the node whose task ran the pilot (it has
+// runner.started) decides; the others skip.
+// RunEpilog fails only when the node is broken (the verdict cannot be
+// stored); every problem of the job is a NO-GO verdict instead.
+//
+// Thread-safety: single-threaded (forks helpers).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "core/lock.h"
+#include "core/policy.h"
+#include "core/results.h"
+#include "core/status.h"
+#include "core/verdict.h"
+#include "prolog/job_env.h"
+#include "prolog/subprocess.h"
+
+namespace pilot::jobscript {
+
+// What the epilog learned about the job, handed to the decision.
+struct EpilogInputs {
+  JobEnv job;
+  std::optional<Lock> lock;
+  std::string lock_problem;      // why `lock` is missing
+  std::optional<Results> results;
+  std::string results_problem;   // why `results` is missing or invalid
+  std::string results_path;
+  std::string config_copy;       // the prolog's copy of the config
+  // `pilot-runner verify`, when it ran.
+  bool verify_ran = false;
+  int verify_exit_code = -1;     // 0 verified, 1 failed a check, 2 usage/IO
+  std::string verify_output;     // its stdout (JSON), at most 1 MiB
+  std::string verify_problem;    // timed out, killed, could not start
+  // The container tag resolved again after the job (registry images pinned
+  // from a tag only): Decide's container_tag check warns when it moved.
+  std::string container_digest_now;
+  std::string container_problem;  // the second lookup failed
+  int64_t now_unix = 0;
+};
+
+struct EpilogDeps {
+  std::function<Result<CommandResult>(const CommandSpec&)> run = RunCommand;
+  // The decision (core::Decide and the site's catalog behind it).
+  std::function<Result<Verdict>(const EpilogInputs&, const Policy&)> decide;
+  // POSTs body to policy.notify_url, signed for the receiver with `key`
+  // (header X-Pilot-Signature-256; "" = unsigned).
+  std::function<Status(const Policy&, const std::string& body, const std::string& key)> post;
+  // Queues body for `pilot flush`.
+  std::function<Status(const Policy&, int64_t job_id, const std::string& body)> enqueue;
+  std::function<int64_t()> now_unix;
+  // Registry reference -> digest (null: no second lookup).
+  std::function<Result<std::string>(const std::string& reference)> resolve_digest;
+};
+EpilogDeps RealEpilogDeps(const Policy& policy);
+
+// What happened, for the log line and tests.
+struct EpilogReport {
+  std::string verdict_path;
+  Decision decision = Decision::kNoGo;
+  bool signed_ok = false;
+  bool posted = false;
+  bool queued = false;
+  bool skipped = false;  // a node of a multi-node job that did not run the pilot
+  std::string note;  // problems that did not change the verdict (post, key)
+};
+
+// REQUIRES: job.is_pilot; root. Errors: kIoError/kPermission when the
+// verdict cannot be stored (the node is broken).
+Result<EpilogReport> RunEpilog(const Policy& policy, const JobEnv& job, const EpilogDeps& deps);
+
+// Gathers EpilogInputs (steps 1-3 above) without deciding.
+EpilogInputs GatherInputs(const Policy& policy, const JobEnv& job, const EpilogDeps& deps);
+
+}  // namespace pilot::jobscript

@@ -1,0 +1,47 @@
+// The real world behind EpilogDeps: core's decision, libcurl, the outbox.
+#include <ctime>
+#include <memory>
+
+#include "core/http.h"
+#include "core/oci.h"
+#include "core/outbox.h"
+#include "epilog/epilog.h"
+
+namespace pilot::jobscript {
+
+Result<Verdict> DecideForEpilog(const EpilogInputs& in, const Policy& policy);  // decide.cc
+
+EpilogDeps RealEpilogDeps(const Policy& site) {
+  EpilogDeps d;
+  d.run = RunCommand;
+  d.decide = DecideForEpilog;
+  d.post = [](const Policy& policy, const std::string& body, const std::string& key) {
+    std::unique_ptr<HttpClient> client = NewCurlHttpClient();
+    NotifyTarget target;
+    target.url = policy.notify_url;
+    target.key = key;
+    target.http.connect_timeout =
+        std::chrono::seconds(std::min(5, policy.notify_timeout_seconds));
+    target.http.total_timeout = std::chrono::seconds(policy.notify_timeout_seconds);
+    target.retry.retries = policy.notify_retries;
+    return PostSigned(*client, target, body);
+  };
+  d.enqueue = [](const Policy& policy, int64_t job_id, const std::string& body) {
+    Outbox outbox(OutboxDir(policy.state_dir));
+    return outbox.Enqueue(std::to_string(job_id), body);
+  };
+  d.now_unix = [] { return static_cast<int64_t>(std::time(nullptr)); };
+  OciOptions oci;
+  oci.insecure_registries = site.registry.insecure;
+  oci.ca_file = site.registry.ca_file;
+  oci.connect_timeout = std::chrono::seconds(site.registry.connect_timeout_seconds);
+  oci.total_timeout = std::chrono::seconds(site.registry.timeout_seconds);
+  oci.retries = site.registry.retries;
+  d.resolve_digest = [oci](const std::string& reference) {
+    std::unique_ptr<HttpClient> client = NewCurlHttpClient();
+    return ResolveDigest(reference, *client, oci);
+  };
+  return d;
+}
+
+}  // namespace pilot::jobscript

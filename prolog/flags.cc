@@ -1,0 +1,52 @@
+#include "prolog/flags.h"
+
+namespace pilot::jobscript {
+
+Result<ScriptFlags> ParseScriptFlags(int argc, char** argv) {
+  ScriptFlags f;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--version") {
+      f.version = true;
+      continue;
+    }
+    if (a == "--help" || a == "-h") {
+      f.help = true;
+      continue;
+    }
+    std::string* slot = nullptr;
+    std::string value;
+    size_t eq = a.find('=');
+    std::string name = eq == std::string::npos ? a : a.substr(0, eq);
+    if (name == "--policy") slot = &f.policy_path;
+    if (name == "--state-dir") slot = &f.state_dir;
+    if (name == "--runner") slot = &f.runner;
+    if (slot == nullptr) {
+      return Status::Invalid(a, "unknown flag").WithHint("flags: --policy, --state-dir, --runner");
+    }
+    if (eq != std::string::npos) {
+      value = a.substr(eq + 1);
+    } else if (i + 1 < argc) {
+      value = argv[++i];
+    } else {
+      return Status::Invalid(name, "needs a value");
+    }
+    if (value.empty() || value[0] != '/') {
+      return Status::Invalid(name, "must be an absolute path, got \"" + value + "\"");
+    }
+    *slot = value;
+  }
+  return f;
+}
+
+Result<Policy> EffectivePolicy(const ScriptFlags& flags) {
+  bool named = !flags.policy_path.empty();
+  PILOT_ASSIGN_OR_RETURN(
+      Policy p, LoadPolicy(named ? flags.policy_path : DefaultPolicyPath(), !named));
+  if (!flags.state_dir.empty()) p.state_dir = flags.state_dir;
+  if (!flags.runner.empty()) p.runner_path = flags.runner;
+  p.runner_path = ResolveRunnerPath(p);
+  return p;
+}
+
+}  // namespace pilot::jobscript

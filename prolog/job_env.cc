@@ -1,0 +1,85 @@
+#include "prolog/job_env.h"
+
+#include "core/atomic_file.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <limits>
+
+namespace pilot::jobscript {
+namespace {
+
+std::string Get(const Lookup& env, const std::string& name) {
+  auto v = env(name);
+  return v ? *v : "";
+}
+
+Result<int64_t> Number(const Lookup& env, const std::string& name, bool required) {
+  std::string v = Get(env, name);
+  if (v.empty()) {
+    if (!required) return int64_t{-1};
+    return Status::Invalid(name, "not set").WithHint("run from Slurm's Prolog=/Epilog=");
+  }
+  char* end = nullptr;
+  errno = 0;
+  long long n = std::strtoll(v.c_str(), &end, 10);
+  if (errno != 0 || end == v.c_str() || *end != '\0' || n < 0 ||
+      n > std::numeric_limits<uint32_t>::max()) {
+    return Status::Invalid(name, "not a number: \"" + v + "\"");
+  }
+  return static_cast<int64_t>(n);
+}
+
+}  // namespace
+
+Lookup ProcessLookup() {
+  return [](const std::string& name) -> std::optional<std::string> {
+    const char* v = std::getenv(name.c_str());
+    if (v == nullptr) return std::nullopt;
+    return std::string(v);
+  };
+}
+
+Result<JobEnv> ReadJobEnv(const Lookup& env) {
+  JobEnv job;
+  PILOT_ASSIGN_OR_RETURN(job.job_id, Number(env, "SLURM_JOB_ID", true));
+  PILOT_ASSIGN_OR_RETURN(int64_t uid, Number(env, "SLURM_JOB_UID", true));
+  PILOT_ASSIGN_OR_RETURN(int64_t gid, Number(env, "SLURM_JOB_GID", true));
+  job.uid = static_cast<uid_t>(uid);
+  job.gid = static_cast<gid_t>(gid);
+  job.user = Get(env, "SLURM_JOB_USER");
+  PILOT_ASSIGN_OR_RETURN(int64_t nodes, Number(env, "SLURM_JOB_NUM_NODES", false));
+  job.nodes = nodes > 0 ? static_cast<int>(nodes) : 1;
+  job.node_list = Get(env, "SLURM_JOB_NODELIST");
+  if (job.node_list.empty()) job.node_list = Get(env, "SLURM_NODELIST");
+  job.host = Get(env, "SLURMD_NODENAME");
+  job.work_dir = Get(env, "SLURM_JOB_WORK_DIR");
+  job.config_path = Get(env, "SPANK_SLURM_PILOT_CONFIG");
+  job.config_sha256 = Get(env, "SPANK_SLURM_PILOT_CONFIG_SHA256");
+  job.is_pilot = !job.config_path.empty() ||
+                 !Get(env, "SPANK__SLURM_SPANK_OPTION_pilot_pilot").empty();
+  std::string stage = Get(env, "SPANK_SLURM_PILOT_STAGE");
+  if (!stage.empty()) job.stage = stage;
+  job.out = Get(env, "SPANK_SLURM_PILOT_OUT");
+  job.exit_code = Get(env, "SLURM_JOB_EXIT_CODE2");
+  job.container_image = Get(env, "SPANK__SLURM_SPANK_OPTION_pyxis_container_image");
+  return job;
+}
+
+LoadOptions JobConfigOptions(const JobEnv& job, const std::string& user,
+                             const std::string& home) {
+  LoadOptions lo;
+  lo.base_dir = DirName(job.config_path);
+  std::string job_id = std::to_string(job.job_id);
+  std::string submit_dir = job.work_dir;
+  lo.env = [user, home, job_id, submit_dir](const std::string& name) -> std::optional<std::string> {
+    if (name == "USER" && !user.empty()) return user;
+    if (name == "HOME" && !home.empty()) return home;
+    if (name == "SLURM_JOB_ID") return job_id;
+    if (name == "SLURM_SUBMIT_DIR" && !submit_dir.empty()) return submit_dir;
+    return std::nullopt;
+  };
+  return lo;
+}
+
+}  // namespace pilot::jobscript

@@ -1,0 +1,60 @@
+// What Slurm tells a prolog or epilog about the job, read from the
+// environment slurmd gives them (prolog_slurmd / epilog_slurmd), and the
+// paths of the pilot's per-job folder.
+//
+// The plugin records the submitted config in the job control environment,
+// which slurmd passes to the prolog and epilog with a SPANK_ prefix:
+//   SPANK_SLURM_PILOT_CONFIG, SPANK_SLURM_PILOT_CONFIG_SHA256,
+//   SPANK_SLURM_PILOT_STAGE, SPANK_SLURM_PILOT_OUT
+// and Slurm forwards the option itself as
+//   SPANK__SLURM_SPANK_OPTION_pilot_pilot.
+//
+// Thread-safety: pure functions over a lookup.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "core/config.h"
+#include "core/status.h"
+
+namespace pilot::jobscript {
+
+using Lookup = std::function<std::optional<std::string>(const std::string&)>;
+Lookup ProcessLookup();  // getenv()
+
+struct JobEnv {
+  int64_t job_id = 0;
+  std::string user;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  int nodes = 1;
+  std::string node_list;
+  std::string host;         // SLURMD_NODENAME
+  std::string work_dir;     // SLURM_JOB_WORK_DIR (the submit folder)
+  bool is_pilot = false;
+  std::string config_path;  // absolute path given at submit
+  std::string config_sha256;
+  std::string stage = "all";
+  std::string out;          // --pilot-out, "" = the job's work folder
+  std::string exit_code;    // epilog: SLURM_JOB_EXIT_CODE2 ("0:0", "0:9")
+  std::string container_image;  // pyxis --container-image, when used
+};
+
+// Reads the job from `env`. Errors (kInvalid): SLURM_JOB_ID or
+// SLURM_JOB_UID/GID missing or not numbers. A pilot job without
+// SPANK_SLURM_PILOT_CONFIG is still a pilot job (is_pilot) with an empty
+// config path; the prolog records that as a problem.
+Result<JobEnv> ReadJobEnv(const Lookup& env);
+
+// How the prolog and the epilog load the job's config: $USER, $HOME,
+// $SLURM_JOB_ID and $SLURM_SUBMIT_DIR are the job's (not root's), relative
+// paths are relative to the submitted config's folder.
+LoadOptions JobConfigOptions(const JobEnv& job, const std::string& user,
+                             const std::string& home);
+
+}  // namespace pilot::jobscript

@@ -1,0 +1,69 @@
+// pilot-prolog: Slurm Prolog= for pilot jobs. See prolog.h and
+// pilot-prolog(8). Exit status: 0 for every job (a user's mistake is
+// recorded in lock.json), 1 only when this node cannot serve pilot jobs.
+#include <cstdio>
+#include <ctime>
+#include <exception>
+
+#include "pilot/version.h"
+#include "prolog/flags.h"
+#include "prolog/job_env.h"
+#include "prolog/prolog.h"
+
+namespace {
+
+int Main(int argc, char** argv) {
+  using namespace pilot::jobscript;
+  auto flags = ParseScriptFlags(argc, argv);
+  if (!flags.ok()) {
+    std::fprintf(stderr, "%s\n", flags.status().ToString().c_str());
+    return 1;
+  }
+  if (flags->version) {
+    std::printf("pilot-prolog %s\n", PILOT_VERSION_STRING);
+    return 0;
+  }
+  if (flags->help) {
+    std::printf("usage: pilot-prolog [--policy FILE] [--state-dir DIR] [--runner PATH]\n"
+                "Run by slurmd as Prolog=; see pilot-prolog(8).\n");
+    return 0;
+  }
+  auto job = ReadJobEnv(ProcessLookup());
+  if (!job.ok()) {
+    std::fprintf(stderr, "%s\n", job.status().ToString().c_str());
+    return 1;
+  }
+  if (!job->is_pilot) return 0;  // not ours: cost is one getenv scan
+
+  auto policy = EffectivePolicy(*flags);
+  if (!policy.ok()) {
+    // A broken policy breaks every pilot job on this node: drain it.
+    std::fprintf(stderr, "%s\n", policy.status().ToString().c_str());
+    return 1;
+  }
+  PrologOptions opts;
+  opts.state_dir = policy->state_dir;
+  opts.runner = policy->runner_path;
+  opts.total_timeout_seconds = policy->prolog_timeout_seconds;
+  PrologDeps deps = RealPrologDeps(*policy);
+  pilot::Status s = RunProlog(opts, *job, deps);
+  if (!s.ok()) {
+    std::fprintf(stderr, "pilot-prolog: job %lld: %s\n", static_cast<long long>(job->job_id),
+                 s.ToString().c_str());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return Main(argc, argv);
+  } catch (const std::exception& e) {
+    // A bug here must not drain the node; without a lock the epilog
+    // issues NO-GO for the job.
+    std::fprintf(stderr, "pilot: prolog: internal error: %s\n", e.what());
+  }
+  return 0;
+}

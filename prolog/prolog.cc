@@ -1,0 +1,403 @@
+#include "prolog/prolog.h"
+
+#include <fcntl.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+
+#include "core/atomic_file.h"
+#include "core/config.h"
+#include "core/crypto.h"
+#include "core/json_util.h"
+#include "core/rfc3339.h"
+#include "core/strings.h"
+#include "spank_plugin/plugin_args.h"
+
+namespace pilot::jobscript {
+namespace {
+
+Status MakeDir(const std::string& path, mode_t mode) {
+  if (mkdir(path.c_str(), mode) != 0 && errno != EEXIST) {
+    return Status::IoError(path, std::string("mkdir: ") + std::strerror(errno));
+  }
+  struct stat sb {};
+  if (lstat(path.c_str(), &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+    return Status::IoError(path, "not a directory");
+  }
+  if (chown(path.c_str(), 0, 0) != 0 || chmod(path.c_str(), mode) != 0) {
+    return Status::Permission(path, std::string("chown/chmod: ") + std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
+// Everything the prolog needs about the user, resolved once.
+struct User {
+  RunAs as;
+  std::string home;
+};
+
+User ResolveUser(const JobEnv& job) {
+  User u;
+  u.as.uid = job.uid;
+  u.as.gid = job.gid;
+  u.as.user = job.user;
+  if (struct passwd* pw = getpwuid(job.uid)) {
+    if (u.as.user.empty()) u.as.user = pw->pw_name;
+    u.home = pw->pw_dir;
+  }
+  return u;
+}
+
+class Pinner {
+ public:
+  Pinner(const PrologOptions& opts, const JobEnv& job, const PrologDeps& deps)
+      : opts_(opts),
+        job_(job),
+        deps_(deps),
+        user_(ResolveUser(job)),
+        deadline_(std::chrono::steady_clock::now() +
+                  std::chrono::milliseconds(
+                      static_cast<int64_t>(opts.total_timeout_seconds * 1000))) {}
+
+  // `limit` cut to the time left; 0 when none is left (recorded once).
+  double Budget(double limit) {
+    double left = std::chrono::duration<double>(deadline_ - std::chrono::steady_clock::now())
+                      .count();
+    if (left <= 0) {
+      if (!timed_out_) {
+        Problem("prolog_timeout", "pinning took longer than " +
+                                      FormatDouble(opts_.total_timeout_seconds) +
+                                      " s; the rest was not pinned");
+      }
+      timed_out_ = true;
+      return 0;
+    }
+    return std::min(limit, left);
+  }
+
+  Result<CommandResult> RunBounded(CommandSpec spec) {
+    spec.timeout_seconds = Budget(spec.timeout_seconds);
+    if (spec.timeout_seconds <= 0) return Status::Unavailable("skipped", "prolog time limit");
+    return deps_.run(spec);
+  }
+
+  void Problem(const std::string& code, const std::string& detail) {
+    lock_.problems.push_back({code, detail});
+  }
+
+  // Runs `argv` as the job's user with a clean environment.
+  Result<CommandResult> RunAsUser(std::vector<std::string> argv, double timeout,
+                                  size_t max_out = 1 << 20) {
+    CommandSpec spec;
+    spec.argv = std::move(argv);
+    spec.env = CleanEnvironment(user_.as.user, user_.home);
+    spec.run_as = user_.as;
+    spec.timeout_seconds = timeout;
+    spec.max_output_bytes = max_out;
+    return RunBounded(spec);
+  }
+
+  // sha256 of a file, read with the user's permissions.
+  Result<std::string> HashAsUser(const std::string& path, int64_t* bytes) {
+    static const std::string kSha = FindExecutable("sha256sum");
+    if (kSha.empty()) return Status::NotFound("sha256sum", "not installed");
+    PILOT_ASSIGN_OR_RETURN(CommandResult r,
+                           RunAsUser({kSha, "--", path}, opts_.hash_timeout_seconds));
+    if (!r.Succeeded() || r.out.size() < 64 || !IsSha256Hex(r.out.substr(0, 64))) {
+      std::string why = std::string(Trim(r.err));
+      return Status::NotFound(path, why.empty() ? r.Describe(opts_.hash_timeout_seconds) : why);
+    }
+    if (bytes != nullptr) {
+      struct stat sb {};
+      *bytes = stat(path.c_str(), &sb) == 0 ? static_cast<int64_t>(sb.st_size) : 0;
+    }
+    return r.out.substr(0, 64);
+  }
+
+  // Reads the submitted config as the user, at most max_config_bytes.
+  Result<std::string> ReadConfigAsUser(const std::string& path) {
+    PILOT_ASSIGN_OR_RETURN(CommandResult r, RunAsUser({"/bin/cat", "--", path},
+                                                      opts_.command_timeout_seconds,
+                                                      opts_.max_config_bytes + 1));
+    if (!r.Succeeded()) {
+      return Status::NotFound(path, std::string(Trim(r.err)).empty()
+                                        ? r.Describe(opts_.command_timeout_seconds)
+                                        : std::string(Trim(r.err)));
+    }
+    if (r.out.size() > opts_.max_config_bytes) {
+      return Status::Invalid(path, "larger than " + std::to_string(opts_.max_config_bytes) +
+                                       " bytes");
+    }
+    return r.out;
+  }
+
+  Status Run() {
+    spank::JobPaths paths = spank::PathsForJob(opts_.state_dir, job_.job_id);
+    PILOT_RETURN_IF_ERROR(MakeDir(paths.dir, 0755));
+    PILOT_RETURN_IF_ERROR(MakeWork(paths.work));
+
+    lock_.job.id = job_.job_id;
+    lock_.job.user = user_.as.user;
+    lock_.job.uid = job_.uid;
+    lock_.job.gid = job_.gid;
+    lock_.job.nodes = job_.nodes;
+    lock_.job.node_list = job_.node_list;
+    lock_.job.host = job_.host;
+    lock_.job.submit_dir = job_.work_dir;
+    lock_.config.path = job_.config_path;
+    lock_.config.copy = paths.config;
+    lock_.config.sha256_submitted = job_.config_sha256;
+
+    std::optional<Config> cfg = CopyConfig(paths.config);
+    PinSeed(cfg);
+    if (cfg) {
+      PinContainer(cfg->container.image.empty() ? job_.container_image : cfg->container.image);
+      PinFiles(*cfg);
+    } else {
+      PinContainer(job_.container_image);
+    }
+    PinVersions();
+    PinGpus();
+    lock_.created = FormatRfc3339(deps_.now_unix());
+    return WriteFileAtomic(paths.lock, LockToJson(lock_), 0644);
+  }
+
+ private:
+  Status MakeWork(const std::string& work) {
+    if (mkdir(work.c_str(), 0700) != 0 && errno != EEXIST) {
+      return Status::IoError(work, std::string("mkdir: ") + std::strerror(errno));
+    }
+    // The parent is root's, so the user cannot have swapped `work` for a
+    // link; lchown anyway so a link is never followed.
+    struct stat sb {};
+    if (lstat(work.c_str(), &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+      return Status::IoError(work, "not a directory");
+    }
+    if (lchown(work.c_str(), job_.uid, job_.gid) != 0 || chmod(work.c_str(), 0700) != 0) {
+      return Status::Permission(work, std::string("chown: ") + std::strerror(errno));
+    }
+    return Status::Ok();
+  }
+
+  std::optional<Config> CopyConfig(const std::string& copy_path) {
+    if (job_.config_path.empty()) {
+      Problem("config_missing", "the job carries no pilot config path (submitted without "
+                                "the spank_pilot plugin?)");
+      return std::nullopt;
+    }
+    Result<std::string> text = ReadConfigAsUser(job_.config_path);
+    if (!text.ok()) {
+      Problem("config_unreadable", text.status().Message());
+      return std::nullopt;
+    }
+    lock_.config.sha256_copied = Sha256Hex(*text);
+    Status w = WriteFileAtomic(copy_path, *text, 0644);
+    if (!w.ok()) {
+      Problem("config_copy_failed", w.Message());
+      return std::nullopt;
+    }
+    if (lock_.config.sha256_submitted.empty()) {
+      Problem("config_unverified", "no sha256 was recorded at submission");
+    } else if (lock_.config.sha256_submitted != lock_.config.sha256_copied) {
+      Problem("config_changed",
+              job_.config_path + " changed between submission and job start (sha256 " +
+                  lock_.config.sha256_submitted.substr(0, 12) + "... at submit, " +
+                  lock_.config.sha256_copied.substr(0, 12) + "... at start)");
+    }
+    LoadOptions lo = JobConfigOptions(job_, user_.as.user, user_.home);
+    Result<Config> cfg = ParseConfig(*text, job_.config_path, lo);
+    if (!cfg.ok()) {
+      Problem("config_invalid", cfg.status().Message());
+      return std::nullopt;
+    }
+    return std::move(cfg).value();
+  }
+
+  void PinSeed(const std::optional<Config>& cfg) {
+    if (cfg && cfg->training.seed >= 0) {
+      lock_.seeds.training = cfg->training.seed;
+      lock_.seeds.source = "config";
+    } else {
+      lock_.seeds.training = SeedFromJobId(job_.job_id);
+      lock_.seeds.source = "job_id";
+    }
+  }
+
+  void PinContainer(const std::string& image) {
+    LockContainer& c = lock_.container;
+    c.reference = image;
+    if (image.empty()) {
+      c.method = "none";
+      return;
+    }
+    if (IsLocalImageFile(image)) {
+      // Hashed with the user's rights: root must not vouch for (or read) a
+      // file the user could not.
+      c.method = "file";
+      Result<std::string> h = HashAsUser(image, nullptr);
+      if (!h.ok()) {
+        Problem("container_unreadable", h.status().Message());
+        return;
+      }
+      c.digest = "sha256:" + *h;
+      c.pinned = image;
+      return;
+    }
+    c.method = "registry";
+    if (Budget(1) <= 0) return;
+    if (!deps_.resolve_image) {
+      Problem("container_unresolved", image + ": no registry client");
+      return;
+    }
+    Result<ResolvedImage> r = deps_.resolve_image(image);
+    if (!r.ok()) {
+      Problem("container_unresolved", r.status().Message());
+      return;
+    }
+    c.digest = r->digest;
+    c.pinned = r->pinned;
+  }
+
+  void PinFile(const std::string& role, const std::string& path, const std::string& expected) {
+    if (path.empty()) return;
+    LockFile f;
+    f.role = role;
+    f.path = path;
+    f.sha256_expected = expected;
+    Result<std::string> h = HashAsUser(path, &f.bytes);
+    if (!h.ok()) {
+      Problem("file_missing", role + ": " + h.status().Message());
+    } else {
+      f.sha256_actual = *h;
+      if (!expected.empty() && expected != *h) {
+        Problem("file_changed", role + ": " + path + ": sha256 " + h->substr(0, 12) +
+                                    "..., the config pins " + expected.substr(0, 12) + "...");
+      }
+    }
+    lock_.files.push_back(f);
+  }
+
+  void PinFiles(const Config& cfg) {
+    PinFile("init_weights", cfg.model.init_weights, cfg.model.init_sha256);
+    if (cfg.data.format != "random") {
+      PinFile("train", cfg.data.train, cfg.data.train_sha256);
+      PinFile("eval", cfg.data.eval, cfg.data.eval_sha256);
+    }
+  }
+
+  void PinVersions() {
+    // The runner's own report: a JSON object of name -> version.
+    Result<CommandResult> r = RunAsUser({opts_.runner, "--versions", "--json"},
+                                        opts_.command_timeout_seconds, 64 << 10);
+    if (r.ok() && r->Succeeded()) {
+      Result<Json> j = ParseJsonText(r->out, "pilot-runner --versions", 64 << 10);
+      if (j.ok() && j->is_object()) {
+        for (auto it = j->begin(); it != j->end(); ++it) {
+          if (it.value().is_string()) lock_.versions[it.key()] = it.value().get<std::string>();
+        }
+      } else {
+        Problem("versions_unreadable", "pilot-runner --versions --json: not a JSON object");
+      }
+    } else {
+      Problem("runner_unavailable",
+              opts_.runner + " --versions: " +
+                  (r.ok() ? r->Describe(opts_.command_timeout_seconds) : r.status().Message()));
+    }
+    std::string slurmd = FindExecutable("slurmd");
+    if (!slurmd.empty()) {
+      CommandSpec spec;
+      spec.argv = {slurmd, "-V"};
+      spec.env = CleanEnvironment();
+      spec.timeout_seconds = opts_.command_timeout_seconds;
+      Result<CommandResult> v = RunBounded(spec);
+      if (v.ok() && v->Succeeded()) {
+        std::string out(Trim(v->out));
+        size_t sp = out.rfind(' ');
+        lock_.versions["slurm"] = sp == std::string::npos ? out : out.substr(sp + 1);
+      }
+    }
+    std::ifstream os("/etc/os-release");
+    for (std::string line; std::getline(os, line);) {
+      if (StartsWith(line, "PRETTY_NAME=")) {
+        std::string v = line.substr(12);
+        if (v.size() >= 2 && v.front() == '"') v = v.substr(1, v.size() - 2);
+        lock_.versions["os"] = v;
+      }
+    }
+    struct utsname u {};
+    if (uname(&u) == 0) lock_.versions["kernel"] = u.release;
+  }
+
+  void PinGpus() {
+    std::string smi = FindExecutable("nvidia-smi");
+    if (smi.empty()) return;
+    CommandSpec spec;
+    spec.argv = {smi, "--query-gpu=index,name,uuid,memory.total,driver_version",
+                 "--format=csv,noheader,nounits"};
+    spec.env = CleanEnvironment();
+    spec.timeout_seconds = opts_.command_timeout_seconds;
+    Result<CommandResult> r = RunBounded(spec);
+    if (!r.ok() || !r->Succeeded()) {
+      Problem("gpu_inventory_failed",
+              "nvidia-smi: " + (r.ok() ? r->Describe(spec.timeout_seconds) : r.status().Message()));
+      return;
+    }
+    std::istringstream in(r->out);
+    for (std::string line; std::getline(in, line);) {
+      std::vector<std::string> f;
+      std::istringstream cells(line);
+      for (std::string cell; std::getline(cells, cell, ',');) f.emplace_back(Trim(cell));
+      if (f.size() < 5) continue;
+      LockGpu g;
+      g.index = std::atoi(f[0].c_str());
+      g.name = f[1];
+      g.uuid = f[2];
+      g.memory_bytes = std::atoll(f[3].c_str()) * (int64_t{1} << 20);  // MiB
+      lock_.gpus.push_back(g);
+      lock_.versions["cuda_driver"] = f[4];
+    }
+  }
+
+  const PrologOptions& opts_;
+  const JobEnv& job_;
+  const PrologDeps& deps_;
+  User user_;
+  std::chrono::steady_clock::time_point deadline_;
+  bool timed_out_ = false;
+  Lock lock_;
+};
+
+}  // namespace
+
+int64_t SeedFromJobId(int64_t job_id) {
+  uint64_t x = static_cast<uint64_t>(job_id) + 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  x ^= x >> 31;
+  return static_cast<int64_t>(x & 0x7FFFFFFFull);
+}
+
+Status EnsureStateDir(const std::string& state_dir) {
+  PILOT_RETURN_IF_ERROR(MakeDir(state_dir, 0755));
+  PILOT_RETURN_IF_ERROR(MakeDir(state_dir + "/jobs", 0755));
+  PILOT_RETURN_IF_ERROR(MakeDir(state_dir + "/verdicts", 0755));
+  PILOT_RETURN_IF_ERROR(MakeDir(state_dir + "/outbox", 0700));
+  return Status::Ok();
+}
+
+Status RunProlog(const PrologOptions& opts, const JobEnv& job, const PrologDeps& deps) {
+  PILOT_RETURN_IF_ERROR(EnsureStateDir(opts.state_dir));
+  Pinner pinner(opts, job, deps);
+  return pinner.Run();
+}
+
+}  // namespace pilot::jobscript

@@ -1,0 +1,77 @@
+// pilot-prolog: pins everything a pilot job depends on before it runs.
+//
+// Runs as root on every node of a job (Slurm Prolog= with PrologFlags=Alloc).
+// For a pilot job it creates STATE/jobs/JOBID/ (root, 0755) with work/ owned
+// by the job's user (0700), copies the submitted config there (read AS THE
+// USER, so root never discloses a file the user could not read), checks
+// that its sha256 still equals the one recorded at submission, and writes
+// lock.json (root, 0644) with: the config's path and hashes, the training
+// seed, the container image pinned to a digest (registry tag -> digest, or
+// a local image file -> sha256), the sha256 of model and data files (hashed
+// as the user), dependency versions (the runner's --versions, Slurm, OS,
+// kernel) and the GPU inventory (nvidia-smi, when present).
+//
+// A user's mistake (changed or invalid config, missing file, unreachable
+// registry) is recorded in the lock's `problems` and the prolog succeeds:
+// a failing prolog drains the node. RunProlog returns an error only when the
+// node itself is broken (the state folder cannot be written).
+//
+// Time bound: every helper runs under a timeout (command_timeout_seconds,
+// default 20 s; file hashing hash_timeout_seconds, default 120 s per file)
+// cut to what is left of total_timeout_seconds (the policy's
+// prolog_timeout_seconds, default 120 s); the registry lookup has its own
+// connect/total timeouts and retries (policy [registry]). A prolog thus ends
+// within total_timeout + one registry lookup even when everything it asks
+// hangs; keep Slurm's PrologEpilogTimeout above that (local-slurm: 300 s).
+//
+// Thread-safety: single-threaded (forks helpers).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "core/lock.h"
+#include "core/oci.h"
+#include "core/policy.h"
+#include "core/status.h"
+#include "prolog/job_env.h"
+#include "prolog/subprocess.h"
+
+namespace pilot::jobscript {
+
+struct PrologOptions {
+  std::string state_dir = "/var/lib/slurm-pilot";
+  std::string runner = "/usr/bin/pilot-runner";
+  double command_timeout_seconds = 20;
+  double hash_timeout_seconds = 120;
+  // All helpers together (policy prolog_timeout_seconds): each helper's
+  // limit is cut to what is left; past it, the rest is recorded as a
+  // "prolog_timeout" problem instead of being run.
+  double total_timeout_seconds = 120;
+  size_t max_config_bytes = 1 << 20;
+};
+
+// The world the prolog talks to; tests replace parts.
+struct PrologDeps {
+  // Registry reference "host/repo:tag" -> digest and pinned reference.
+  std::function<Result<ResolvedImage>(const std::string& reference)> resolve_image;
+  std::function<Result<CommandResult>(const CommandSpec&)> run = RunCommand;
+  std::function<int64_t()> now_unix;
+};
+// Real helpers; the registry lookup follows the policy's [registry] settings.
+PrologDeps RealPrologDeps(const Policy& policy);
+
+// Creates STATE/{jobs,verdicts,outbox} when missing (root, 0755/0755/0700).
+// Errors: kIoError / kPermission (the node is broken).
+Status EnsureStateDir(const std::string& state_dir);
+
+// Pins a pilot job and writes its lock.json. See the file comment.
+// REQUIRES: job.is_pilot; running as root.
+Status RunProlog(const PrologOptions& opts, const JobEnv& job, const PrologDeps& deps);
+
+// The seed used when the config leaves training.seed at -1: a mix of the
+// job id into [0, 2^31).
+int64_t SeedFromJobId(int64_t job_id);
+
+}  // namespace pilot::jobscript

@@ -1,0 +1,28 @@
+// The real world behind PrologDeps: fork/exec, the clock, libcurl.
+#include <ctime>
+#include <memory>
+
+#include "core/http.h"
+#include "core/oci.h"
+#include "prolog/prolog.h"
+
+namespace pilot::jobscript {
+
+PrologDeps RealPrologDeps(const Policy& policy) {
+  PrologDeps d;
+  d.run = RunCommand;
+  d.now_unix = [] { return static_cast<int64_t>(std::time(nullptr)); };
+  OciOptions oci;
+  oci.insecure_registries = policy.registry.insecure;
+  oci.ca_file = policy.registry.ca_file;
+  oci.connect_timeout = std::chrono::seconds(policy.registry.connect_timeout_seconds);
+  oci.total_timeout = std::chrono::seconds(policy.registry.timeout_seconds);
+  oci.retries = policy.registry.retries;
+  d.resolve_image = [oci](const std::string& reference) {
+    std::unique_ptr<HttpClient> client = NewCurlHttpClient();
+    return ResolveImage(reference, *client, oci);
+  };
+  return d;
+}
+
+}  // namespace pilot::jobscript

@@ -1,0 +1,63 @@
+// Running a helper program from the prolog or epilog (both root): with a
+// time limit, a cap on the output kept, a clean environment and, when asked,
+// as another user (setgid, initgroups, setuid in the child, before exec).
+//
+// The child gets its own process group; on timeout the whole group receives
+// SIGTERM, then SIGKILL after a grace period, so nothing it started
+// outlives the call.
+//
+// Thread-safety: uses fork(); call from a single-threaded process.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace pilot::jobscript {
+
+struct RunAs {
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::string user;  // for initgroups()
+};
+
+struct CommandSpec {
+  std::vector<std::string> argv;     // argv[0] must be an absolute path
+  std::vector<std::string> env;      // complete environment, "NAME=value"
+  std::optional<RunAs> run_as;       // drop to this user before exec
+  std::string cwd = "/";             // working directory of the child
+  double timeout_seconds = 30;       // wall clock, then TERM/KILL
+  double kill_grace_seconds = 2;     // between TERM and KILL
+  size_t max_output_bytes = 1 << 20; // per stream; the rest is discarded
+};
+
+struct CommandResult {
+  int exit_code = -1;      // when the child exited; -1 when killed
+  int signal = 0;          // the signal that ended it, else 0
+  bool timed_out = false;  // the time limit was reached
+  std::string out;         // stdout (at most max_output_bytes)
+  std::string err;         // stderr (at most max_output_bytes)
+  bool Succeeded() const { return exit_code == 0 && !timed_out; }
+  // "exit 3", "killed by signal 9", "timed out after 30 s".
+  std::string Describe(double timeout_seconds) const;
+};
+
+// Starts argv and waits for it. Errors: kIoError when it cannot be started
+// (fork/pipe failure); an exec failure or a non-zero exit is a result with
+// exit_code 127 / the code, not an error.
+Result<CommandResult> RunCommand(const CommandSpec& spec);
+
+// A minimal environment for helpers: PATH, LANG=C, and HOME/USER/LOGNAME
+// when `user` is set.
+std::vector<std::string> CleanEnvironment(const std::string& user = "",
+                                          const std::string& home = "");
+
+// The first absolute path in "/usr/local/sbin:...:/bin" naming an
+// executable `name`; "" when there is none.
+std::string FindExecutable(const std::string& name);
+
+}  // namespace pilot::jobscript

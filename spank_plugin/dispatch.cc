@@ -1,0 +1,204 @@
+// The symbols Slurm looks up in spank_pilot.so, and the options.
+//
+// This file is the whole front part of the plugin. It depends on libc only
+// (no C++ library, no exceptions: see impl_api.h for why) and forwards to
+// spank_pilot_impl.so, loaded from the same folder, when there is pilot work:
+// a --pilot submission, or slurmstepd. The linker script spank_pilot.map
+// keeps every other symbol local.
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "spank_plugin/impl_api.h"
+
+// A const object at namespace scope has internal linkage in C++; declaring
+// the plugin identification extern first gives SPANK_PLUGIN's definitions
+// the external C linkage Slurm's loader looks up.
+extern "C" {
+extern const char plugin_name[];
+extern const char plugin_type[];
+extern const unsigned int plugin_version;
+extern const unsigned int spank_plugin_version;
+SPANK_PLUGIN(pilot, 1)
+}
+
+namespace {
+
+enum OptionId { kOptPilot = 1, kOptStage = 2, kOptOut = 3 };
+
+// Option values. The callbacks may run twice (from the environment Slurm
+// forwards, then from the command line); the later value wins.
+char g_config[4096];
+char g_stage[16] = "all";
+char g_out[4096];
+int g_config_given = 0;
+int g_stage_given = 0;
+int g_out_given = 0;
+
+void* g_impl = nullptr;
+
+bool Store(char* dst, size_t size, const char* value, const char* option) {
+  size_t n = std::strlen(value);
+  if (n == 0 || n >= size) {
+    slurm_error("pilot: --%s: needs a value of 1 to %zu characters", option, size - 1);
+    return false;
+  }
+  std::memcpy(dst, value, n + 1);
+  return true;
+}
+
+int OnOption(int val, const char* optarg, int /*remote*/) {
+  const char* v = optarg != nullptr ? optarg : "";
+  switch (val) {
+    case kOptPilot:
+      if (!Store(g_config, sizeof(g_config), v, "pilot")) return -1;
+      g_config_given = 1;
+      return 0;
+    case kOptStage:
+      if (std::strcmp(v, "single") != 0 && std::strcmp(v, "node") != 0 &&
+          std::strcmp(v, "all") != 0) {
+        slurm_error("pilot: --pilot-stage: must be single, node or all, got \"%s\"", v);
+        return -1;
+      }
+      Store(g_stage, sizeof(g_stage), v, "pilot-stage");
+      g_stage_given = 1;
+      return 0;
+    case kOptOut:
+      if (!Store(g_out, sizeof(g_out), v, "pilot-out")) return -1;
+      g_out_given = 1;
+      return 0;
+    default:
+      return -1;
+  }
+}
+
+// Slurm keeps pointers into these tables; they live as long as the plugin.
+char kNamePilot[] = "pilot";
+char kNameStage[] = "pilot-stage";
+char kNameOut[] = "pilot-out";
+char kArgFile[] = "FILE";
+char kArgStage[] = "STAGE";
+char kArgDir[] = "DIR";
+char kUsagePilot[] =
+    "Run a pilot of the training described by FILE (pilot.toml) in place of "
+    "the job's command, then verify it and issue a signed verdict. Env: PILOT_CONFIG.";
+char kUsageStage[] = "Pilot stages to run: single, node or all (default all). Env: PILOT_STAGE.";
+char kUsageOut[] =
+    "Folder for the pilot's results, metrics and checkpoints (default: the job's "
+    "folder in the pilot state directory). Env: PILOT_OUT.";
+
+struct spank_option kOptions[] = {
+    {kNamePilot, kArgFile, kUsagePilot, 1, kOptPilot, OnOption},
+    {kNameStage, kArgStage, kUsageStage, 1, kOptStage, OnOption},
+    {kNameOut, kArgDir, kUsageOut, 1, kOptOut, OnOption},
+};
+
+// Plugstack arguments are checked here too, so a typo is reported by every
+// Slurm command, not only by those that load the implementation.
+bool ArgsValid(int ac, char** av) {
+  static const char* const kKeys[] = {"state_dir=", "runner=", "policy="};
+  for (int i = 0; i < ac; ++i) {
+    bool known = false;
+    for (const char* key : kKeys) {
+      size_t n = std::strlen(key);
+      if (std::strncmp(av[i], key, n) == 0 && av[i][n] == '/') known = true;
+    }
+    if (!known) {
+      slurm_error("pilot: plugstack.conf: \"%s\": expected state_dir=, runner= or policy= "
+                  "with an absolute path",
+                  av[i]);
+      return false;
+    }
+  }
+  return true;
+}
+
+// Loads spank_pilot_impl.so from this object's folder and initialises it.
+bool LoadImpl(spank_t sp, int ac, char** av) {
+  if (g_impl != nullptr) return true;
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(&LoadImpl), &info) == 0 || info.dli_fname == nullptr) {
+    slurm_error("pilot: cannot locate spank_pilot.so");
+    return false;
+  }
+  static const char kImpl[] = "spank_pilot_impl.so";
+  char path[4096];
+  const char* slash = std::strrchr(info.dli_fname, '/');
+  size_t dir = slash != nullptr ? static_cast<size_t>(slash - info.dli_fname + 1) : 0;
+  if (dir + sizeof(kImpl) > sizeof(path)) return false;
+  std::memcpy(path, info.dli_fname, dir);
+  std::memcpy(path + dir, kImpl, sizeof(kImpl));
+  void* h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (h == nullptr) {
+    slurm_error("pilot: cannot load %s: %s", path, dlerror());
+    return false;
+  }
+  auto init = reinterpret_cast<decltype(&pilot_impl_init)>(dlsym(h, "pilot_impl_init"));
+  if (init == nullptr || init(sp, ac, av) != 0) {
+    dlclose(h);
+    return false;
+  }
+  g_impl = h;
+  return true;
+}
+
+pilot_request Request() {
+  return pilot_request{g_config, g_stage, g_out, g_config_given, g_stage_given, g_out_given};
+}
+
+// Calls fn of the implementation with the request; -1 when it is missing.
+int Forward(spank_t sp, const char* fn) {
+  using Fn = int (*)(spank_t, const pilot_request*);
+  auto f = reinterpret_cast<Fn>(dlsym(g_impl, fn));
+  if (f == nullptr) {
+    slurm_error("pilot: spank_pilot_impl.so has no %s", fn);
+    return -1;
+  }
+  pilot_request req = Request();
+  return f(sp, &req);
+}
+
+int g_ac = 0;
+char** g_av = nullptr;
+
+}  // namespace
+
+extern "C" int slurm_spank_init(spank_t sp, int ac, char** av) {
+  spank_context_t ctx = spank_context();
+  if (ctx != S_CTX_LOCAL && ctx != S_CTX_ALLOCATOR && ctx != S_CTX_REMOTE) return 0;
+  if (!ArgsValid(ac, av)) return -1;
+  g_ac = ac;
+  g_av = av;
+  for (struct spank_option& opt : kOptions) {
+    spank_err_t rc = spank_option_register(sp, &opt);
+    if (rc != ESPANK_SUCCESS) {
+      slurm_error("pilot: spank_option_register(--%s): %s", opt.name, spank_strerror(rc));
+      return -1;
+    }
+  }
+  // slurmstepd: load once here, before the tasks are forked.
+  if (ctx == S_CTX_REMOTE && !LoadImpl(sp, ac, av)) return -1;
+  return 0;
+}
+
+extern "C" int slurm_spank_init_post_opt(spank_t sp, int, char**) {
+  spank_context_t ctx = spank_context();
+  if (ctx != S_CTX_LOCAL && ctx != S_CTX_ALLOCATOR) return 0;
+  // Inside a running pilot nothing is validated or started again.
+  if (std::getenv("SLURM_PILOT_ACTIVE") != nullptr) return 0;
+  const char* env = std::getenv("PILOT_CONFIG");
+  if (!g_config_given && (env == nullptr || *env == '\0')) return 0;  // no pilot: done
+  if (!LoadImpl(sp, g_ac, g_av)) return -1;
+  return Forward(sp, "pilot_impl_submit");
+}
+
+extern "C" int slurm_spank_task_init_privileged(spank_t sp, int, char**) {
+  if (spank_context() != S_CTX_REMOTE || g_impl == nullptr) return 0;
+  return Forward(sp, "pilot_impl_task_init_privileged");
+}
+
+extern "C" int slurm_spank_task_init(spank_t sp, int, char**) {
+  if (spank_context() != S_CTX_REMOTE || g_impl == nullptr) return 0;
+  return Forward(sp, "pilot_impl_task_init");
+}

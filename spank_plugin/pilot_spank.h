@@ -1,0 +1,63 @@
+// Internal interface of spank_pilot_impl.so: the state shared by the hooks
+// of one process and one entry point per Slurm context. dispatch.cc (the
+// front part, spank_pilot.so) holds the `slurm_spank_*` symbols and the
+// options, and forwards here through impl.cc (see impl_api.h).
+//
+// Every function returns a SPANK return code (0 or -1) and never lets an
+// exception escape: the callers are C.
+//
+// Thread-safety: Slurm calls the hooks of one process from one thread.
+#pragma once
+
+// spank.h declares the slurm_spank_* hooks outside its extern "C" block;
+// included from C++ they must get C linkage to match our definitions.
+extern "C" {
+#include <slurm/spank.h>
+}
+
+#include <string>
+
+#include "spank_plugin/plugin_args.h"
+
+namespace pilot::spank {
+
+// Per-process plugin state. Filled by init (plugstack arguments) and by the
+// option callbacks; the callbacks may run twice (once from the environment
+// Slurm forwards, once from the command line) and simply overwrite.
+struct PluginState {
+  PluginArgs args;
+  PilotRequest request;
+  bool pilot_option_seen = false;  // --pilot given (or forwarded)
+  bool stage_given = false;        // --pilot-stage given
+  bool out_given = false;          // --pilot-out given
+  bool replace_task = false;       // remote: this task becomes the runner
+  std::string deferred_error;      // remote: reported from task_init
+};
+PluginState& State();
+
+// slurmstepd: state_dir and runner not given in plugstack.conf come from
+// the policy file (a missing or broken policy keeps the defaults, logged).
+void ApplyPolicy(PluginArgs* args);
+
+// Logging: `pilot: ...` in the daemon's log (slurm_error / slurm_info).
+void LogError(const std::string& message);
+void LogInfo(const std::string& message);
+
+// sbatch / salloc / srun: validate the config and mark the job.
+int SubmitInitPostOpt(spank_t sp);
+
+// slurmstepd: decide in the task (as root) whether it becomes the runner,
+// then (as the user) exec the runner in its place.
+int RemoteTaskInitPrivileged(spank_t sp);
+int RemoteTaskInit(spank_t sp);
+
+// Environment names shared with the prolog, the epilog and the runner.
+inline constexpr const char* kEnvConfig = "SLURM_PILOT_CONFIG";
+inline constexpr const char* kEnvConfigSha = "SLURM_PILOT_CONFIG_SHA256";
+inline constexpr const char* kEnvStage = "SLURM_PILOT_STAGE";
+inline constexpr const char* kEnvOut = "SLURM_PILOT_OUT";
+// Set in the runner's environment: any srun/sbatch started from inside a
+// running pilot sees it and does not start another pilot.
+inline constexpr const char* kEnvActive = "SLURM_PILOT_ACTIVE";
+
+}  // namespace pilot::spank

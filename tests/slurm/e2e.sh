@@ -1,0 +1,331 @@
+#!/usr/bin/env bash
+# End-to-end tests of slurm-pilot on the local cluster of scripts/local-slurm
+# (CTest label `slurm`; tests/slurm/CMakeLists.txt starts and stops the
+# cluster as a fixture). Jobs run as a non-root user so the trust model is
+# exercised for real.
+#
+#   e2e.sh CASE      CASE: sbatch_go srun_salloc submit_refused config_edited
+#                          cancelled time_limit outbox nested_srun registry
+#                          store_perms
+#
+# Environment: PILOT_SOURCE_DIR, PILOT_BUILD_DIR, PILOT_CLUSTER_DIR,
+# PILOT_TEST_USER (default pilotuser), PILOT_E2E_STAGE (the stage of the
+# GO case, default all).
+set -euo pipefail
+
+SRC=${PILOT_SOURCE_DIR:?}
+BUILD=${PILOT_BUILD_DIR:?}
+CLUSTER=${PILOT_CLUSTER_DIR:?}
+TEST_USER=${PILOT_TEST_USER:-pilotuser}
+export SLURM_CONF=$CLUSTER/etc/slurm.conf
+STATE=$CLUSTER/state
+POLICY=$CLUSTER/etc/pilot.conf
+KEY=$CLUSTER/etc/verdict.key
+PILOT=$CLUSTER/bin/pilot   # the copy local-slurm made of $BUILD/cli/pilot
+TINY=$SRC/configs/tiny-cpu.toml
+
+TMP=$(mktemp -d /tmp/pilot-e2e.XXXXXX)
+chmod 0755 "$TMP"
+chown "$TEST_USER" "$TMP"
+BACKGROUND=()
+cleanup() {
+  local pid
+  for pid in "${BACKGROUND[@]}"; do kill "$pid" 2>/dev/null || true; done
+  set_notify ""
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+note() { echo "-- $*" >&2; }
+
+# Runs a command as the test user, in $TMP, with the cluster's environment.
+as_user() {
+  (cd "$TMP" && runuser -u "$TEST_USER" -- env SLURM_CONF="$SLURM_CONF" \
+     PILOT_POLICY="$POLICY" PATH=/usr/local/bin:/usr/bin:/bin "$@")
+}
+
+# A user-owned copy of the tiny config, edited by the given sed expressions.
+user_config() {  # user_config NAME [SED_EXPR...]
+  local f=$TMP/$1
+  shift
+  cp "$TINY" "$f"
+  local e
+  for e in "$@"; do sed -i "$e" "$f"; done
+  chown "$TEST_USER" "$f"
+  echo "$f"
+}
+
+json() {  # json FILE PYTHON_EXPR(d): prints the expression over the JSON
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"
+}
+
+wait_for_file() {  # wait_for_file PATH SECONDS
+  local i
+  for ((i = 0; i < $2 * 5; i++)); do
+    [[ -e $1 ]] && return 0
+    sleep 0.2
+  done
+  fail "$1 did not appear within $2 s"
+}
+
+# The epilog runs after sbatch --wait returns: wait for the verdict file.
+wait_verdict() {  # wait_verdict JOB [SECONDS]
+  wait_for_file "$STATE/verdicts/$1.json" "${2:-180}"
+  sleep 0.3  # the rename is atomic; this lets the epilog finish posting
+}
+
+decision() { json "$STATE/verdicts/$1.json" 'd["decision"]'; }
+
+# Submits with sbatch as the user and waits for the job; prints the job id.
+submit_wait() {  # submit_wait SBATCH_ARGS...
+  local out
+  out=$(as_user sbatch --parsable -o "$TMP/slurm-%j.out" --wait "$@" --wrap true) || true
+  out=${out%%$'\n'*}
+  [[ $out =~ ^[0-9]+ ]] || fail "sbatch did not submit: $out"
+  echo "${out%%;*}"
+}
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+set_notify() {  # set_notify URL: rewrites notify_url in the cluster's policy
+  sed -i "s|^notify_url = .*|notify_url = \"$1\"|" "$POLICY"
+}
+
+start_receiver() {  # start_receiver PORT DIR
+  mkdir -p "$2"
+  python3 "$SRC/tests/slurm/receiver.py" "$1" "$KEY" "$2" &
+  BACKGROUND+=($!)
+  wait_for_file "$2/ready" 10
+}
+
+node_state() { sinfo -h -N -o '%t' | head -n1; }
+
+wait_node_idle() {
+  local i s
+  for ((i = 0; i < 60; i++)); do
+    s=$(node_state)
+    [[ $s == idle ]] && return 0
+    [[ $s == drain* || $s == down* ]] && fail "node is $s after the job"
+    sleep 1
+  done
+  fail "node not idle after 60 s (state $s)"
+}
+
+check_named() {  # check_named JOB NAME: prints status of check NAME
+  json "$STATE/verdicts/$1.json" "[c['status'] for c in d['checks'] if c['name']=='$2'] or ['absent']" |
+    tr -d "[]'"
+}
+
+verdict_text() { json "$STATE/verdicts/$1.json" 'json.dumps(d)'; }
+
+# ---- cases ------------------------------------------------------------------
+
+case_sbatch_go() {
+  local port job
+  port=$(free_port)
+  start_receiver "$port" "$TMP/recv"
+  set_notify "http://127.0.0.1:$port/verdicts"
+  job=$(submit_wait --pilot="$TINY" --pilot-stage="${PILOT_E2E_STAGE:-all}")
+  wait_verdict "$job"
+  [[ $(decision "$job") == GO ]] || fail "job $job: $(decision "$job"): $(verdict_text "$job")"
+  local out
+  out=$("$PILOT" verdict --policy "$POLICY" "$job") || fail "pilot verdict $job: exit $?"
+  grep -q "signature valid" <<<"$out" || fail "signature not valid: $out"
+  note "$out"
+  # The user sees it as their latest verdict.
+  out=$(as_user "$PILOT" verdict) || fail "user's pilot verdict failed"
+  grep -q "^job $job " <<<"$out" || fail "user's latest is not job $job: $out"
+  # The receiver got it, with a valid signature header.
+  wait_for_file "$TMP/recv/log" 20
+  grep -q "^1 good$" "$TMP/recv/log" || fail "receiver: $(cat "$TMP/recv/log")"
+  [[ $(json "$TMP/recv/1.json" 'd["job"]["id"]') == "$job" ]] || fail "receiver got another job"
+  cmp -s "$TMP/recv/1.json" "$STATE/verdicts/$job.json" || fail "posted body != stored verdict"
+}
+
+case_srun_salloc() {
+  local out job
+  out=$(as_user srun -v --pilot="$TINY" --pilot-stage=single true 2>&1) || fail "srun: $out"
+  [[ $out =~ StepId=([0-9]+)\. ]] || fail "no job id in: $out"
+  job=${BASH_REMATCH[1]}
+  wait_verdict "$job"
+  [[ $(decision "$job") == GO ]] || fail "srun job $job: $(verdict_text "$job")"
+  note "srun --pilot: job $job GO"
+  out=$(as_user salloc --pilot="$TINY" --pilot-stage=single -n1 \
+          bash -c 'echo JOB=$SLURM_JOB_ID; srun -n1 true' 2>&1) || fail "salloc: $out"
+  [[ $out =~ JOB=([0-9]+) ]] || fail "no job id in: $out"
+  job=${BASH_REMATCH[1]}
+  wait_verdict "$job"
+  [[ $(decision "$job") == GO ]] || fail "salloc job $job: $(verdict_text "$job")"
+  note "salloc --pilot: job $job GO"
+}
+
+case_submit_refused() {
+  local bad before after out rc=0
+  bad=$(user_config bad.toml 's/^seq_len = 64/seq_len = 0/')
+  local line
+  line=$(grep -n '^seq_len = 0' "$bad" | cut -d: -f1)
+  before=$(squeue -h -t all -o '%i' | sort -n | tail -n1)
+  out=$(as_user sbatch --pilot="$bad" --wrap true 2>&1) || rc=$?
+  ((rc != 0)) || fail "sbatch accepted a broken config: $out"
+  grep -q "^pilot: $bad:$line: run.seq_len: " <<<"$out" || fail "message without file:line: $out"
+  grep -q "Submitted batch job" <<<"$out" && fail "a job was created: $out"
+  after=$(squeue -h -t all -o '%i' | sort -n | tail -n1)
+  [[ $before == "$after" ]] || fail "a job appeared: $before -> $after"
+  # srun and salloc refuse it the same way.
+  rc=0
+  out=$(as_user srun --pilot="$bad" true 2>&1) || rc=$?
+  ((rc != 0)) && grep -q "^pilot: $bad:$line: " <<<"$out" || fail "srun: $out"
+  note "refused: $(head -n1 <<<"$out")"
+}
+
+case_config_edited() {
+  local cfg out job
+  cfg=$(user_config edit.toml)
+  out=$(as_user sbatch --parsable --begin=now+6 --pilot="$cfg" -o "$TMP/slurm-%j.out" --wrap true)
+  job=${out%%;*}
+  as_user sed -i 's/^steps = 12/steps = 14/' "$cfg"
+  wait_verdict "$job" 240
+  [[ $(decision "$job") == NO-GO ]] || fail "edited config gave $(decision "$job")"
+  verdict_text "$job" | grep -q "changed between submission and job start" ||
+    fail "verdict does not name the change: $(verdict_text "$job")"
+  verdict_text "$job" | grep -qF "$cfg" || fail "verdict does not name the file"
+  note "config edited: job $job NO-GO"
+}
+
+case_cancelled() {
+  local out job
+  out=$(as_user sbatch --parsable --pilot="$TINY" -o "$TMP/slurm-%j.out" --wrap true)
+  job=${out%%;*}
+  wait_for_file "$STATE/jobs/$job/runner.started" 60
+  sleep 2
+  scancel "$job"
+  wait_verdict "$job"
+  [[ $(decision "$job") == NO-GO ]] || fail "cancelled job gave $(decision "$job")"
+  verdict_text "$job" | grep -q "did not finish" || fail "no reason: $(verdict_text "$job")"
+  wait_node_idle
+  note "cancelled: job $job NO-GO, node $(node_state)"
+}
+
+case_time_limit() {
+  local cfg out job
+  # A pilot far longer than its one-minute limit.
+  cfg=$(user_config long.toml 's/^steps = 12/steps = 100000/' 's/^at_step = 6/at_step = 50000/')
+  out=$(as_user sbatch --parsable --time=1 --pilot="$cfg" --pilot-stage=single \
+          -o "$TMP/slurm-%j.out" --wrap true)
+  job=${out%%;*}
+  wait_verdict "$job" 240
+  [[ $(decision "$job") == NO-GO ]] || fail "timed-out job gave $(decision "$job")"
+  verdict_text "$job" | grep -q "did not finish" || fail "no reason: $(verdict_text "$job")"
+  wait_node_idle
+  note "time limit: job $job NO-GO, node $(node_state)"
+}
+
+case_outbox() {
+  local port job
+  port=$(free_port)
+  set_notify "http://127.0.0.1:$port/verdicts"   # nobody listens yet
+  job=$(submit_wait --pilot="$TINY" --pilot-stage=single)
+  wait_verdict "$job"
+  local queued=$STATE/outbox/$job.json
+  wait_for_file "$queued" 60
+  cmp -s "$queued" "$STATE/verdicts/$job.json" || fail "queued body != stored verdict"
+  start_receiver "$port" "$TMP/recv"
+  local out
+  out=$("$PILOT" flush --policy "$POLICY") || fail "pilot flush: exit $?: $out"
+  note "$out"
+  [[ ! -e $queued ]] || fail "still queued after flush"
+  grep -q "^1 good$" "$TMP/recv/log" || fail "receiver: $(cat "$TMP/recv/log")"
+  cmp -s "$TMP/recv/1.json" "$STATE/verdicts/$job.json" || fail "delivered body differs"
+}
+
+case_nested_srun() {
+  local out job
+  out=$(as_user salloc --pilot="$TINY" --pilot-stage=single -n1 bash -c \
+    'echo JOB=$SLURM_JOB_ID; srun -n1 true;
+     srun -n1 bash -c "echo NESTED active=\${SLURM_PILOT_ACTIVE:-none} option=\${SLURM_SPANK__SLURM_SPANK_OPTION_pilot_pilot:-none}"' 2>&1) ||
+    fail "salloc: $out"
+  [[ $out =~ JOB=([0-9]+) ]] || fail "no job id: $out"
+  job=${BASH_REMATCH[1]}
+  grep -q "^NESTED active=none option=$TINY$" <<<"$out" ||
+    fail "the second step did not run its own command with the option inherited: $out"
+  [[ $(cat "$STATE/jobs/$job/runner.started") == 0 ]] || fail "runner claimed by another step"
+  wait_verdict "$job"
+  note "nested srun: ran its own command; pilot ran once (step 0)"
+}
+
+case_registry() {
+  local port=5000
+  if ! python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",5000))' 2>/dev/null; then
+    fail "port 5000 is busy (the policy's insecure registry)"
+  fi
+  mkdir -p "$TMP/registry"
+  cat >"$TMP/registry.yml" <<YML
+version: 0.1
+storage:
+  filesystem:
+    rootdirectory: $TMP/registry
+http:
+  addr: 127.0.0.1:$port
+YML
+  /usr/bin/docker-registry serve "$TMP/registry.yml" >"$TMP/registry.log" 2>&1 &
+  BACKGROUND+=($!)
+  local i
+  for ((i = 0; i < 50; i++)); do
+    curl -fs "http://127.0.0.1:$port/v2/" >/dev/null && break
+    sleep 0.2
+  done
+  local base=http://127.0.0.1:$port d1 d2 cfg out job
+  d1=$(python3 "$SRC/tests/slurm/registry.py" push "$base" pilot/tiny v1 one)
+  cfg=$(user_config image.toml)
+  printf '\n[container]\nimage = "127.0.0.1:%s/pilot/tiny:v1"\n' "$port" >>"$cfg"
+  out=$(as_user sbatch --parsable --pilot="$cfg" -o "$TMP/slurm-%j.out" --wrap true)
+  job=${out%%;*}
+  wait_for_file "$STATE/jobs/$job/lock.json" 60
+  local lock=$STATE/jobs/$job/lock.json
+  [[ $(json "$lock" 'd["container"]["digest"]') == "$d1" ]] ||
+    fail "lock digest $(json "$lock" 'd["container"]') != pushed $d1"
+  [[ $(json "$lock" 'd["container"]["pinned"]') == "127.0.0.1:$port/pilot/tiny@$d1" ]] ||
+    fail "pinned: $(json "$lock" 'd["container"]["pinned"]')"
+  # Move the tag while the job runs.
+  d2=$(python3 "$SRC/tests/slurm/registry.py" push "$base" pilot/tiny v1 two)
+  [[ $d1 != "$d2" ]] || fail "the tag did not move"
+  wait_verdict "$job"
+  [[ $(check_named "$job" container_tag) == warn ]] ||
+    fail "no container_tag warning: $(verdict_text "$job")"
+  verdict_text "$job" | grep -q "moved during the job" || fail "warning without detail"
+  note "registry: tag -> $d1 in lock.json; moved to $d2 -> warning"
+}
+
+case_store_perms() {
+  local job
+  job=$(submit_wait --pilot="$TINY" --pilot-stage=single)
+  wait_verdict "$job"
+  local v=$STATE/verdicts/$job.json
+  [[ $(stat -c '%U %a' "$STATE/verdicts") == "root 755" ]] || fail "store: $(stat -c '%U %a' "$STATE/verdicts")"
+  [[ $(stat -c '%U %a' "$v") == "root 644" ]] || fail "verdict: $(stat -c '%U %a' "$v")"
+  as_user sh -c "echo x >> '$v'" 2>/dev/null && fail "the user could write $v"
+  as_user touch "$STATE/verdicts/999999.json" 2>/dev/null && fail "the user could add a verdict"
+  as_user cat "$KEY" >/dev/null 2>&1 && fail "the user could read the key"
+  # Root edits the verdict: the signature check must fail.
+  "$PILOT" verdict --policy "$POLICY" "$job" >/dev/null || fail "untouched verdict not valid"
+  python3 - "$v" <<'PY'
+import json, sys
+p = sys.argv[1]
+d = json.load(open(p))
+d["decision"] = "NO-GO" if d["decision"] == "GO" else "GO"
+json.dump(d, open(p, "w"), indent=2, sort_keys=True)
+PY
+  local out rc=0
+  out=$("$PILOT" verdict --policy "$POLICY" "$job" 2>&1) || rc=$?
+  ((rc == 1)) || fail "edited verdict: exit $rc: $out"
+  grep -q "signature INVALID" <<<"$out" || fail "edited verdict not flagged: $out"
+  note "edited verdict: $(grep INVALID <<<"$out" | head -n1)"
+}
+
+[[ $# -eq 1 ]] || { echo "usage: e2e.sh CASE" >&2; exit 2; }
+declare -F "case_$1" >/dev/null || { echo "e2e.sh: unknown case $1" >&2; exit 2; }
+"case_$1"
+echo "PASS: $1"
