@@ -183,6 +183,104 @@ void Fields(V& v, S& s, std::type_identity<Versions>) {
   v("devices", s.devices);
 }
 
+template <class V, class S>
+void Fields(V& v, S& s, std::type_identity<NodeMemoryStats>) {
+  v("step", s.step);
+  v("peak_allocated_bytes", s.peak_allocated_bytes);
+  v("peak_reserved_bytes", s.peak_reserved_bytes);
+  v("process_peak_rss_bytes", s.process_peak_rss_bytes);
+}
+
+template <class V, class S>
+void Fields(V& v, S& s, std::type_identity<NodeRankStats>) {
+  v("rank", s.rank);
+  v("node_id", s.node_id);
+  v("host", s.host);
+  v("tokens_per_second", s.tokens_per_second);
+  v("step_ms", s.step_ms);
+  v("data_wait_ms", s.data_wait_ms);
+  v("comm_total_ms", s.comm_total_ms);
+  v("comm_exposed_ms", s.comm_exposed_ms);
+  v("memory", s.memory);
+  v("memory_resumed", s.memory_resumed);
+}
+
+template <class V, class S>
+void Fields(V& v, S& s, std::type_identity<NodeScaling>) {
+  v("tokens_per_second", s.tokens_per_second);
+  v("tokens_per_second_per_rank", s.tokens_per_second_per_rank);
+  v("single_tokens_per_second", s.single_tokens_per_second);
+  v("efficiency", s.efficiency);
+}
+
+template <class V, class S>
+void Fields(V& v, S& s, std::type_identity<NodeComm>) {
+  v("backend", s.backend);
+  v("total_ms_per_step", s.total_ms_per_step);
+  v("exposed_ms_per_step", s.exposed_ms_per_step);
+  v("exposed_fraction", s.exposed_fraction);
+  v("collectives_per_step", s.collectives_per_step);
+  v("buckets", s.buckets);
+  v("units", s.units);
+}
+
+template <class V, class S>
+void Fields(V& v, S& s, std::type_identity<NodeMemory>) {
+  v("fresh_peak_bytes", s.fresh_peak_bytes);
+  v("resumed_peak_bytes", s.resumed_peak_bytes);
+}
+
+template <class V, class S>
+void Fields(V& v, S& s, std::type_identity<NodeCheckpoint>) {
+  v("path", s.path);
+  v("step", s.step);
+  v("bytes", s.bytes);
+  v("save_seconds", s.save_seconds);
+  v("shards", s.shards);
+}
+
+template <class V, class S>
+void Fields(V& v, S& s, std::type_identity<NodeRestore>) {
+  v("world_size", s.world_size);
+  v("from_world_size", s.from_world_size);
+  v("ran", s.ran);
+  v("equal", s.equal);
+  v("tolerance", s.tolerance);
+  v("max_abs_loss_diff", s.max_abs_loss_diff);
+  v("max_rel_loss_diff", s.max_rel_loss_diff);
+  v("max_abs_param_diff", s.max_abs_param_diff);
+  v("max_rel_param_diff", s.max_rel_param_diff);
+  v("load_seconds", s.load_seconds);
+  v("detail", s.detail);
+  v("skipped", s.skipped);
+}
+
+template <class V, class S>
+void Fields(V& v, S& s, std::type_identity<NodeFailure>) {
+  v("phase", s.phase);
+  v("rank", s.rank);
+  v("message", s.message);
+}
+
+template <class V, class S>
+void Fields(V& v, S& s, std::type_identity<NodeStage>) {
+  v("status", s.status);
+  v("world_size", s.world_size);
+  v("mode", s.mode);
+  v("launcher", s.launcher);
+  v("data_ranks", s.data_ranks);
+  v("steps", s.steps);
+  v("losses", s.losses);
+  v("ranks", s.ranks);
+  v("scaling", s.scaling);
+  v("comm", s.comm);
+  v("data_stall_ms_per_step", s.data_stall_ms_per_step);
+  v("memory", s.memory);
+  v("checkpoint", s.checkpoint);
+  v("restore", s.restore);
+  v("failure", s.failure);
+}
+
 template <class T>
 concept HasFields = requires(int& v, T& s) {
   Fields(v, s, std::type_identity<T>{});
@@ -375,6 +473,7 @@ std::string ResultsToJson(const Results& r) {
   j["versions"] = ToJson(r.versions);
   Json stages = Json::object();
   stages["single"] = ToJson(r.single);
+  stages["node"] = ToJson(r.node);
   j["stages"] = std::move(stages);
   return j.dump(2) + "\n";
 }
@@ -416,6 +515,12 @@ Result<Results> ParseResults(const std::string& text, const std::string& name) {
     } else {
       Reader st{&*stages, "stages.", Status::Ok(), {}};
       st("single", r.single);
+      // Files written before the node stage existed have no "node".
+      if (stages->contains("node")) {
+        st("node", r.node);
+      } else {
+        st.known.insert("node");
+      }
       top.status = st.status;
       if (top.status.ok()) top.status = UnknownKeys(*stages, "stages.", st.known);
     }

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "core/results_node.h"
 #include "core/status.h"
 
 namespace pilot {
@@ -211,6 +212,7 @@ struct Results {
   int exit_code = 0;               // the runner's exit status for this run
   Versions versions;
   std::optional<SingleStage> single;  // stages.single
+  std::optional<NodeStage> node;      // stages.node
   bool operator==(const Results&) const = default;
 };
 

@@ -82,6 +82,7 @@ Result<Command> ParseCommandLine(const std::vector<std::string>& args) {
         ("stage", po::value(&r.stage)->default_value("single"), "single | node | all")
         ("set", po::value(&r.sets)->composing(), "section.key=value override")
         ("overhead-steps", po::value(&r.overhead_steps)->default_value(0), "instrumentation check")
+        ("nproc", po::value(&r.nproc)->default_value(0), "node stage: local processes (0 = parallel.nproc)")
         ("keep-reference", po::bool_switch(&r.keep_reference), "keep reference-final.safetensors")
         ("resume-from", po::value(&r.resume_checkpoint), "internal: restore this checkpoint")
         ("reference", po::value(&r.reference_params), "internal: reference parameters");
@@ -96,6 +97,9 @@ Result<Command> ParseCommandLine(const std::vector<std::string>& args) {
     }
     if (r.overhead_steps < 0 || r.overhead_steps > 10000) {
       return Status::Invalid("run: --overhead-steps", "must be between 0 and 10000");
+    }
+    if (r.nproc < 0 || r.nproc > 1024) {
+      return Status::Invalid("run: --nproc", "must be between 0 and 1024");
     }
     if (!r.resume_checkpoint.empty() && r.reference_params.empty()) {
       return Status::Invalid("run: --resume-from", "needs --reference");

@@ -3,7 +3,7 @@
 //
 //   pilot-runner run --config FILE --out DIR [--lock FILE]
 //                    [--stage single|node|all] [--set section.key=value]...
-//                    [--overhead-steps N] [--keep-reference]
+//                    [--overhead-steps N] [--keep-reference] [--nproc N]
 //   pilot-runner verify --checkpoint DIR --config FILE [--expect RESULTS]
 //                    [--set section.key=value]... [--json]
 //   pilot-runner --versions [--json]

@@ -20,6 +20,7 @@
 #include "core/atomic_file.h"
 #include "pilot/version.h"
 #include "runner/checkpoint.h"
+#include "runner/node_stage.h"
 #include "runner/safetensors.h"
 #include "runner/session.h"
 
@@ -298,11 +299,8 @@ Status WriteResults(const std::string& out, Results* r) {
 }  // namespace
 
 int RunPilot(const RunOptions& o) {
-  if (o.stage == "node") {
-    std::fprintf(stderr, "pilot: --stage node: node stage not built yet\n"
-                         "HINT: run --stage single\n");
-    return kExitNotBuilt;
-  }
+  // A rank of the node stage (spawned by the launcher or srun).
+  if (o.stage == "node" && IsNodeRank()) return RunNodeRank(o);
   if (!o.resume_checkpoint.empty()) return RunResumed(o);
   Results res;
   res.started_at = NowRfc3339();
@@ -327,21 +325,26 @@ int RunPilot(const RunOptions& o) {
   }
   res.config_sha256 = cfg.sha256;
   res.seed = static_cast<int64_t>(pins.seed);
-  FILE* metrics = std::fopen((o.out + "/metrics.jsonl").c_str(), "w");
-  SingleStage st;
-  res.exit_code = RunSingle(o, cfg, pins, &st, metrics);
-  if (metrics) std::fclose(metrics);
-  res.single = st;
-  if (o.stage == "all" && res.exit_code == kExitOk) {
-    std::fprintf(stderr, "pilot: --stage all: single stage done; node stage not built yet\n");
-    res.exit_code = kExitNotBuilt;
+  if (o.stage != "node") {
+    FILE* metrics = std::fopen((o.out + "/metrics.jsonl").c_str(), "w");
+    SingleStage st;
+    res.exit_code = RunSingle(o, cfg, pins, &st, metrics);
+    if (metrics) std::fclose(metrics);
+    res.single = st;
+  }
+  if (o.stage == "node" || (o.stage == "all" && res.exit_code == kExitOk)) {
+    std::optional<double> single_tps;
+    if (res.single && res.single->tokens_per_second > 0) single_tps = res.single->tokens_per_second;
+    NodeStage node;
+    res.exit_code = RunNodeStage(o, cfg, o.nproc, single_tps, &node);
+    res.node = node;
   }
   Status w = WriteResults(o.out, &res);
   if (!w.ok()) {
     std::fprintf(stderr, "%s\n", w.ToString().c_str());
     return kExitError;
   }
-  std::fprintf(stderr, "pilot: single: results in %s/results.json (exit %d)\n", o.out.c_str(), res.exit_code);
+  std::fprintf(stderr, "pilot: %s: results in %s/results.json (exit %d)\n", o.stage.c_str(), o.out.c_str(), res.exit_code);
   return res.exit_code;
 }
 

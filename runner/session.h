@@ -46,6 +46,7 @@ struct RunOptions {
   std::string stage = "single";
   std::vector<std::string> sets;   // --set section.key=value
   int overhead_steps = 0;          // --overhead-steps: instrumentation check
+  int nproc = 0;                   // --nproc: node stage processes (0 = parallel.nproc)
   bool keep_reference = false;     // --keep-reference
   // Internal (the fresh process of the restore test):
   std::string resume_checkpoint;   // --resume-from

@@ -114,8 +114,8 @@ TEST(Results, WrongTypeNamesTheFieldPath) {
 TEST(Results, UnknownAndMissingKeysAreErrors) {
   EXPECT_THAT(ErrorAfter([](nlohmann::json& j) { j["stages"]["single"]["checkpoint"]["extra"] = 1; }),
               HasSubstr("stages.single.checkpoint.extra: unknown key"));
-  EXPECT_THAT(ErrorAfter([](nlohmann::json& j) { j["stages"]["node"] = nullptr; }),
-              HasSubstr("stages.node: unknown key"));
+  EXPECT_THAT(ErrorAfter([](nlohmann::json& j) { j["stages"]["cluster"] = nullptr; }),
+              HasSubstr("stages.cluster: unknown key"));
   EXPECT_THAT(ErrorAfter([](nlohmann::json& j) { j["stages"]["single"]["memory"].erase("device_used_bytes"); }),
               HasSubstr("stages.single.memory.device_used_bytes: missing"));
   EXPECT_THAT(ErrorAfter([](nlohmann::json& j) { j.erase("stages"); }), HasSubstr("stages: missing"));

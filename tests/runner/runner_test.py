@@ -195,8 +195,9 @@ def test_safetensors_reader():
 
 
 def test_cli():
-    p = run(["run", "--config", CONFIG, "--out", fresh("node"), "--stage", "node"], expect=5)
-    require("node stage not built yet" in p.stderr, p.stderr)
+    p = run(["run", "--config", CONFIG, "--out", fresh("node"), "--stage", "node", "--nproc", "3"], expect=2)
+    require("3 processes do not divide parallel.nproc = 2" in p.stderr, p.stderr)
+    run(["run", "--config", CONFIG, "--out", fresh("nproc"), "--nproc", "-1"], expect=2)
     p = run(["run", "--config", CONFIG, "--out", fresh("typo"), "--overhead-step", "3"], expect=2)
     require("did you mean --overhead-steps" in p.stderr, p.stderr)
     run(["rnu"], expect=2)

@@ -1,0 +1,223 @@
+// c10d process groups for the node stage.
+#include "runner/dist_comm.h"
+
+#include <torch/version.h>
+
+#if __has_include(<gloo/context.h>)
+#ifndef USE_C10D_GLOO
+#define USE_C10D_GLOO 1
+#endif
+#define PILOT_HAVE_GLOO 1
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#endif
+#if defined(PILOT_RUNNER_CUDA) && __has_include(<nccl.h>)
+#ifndef USE_C10D_NCCL
+#define USE_C10D_NCCL 1
+#endif
+#define PILOT_HAVE_NCCL 1
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+
+namespace pilot::runner {
+namespace {
+
+#if TORCH_VERSION_MAJOR >= 2
+using Group = c10d::Backend;
+#else
+using Group = c10d::ProcessGroup;
+#endif
+
+using Clock = std::chrono::steady_clock;
+
+}  // namespace
+
+struct Comm::Impl {
+  c10::intrusive_ptr<c10d::Store> store;
+  c10::intrusive_ptr<Group> pg;
+  bool gloo = true;
+  struct Pending {
+    c10::intrusive_ptr<c10d::Work> work;
+    std::string what;
+    at::Tensor copy_from, copy_to;  // Gloo reduce-scatter: part of the sum
+  };
+  std::map<size_t, Pending> pending;
+  size_t next = 1;
+  std::mutex mu;  // guards intervals
+  std::vector<std::pair<Clock::time_point, Clock::time_point>> intervals;
+  int64_t count = 0;
+
+  Handle Track(c10::intrusive_ptr<c10d::Work> w, std::string what, at::Tensor from = {},
+               at::Tensor to = {}) {
+    const Clock::time_point t0 = Clock::now();
+    const size_t slot = [&] {
+      std::lock_guard<std::mutex> l(mu);
+      intervals.emplace_back(t0, t0);
+      ++count;
+      return intervals.size() - 1;
+    }();
+    try {
+      auto fut = w->getFuture();
+      fut->addCallback([this, slot](c10::ivalue::Future&) {
+        std::lock_guard<std::mutex> l(mu);
+        if (slot < intervals.size()) intervals[slot].second = Clock::now();
+      });
+    } catch (const std::exception&) {
+      // No future for this work: its interval ends when it is waited for.
+    }
+    const size_t id = next++;
+    pending[id] = Pending{std::move(w), std::move(what), std::move(from), std::move(to)};
+    return Handle{id};
+  }
+};
+
+Result<std::unique_ptr<Comm>> Comm::Create(const RankInfo& info, const at::Device& device,
+                                           std::chrono::milliseconds timeout) {
+  std::unique_ptr<Comm> c(new Comm());
+  c->impl_ = std::make_unique<Impl>();
+  c->rank_ = info.rank;
+  c->world_ = info.world_size;
+  const std::string where = info.master_addr + ":" + std::to_string(info.master_port);
+  try {
+    c10d::TCPStoreOptions o;
+    o.port = static_cast<uint16_t>(info.master_port);
+    o.isServer = info.rank == 0;
+    o.numWorkers = static_cast<size_t>(info.world_size);
+    o.waitWorkers = true;
+    o.timeout = timeout;
+    c->impl_->store = c10::make_intrusive<c10d::TCPStore>(info.master_addr, o);
+  } catch (const std::exception& e) {
+    std::string m = e.what();
+    m = m.substr(0, m.find('\n'));
+    return Status::Unavailable("rendezvous at " + where, m)
+        .WithHint(info.rank == 0 ? "another process may hold the port; set PILOT_MASTER_PORT"
+                                 : "rank 0 did not start or is unreachable");
+  }
+  try {
+    if (device.is_cuda()) {
+#ifdef PILOT_HAVE_NCCL
+      auto opts = c10d::ProcessGroupNCCL::Options::create();
+      opts->timeout = timeout;
+      c->impl_->pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(c->impl_->store, info.rank,
+                                                                  info.world_size, opts);
+      c->impl_->gloo = false;
+      c->backend_ = "nccl";
+#else
+      return Status::Invalid("node stage", "this build has no NCCL for CUDA devices")
+          .WithHint("run the node stage with training.device = \"cpu\"");
+#endif
+    } else {
+#ifdef PILOT_HAVE_GLOO
+      auto opts = c10d::ProcessGroupGloo::Options::create(timeout);
+      if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME")) {
+        opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
+      } else if (info.master_addr == "127.0.0.1" || info.master_addr == "localhost") {
+        opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+      } else {
+        opts->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+      }
+      c->impl_->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(c->impl_->store, info.rank,
+                                                                  info.world_size, opts);
+      c->backend_ = "gloo";
+#else
+      return Status::Invalid("node stage", "this build has no Gloo for CPU collectives");
+#endif
+    }
+  } catch (const std::exception& e) {
+    std::string m = e.what();
+    m = m.substr(0, m.find('\n'));
+    return Status::Unavailable("process group (rendezvous " + where + ")", m);
+  }
+  return c;
+}
+
+Comm::~Comm() = default;
+
+Comm::Handle Comm::AllReduceAsync(at::Tensor t) {
+  std::vector<at::Tensor> v{std::move(t)};
+  return impl_->Track(impl_->pg->allreduce(v), "all-reduce");
+}
+
+Comm::Handle Comm::AllGatherAsync(at::Tensor full, at::Tensor shard) {
+  if (impl_->gloo) {
+    std::vector<std::vector<at::Tensor>> out(1);
+    for (int r = 0; r < world_; ++r) out[0].push_back(full.narrow(0, r * shard.numel(), shard.numel()));
+    std::vector<at::Tensor> in{std::move(shard)};
+    return impl_->Track(impl_->pg->allgather(out, in), "all-gather");
+  }
+  return impl_->Track(impl_->pg->_allgather_base(full, shard), "all-gather");
+}
+
+Comm::Handle Comm::ReduceScatterAsync(at::Tensor shard, at::Tensor full) {
+  if (impl_->gloo) {
+    at::Tensor part = full.narrow(0, rank_ * shard.numel(), shard.numel());
+    std::vector<at::Tensor> v{full};
+    return impl_->Track(impl_->pg->allreduce(v), "reduce-scatter", part, shard);
+  }
+  return impl_->Track(impl_->pg->_reduce_scatter_base(shard, full), "reduce-scatter");
+}
+
+void Comm::Wait(Handle h) {
+  auto it = impl_->pending.find(h.id);
+  if (it == impl_->pending.end()) return;
+  Impl::Pending p = std::move(it->second);
+  impl_->pending.erase(it);
+  try {
+    p.work->wait();
+  } catch (const c10::Error& e) {
+    std::string m = e.what_without_backtrace();
+    TORCH_CHECK(false, p.what, " failed: ", m.substr(0, m.find('\n')));
+  }
+  if (p.copy_to.defined() && !p.copy_to.is_same(p.copy_from)) p.copy_to.copy_(p.copy_from);
+}
+
+void Comm::WaitAll() {
+  while (!impl_->pending.empty()) Wait(Handle{impl_->pending.begin()->first});
+}
+
+void Comm::Barrier() {
+  auto w = impl_->pg->barrier();
+  w->wait();
+}
+
+double Comm::TakeBusySeconds(int64_t* count) {
+  std::vector<std::pair<Clock::time_point, Clock::time_point>> iv;
+  {
+    std::lock_guard<std::mutex> l(impl_->mu);
+    iv.swap(impl_->intervals);
+    if (count) *count = impl_->count;
+    impl_->count = 0;
+  }
+  std::sort(iv.begin(), iv.end());
+  double busy = 0;
+  Clock::time_point cur_b{}, cur_e{};
+  bool open = false;
+  for (const auto& [b, e] : iv) {
+    if (open && b <= cur_e) {
+      cur_e = std::max(cur_e, e);
+      continue;
+    }
+    if (open) busy += std::chrono::duration<double>(cur_e - cur_b).count();
+    cur_b = b;
+    cur_e = e;
+    open = true;
+  }
+  if (open) busy += std::chrono::duration<double>(cur_e - cur_b).count();
+  return busy;
+}
+
+void Comm::StoreSet(const std::string& key, const std::string& value) {
+  impl_->store->set(key, std::vector<uint8_t>(value.begin(), value.end()));
+}
+
+std::string Comm::StoreGet(const std::string& key) {
+  std::vector<uint8_t> v = impl_->store->get(key);
+  return std::string(v.begin(), v.end());
+}
+
+}  // namespace pilot::runner

@@ -1,0 +1,406 @@
+// The node stage's distributed step: DDP buckets and sharded units.
+#include "runner/node_engine.h"
+
+#include <c10/core/GradMode.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+namespace pilot::runner {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double MsSince(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// "h.3.attn.qkv.weight" -> "h.3"; names without a numbered block -> "".
+std::string UnitOf(const std::string& name) {
+  const size_t a = name.find('.');
+  if (a == std::string::npos) return "";
+  const size_t b = name.find('.', a + 1);
+  if (b == std::string::npos || b == a + 1) return "";
+  for (size_t k = a + 1; k < b; ++k) {
+    if (name[k] < '0' || name[k] > '9') return "";
+  }
+  return name.substr(0, b);
+}
+
+// The (W, chunk) zero-padded view of a whole tensor's elements.
+at::Tensor Padded(const at::Tensor& t, int world, int64_t chunk) {
+  at::Tensor flat = t.detach().reshape({-1});
+  const int64_t pad = world * chunk - flat.numel();
+  if (pad > 0) flat = at::cat({flat, at::zeros({pad}, flat.options())});
+  return flat.view({world, chunk});
+}
+
+}  // namespace
+
+NodeEngine::~NodeEngine() {
+  loaders_.clear();
+}
+
+Result<std::unique_ptr<NodeEngine>> NodeEngine::Create(Session* s, Comm* comm, const std::string& mode,
+                                                       int data_ranks) {
+  if (mode != "ddp" && mode != "sharded") {
+    return Status::Invalid("parallel.mode", "unknown \"" + mode + "\" (ddp or sharded)");
+  }
+  if (s->compute_dtype() == at::kHalf) {
+    return Status::Invalid("training.precision", "the node stage does not run fp16 (loss scaling)")
+        .WithHint("use \"bf16\" or \"fp32\"");
+  }
+  if (data_ranks < comm->world() || data_ranks % comm->world() != 0) {
+    return Status::Invalid("node stage", std::to_string(comm->world()) + " processes do not divide " +
+                                             std::to_string(data_ranks) + " data ranks (parallel.nproc)");
+  }
+  std::unique_ptr<NodeEngine> e(new NodeEngine());
+  e->s_ = s;
+  e->comm_ = comm;
+  e->mode_ = mode;
+  e->sharded_ = mode == "sharded";
+  e->data_ranks_ = data_ranks;
+  e->world_ = comm->world();
+  e->rank_ = comm->rank();
+  for (int d = e->rank_; d < data_ranks; d += e->world_) e->mine_.push_back(d);
+  const NamedTensors& params = s->model().Parameters();
+  e->slots_.resize(params.size());
+  const at::TensorOptions opts = params.empty() ? at::TensorOptions() : params[0].second.options();
+  const int W = e->world_;
+  if (e->sharded_) {
+    std::map<std::string, int> unit_index;
+    for (size_t i = 0; i < params.size(); ++i) {
+      const std::string u = UnitOf(params[i].first);
+      auto [it, added] = unit_index.emplace(u, static_cast<int>(e->groups_.size()));
+      if (added) {
+        e->groups_.emplace_back();
+        e->units_.push_back(e->groups_.size() - 1);
+      }
+      Slot& sl = e->slots_[i];
+      Group& g = e->groups_[it->second];
+      sl.numel = params[i].second.numel();
+      sl.chunk = (sl.numel + W - 1) / W;
+      sl.off = g.size;
+      sl.group = it->second;
+      g.size += sl.chunk;
+      g.params.push_back(i);
+    }
+    c10::NoGradGuard no_grad;
+    for (Group& g : e->groups_) {
+      g.shard = at::empty({g.size}, opts.requires_grad(false));
+      g.grad_shard = at::zeros({g.size}, opts.requires_grad(false));
+    }
+    for (size_t i = 0; i < params.size(); ++i) {
+      const Slot& sl = e->slots_[i];
+      Group& g = e->groups_[sl.group];
+      g.shard.narrow(0, sl.off, sl.chunk).copy_(Padded(params[i].second, W, sl.chunk)[e->rank_]);
+      at::Tensor v = g.shard.narrow(0, sl.off, sl.chunk);
+      if (params[i].second.dim() >= 2) v = v.view({1, sl.chunk});  // keeps weight decay
+      e->shard_views_.emplace_back(params[i].first, v);
+    }
+    e->shard_optim_ = std::make_unique<Optimizer>(e->shard_views_, s->cfg().training);
+    e->Release();
+  } else {
+    const int64_t cap = std::max<int64_t>(1, static_cast<int64_t>(s->cfg().parallel.bucket_mb) * 1024 * 1024 / 4);
+    for (size_t k = params.size(); k-- > 0;) {
+      Slot& sl = e->slots_[k];
+      sl.numel = params[k].second.numel();
+      sl.chunk = (sl.numel + W - 1) / W;
+      if (e->groups_.empty() || e->groups_.back().size >= cap) {
+        e->groups_.emplace_back();
+        e->buckets_.push_back(e->groups_.size() - 1);
+      }
+      Group& g = e->groups_.back();
+      sl.group = static_cast<int>(e->groups_.size() - 1);
+      sl.off = g.size;
+      g.size += sl.numel;
+      g.params.push_back(k);
+    }
+  }
+  NodeEngine* self = e.get();
+  for (size_t i = 0; i < params.size(); ++i) {
+    at::Tensor p = params[i].second;
+    p.register_hook([self, i](const at::Tensor& grad) { self->OnGrad(i, grad); });
+  }
+  return e;
+}
+
+std::vector<int64_t> NodeEngine::Shape(size_t i) const {
+  if (sharded_ && i < shapes_.size()) return shapes_[i];
+  return s_->model().Parameters()[i].second.sizes().vec();
+}
+
+Optimizer& NodeEngine::optim() { return sharded_ ? *shard_optim_ : s_->optim(); }
+
+int64_t NodeEngine::TokensPerRankStep() const {
+  const Config& c = s_->cfg();
+  return static_cast<int64_t>(c.training.seq_len) * c.training.micro_batch * std::max(1, c.run.grad_accum) *
+         static_cast<int64_t>(mine_.size());
+}
+
+Status NodeEngine::OpenData(const Pins& pins, int64_t first, int64_t last) {
+  loaders_.clear();
+  sources_.clear();
+  const Config& c = s_->cfg();
+  const int64_t accum = std::max(1, c.run.grad_accum);
+  for (int d : mine_) {
+    PILOT_ASSIGN_OR_RETURN(std::shared_ptr<TokenSource> src,
+                           TokenSource::Open(c.data, c.model.vocab, c.training.seq_len, c.training.micro_batch,
+                                             s_->seed(), d, pins.train_sha256, pins.eval_sha256));
+    sources_.push_back(src);
+    loaders_.push_back(std::make_unique<Loader>(src, (first - 1) * accum, last * accum, c.data.loader_threads,
+                                                c.data.prefetch, s_->device()));
+  }
+  return Status::Ok();
+}
+
+void NodeEngine::OnGrad(size_t i, const at::Tensor& grad) {
+  if (!reduce_now_) return;
+  c10::NoGradGuard no_grad;
+  Slot& sl = slots_[i];
+  Group& g = groups_[sl.group];
+  const at::Tensor& p = s_->model().Parameters()[i].second;
+  at::Tensor total = p.grad().defined() ? p.grad() + grad : grad;
+  if (sharded_) {
+    if (!g.flat.defined()) g.flat = at::empty({world_ * g.size}, total.options());
+    g.flat.view({world_, g.size}).narrow(1, sl.off, sl.chunk).copy_(Padded(total, world_, sl.chunk));
+  } else {
+    g.flat.narrow(0, sl.off, sl.numel).copy_(total.reshape({-1}));
+  }
+  sl.filled = true;
+  if (--g.remaining == 0) Launch(g);
+}
+
+void NodeEngine::Launch(Group& g) {
+  if (g.launched) return;
+  g.launched = true;
+  g.h = sharded_ ? comm_->ReduceScatterAsync(g.grad_shard, g.flat) : comm_->AllReduceAsync(g.flat);
+}
+
+// Launches what backward did not complete (parameters without gradients:
+// zeros or what was accumulated) and waits for every reduction.
+void NodeEngine::FinishReduction() {
+  c10::NoGradGuard no_grad;
+  const NamedTensors& params = s_->model().Parameters();
+  for (Group& g : groups_) {
+    if (g.launched) continue;
+    for (size_t i : g.params) {
+      Slot& sl = slots_[i];
+      if (sl.filled) continue;
+      const at::Tensor& p = params[i].second;
+      at::Tensor total = p.grad().defined() ? p.grad() : at::zeros(p.sizes(), p.options().requires_grad(false));
+      if (sharded_) {
+        if (!g.flat.defined()) g.flat = at::empty({world_ * g.size}, total.options());
+        g.flat.view({world_, g.size}).narrow(1, sl.off, sl.chunk).copy_(Padded(total, world_, sl.chunk));
+      } else {
+        g.flat.narrow(0, sl.off, sl.numel).copy_(total.reshape({-1}));
+      }
+      sl.filled = true;
+    }
+    Launch(g);
+  }
+  comm_->WaitAll();
+}
+
+void NodeEngine::Gather() {
+  if (!sharded_ || gathered_) return;
+  c10::NoGradGuard no_grad;
+  const NamedTensors& params = s_->model().Parameters();
+  std::vector<at::Tensor> full(groups_.size());
+  std::vector<Comm::Handle> hs(groups_.size());
+  for (size_t u = 0; u < groups_.size(); ++u) {
+    full[u] = at::empty({world_ * groups_[u].size}, groups_[u].shard.options());
+    hs[u] = comm_->AllGatherAsync(full[u], groups_[u].shard);
+  }
+  for (size_t u = 0; u < groups_.size(); ++u) {
+    comm_->Wait(hs[u]);
+    at::Tensor rows = full[u].view({world_, groups_[u].size});
+    for (size_t i : groups_[u].params) {
+      const Slot& sl = slots_[i];
+      at::Tensor p = params[i].second;
+      at::Tensor whole = rows.narrow(1, sl.off, sl.chunk).reshape({-1}).narrow(0, 0, sl.numel);
+      p.set_(whole.clone().view(shapes_[i]));
+    }
+    full[u] = at::Tensor();
+  }
+  gathered_ = true;
+}
+
+void NodeEngine::Release() {
+  if (!sharded_ || !gathered_) return;
+  c10::NoGradGuard no_grad;
+  const NamedTensors& params = s_->model().Parameters();
+  if (shapes_.empty()) {
+    for (const auto& [name, p] : params) shapes_.push_back(p.sizes().vec());
+  }
+  for (const auto& [name, p] : params) {
+    at::Tensor t = p;
+    t.mutable_grad() = at::Tensor();
+    t.set_(at::empty({0}, t.options().requires_grad(false)));
+  }
+  gathered_ = false;
+}
+
+NodeStepOut NodeEngine::Step(int64_t step) {
+  NodeStepOut out;
+  const Config& c = s_->cfg();
+  const NamedTensors& params = s_->model().Parameters();
+  const int accum = std::max(1, c.run.grad_accum);
+  const double divisor = static_cast<double>(accum) * data_ranks_;
+  const at::Device dev = s_->device();
+  s_->set_phase("forward");
+  ZeroGrad(params);
+  if (sharded_) {
+    const auto t0 = Clock::now();
+    Gather();
+    out.comm_exposed_ms += MsSince(t0);
+  }
+  for (Group& g : groups_) {
+    g.launched = false;
+    g.remaining = static_cast<int>(g.params.size());
+    if (!sharded_ && !g.flat.defined()) g.flat = at::empty({g.size}, params[0].second.options().requires_grad(false));
+  }
+  for (Slot& sl : slots_) sl.filled = false;
+  const auto tc = Clock::now();
+  double wait_total = 0;
+  at::Tensor loss_sum;
+  const int n_local = static_cast<int>(loaders_.size()) * accum;
+  int k = 0;
+  for (size_t d = 0; d < loaders_.size(); ++d) {
+    for (int m = 0; m < accum; ++m, ++k) {
+      double wait = 0;
+      s_->set_phase("data");
+      Result<Batch> b = loaders_[d]->Next(&wait);
+      TORCH_CHECK(b.ok(), b.status().ToString());
+      wait_total += wait;
+      s_->set_phase("forward");
+      at::Tensor loss = s_->model().Loss(b->x, b->y);
+      reduce_now_ = k == n_local - 1;
+      s_->set_phase("backward");
+      (loss / divisor).backward();
+      reduce_now_ = false;
+      at::Tensor l = loss.detach();
+      loss_sum = loss_sum.defined() ? loss_sum + l : l;
+    }
+  }
+  Synchronize(dev);
+  out.data_wait_ms = wait_total;
+  const auto tw = Clock::now();
+  out.compute_ms = std::chrono::duration<double, std::milli>(tw - tc).count() - wait_total;
+  s_->set_phase("communication");
+  FinishReduction();
+  Synchronize(dev);
+  out.comm_exposed_ms += MsSince(tw);
+  const auto to = Clock::now();
+  s_->set_phase("optimizer");
+  at::Tensor norm;
+  {
+    c10::NoGradGuard no_grad;
+    if (sharded_) {
+      Release();
+      for (size_t i = 0; i < params.size(); ++i) {
+        const Slot& sl = slots_[i];
+        at::Tensor v = shard_views_[i].second;
+        v.mutable_grad() = groups_[sl.group].grad_shard.narrow(0, sl.off, sl.chunk).view(v.sizes());
+      }
+      at::Tensor sq = at::zeros({1}, params[0].second.options().requires_grad(false));
+      for (const Group& g : groups_) sq += g.grad_shard.pow(2).sum();
+      comm_->AllReduce(sq);
+      norm = sq.sqrt();
+      for (Group& g : groups_) g.flat = at::Tensor();
+    } else {
+      for (size_t i = 0; i < params.size(); ++i) {
+        const Slot& sl = slots_[i];
+        at::Tensor p = params[i].second;
+        p.mutable_grad() = groups_[sl.group].flat.narrow(0, sl.off, sl.numel).view(p.sizes());
+      }
+      norm = GradNorm(params);
+    }
+  }
+  at::Tensor clip;
+  if (c.training.grad_clip > 0) clip = ClipDivisor(norm, c.training.grad_clip);
+  out.lr = LearningRate(c.training, step, s_->horizon());
+  optim().Step(out.lr, clip);
+  if (sharded_) {
+    for (auto& [name, v] : shard_views_) v.mutable_grad() = at::Tensor();
+  }
+  at::Tensor loss_all = (loss_sum / divisor).reshape({1}).to(at::kFloat).clone();
+  comm_->AllReduce(loss_all);
+  Synchronize(dev);
+  out.optimizer_ms = MsSince(to);
+  out.loss = loss_all.item<double>();
+  out.grad_norm = norm.item<double>();
+  return out;
+}
+
+NamedTensors NodeEngine::ParamShard() {
+  NamedTensors out;
+  const NamedTensors& params = s_->model().Parameters();
+  for (size_t i = 0; i < params.size(); ++i) {
+    const Slot& sl = slots_[i];
+    if (sharded_) {
+      out.emplace_back(params[i].first, groups_[sl.group].shard.narrow(0, sl.off, sl.chunk).contiguous());
+    } else {
+      out.emplace_back(params[i].first, Padded(params[i].second, world_, sl.chunk)[rank_].contiguous());
+    }
+  }
+  return out;
+}
+
+std::map<std::string, NamedTensors> NodeEngine::StateShard() {
+  std::map<std::string, NamedTensors> out;
+  Optimizer& o = optim();
+  const NamedTensors& params = s_->model().Parameters();
+  for (const std::string& st : o.StateNames()) {
+    NamedTensors& v = out[st];
+    for (size_t i = 0; i < params.size(); ++i) {
+      const at::Tensor& t = o.State(i, st);
+      if (sharded_) {
+        v.emplace_back(params[i].first, t.reshape({-1}).contiguous());
+      } else {
+        v.emplace_back(params[i].first, Padded(t, world_, slots_[i].chunk)[rank_].contiguous());
+      }
+    }
+  }
+  return out;
+}
+
+Status NodeEngine::LoadFull(const std::map<std::string, at::Tensor>& full,
+                            const std::map<std::string, std::map<std::string, at::Tensor>>& states,
+                            int64_t optimizer_step) {
+  c10::NoGradGuard no_grad;
+  const NamedTensors& params = s_->model().Parameters();
+  Optimizer& o = optim();
+  for (size_t i = 0; i < params.size(); ++i) {
+    const std::string& name = params[i].first;
+    auto it = full.find(name);
+    if (it == full.end()) return Status::Corrupt("checkpoint", "no parameter " + name);
+    const Slot& sl = slots_[i];
+    const at::Device dev = s_->device();
+    if (it->second.numel() != sl.numel) return Status::Corrupt("checkpoint", "size of " + name + " differs");
+    if (sharded_) {
+      groups_[sl.group].shard.narrow(0, sl.off, sl.chunk).copy_(Padded(it->second.to(dev), world_, sl.chunk)[rank_]);
+    } else {
+      at::Tensor p = params[i].second;
+      p.copy_(it->second.view(p.sizes()));
+    }
+    for (const std::string& st : o.StateNames()) {
+      auto s = states.find(st);
+      if (s == states.end() || !s->second.count(name)) {
+        return Status::Corrupt("checkpoint", "no optimizer state " + st + " of " + name);
+      }
+      const at::Tensor& src = s->second.at(name).to(dev);
+      at::Tensor& dst = o.State(i, st);
+      if (sharded_) {
+        dst.view({-1}).copy_(Padded(src, world_, sl.chunk)[rank_]);
+      } else {
+        dst.copy_(src.view(dst.sizes()));
+      }
+    }
+  }
+  o.SetStep(optimizer_step);
+  return Status::Ok();
+}
+
+}  // namespace pilot::runner
