@@ -17,7 +17,10 @@ namespace pilot::cli {
   X("verdict", RunVerdict, "show a pilot job's verdict and check its signature") \
   X("list", RunList, "list stored verdicts")                                     \
   X("keygen", RunKeygen, "create the verdict signing key (root)")                \
-  X("flush", RunFlush, "post the verdicts queued in the outbox (root)")
+  X("flush", RunFlush, "post the verdicts queued in the outbox (root)")                         \
+  X("plan", RunPlan, "what-if table: memory fit, throughput and budget per GPU type")          \
+  X("report", RunReport, "write a self-contained HTML report with plots of a pilot")            \
+  X("grant", RunGrant, "create the Slurm reservation a GO verdict allows (root)")
 
 #define PILOT_DECLARE_COMMAND(name, fn, summary) int fn(const Invocation&);
 PILOT_COMMANDS(PILOT_DECLARE_COMMAND)

@@ -5,6 +5,7 @@
 #include <cstdarg>
 #include <cstdio>
 
+#include "core/plan.h"
 #include "core/rfc3339.h"
 
 namespace pilot {
@@ -172,6 +173,48 @@ void CheckRestore(const SingleStage& s, const VerifyReport& v, const Policy& p,
   out->push_back(MakeCheck("restore", st, measured, want, detail, by));
 }
 
+// The full-node stage, when the run had one: it must have finished, and every
+// restore (same world size and another one) must have resumed equal. Scaling
+// below the policy's minimum is a warning on GPUs; on a CPU the figure says
+// little about the cluster and is only reported.
+void CheckNode(const NodeStage& n, const Policy& p, bool on_gpu, std::vector<Check>* out) {
+  const std::string what = std::to_string(n.world_size) + " procs " + n.mode;
+  if (n.failure) {
+    std::string rank = n.failure->rank ? "rank " + std::to_string(*n.failure->rank) + ": " : "";
+    out->push_back(MakeCheck("node_stage", CheckStatus::kFail, what + ", failed in " +
+                             n.failure->phase, "completes", rank + n.failure->message,
+                             VerifiedBy::kSelfReported));
+    return;
+  }
+  bool all_equal = !n.restore.empty();
+  std::string measured;
+  std::string detail = "sharded checkpoint restored equal at every world size tried";
+  for (const NodeRestore& r : n.restore) {
+    if (!measured.empty()) measured += ", ";
+    measured += std::to_string(r.from_world_size) + "->" + std::to_string(r.world_size) +
+                (r.equal && r.ran && r.skipped.empty() ? " equal" : " NOT equal");
+    if (!r.ran || !r.equal || !r.skipped.empty()) {
+      all_equal = false;
+      detail = !r.skipped.empty() ? "restore comparison skipped (" + r.skipped + ")"
+                                  : (r.detail.empty() ? "a restore differs" : r.detail);
+    }
+  }
+  if (n.restore.empty()) detail = "no restore ran in the node stage";
+  out->push_back(MakeCheck("node_restore", all_equal ? CheckStatus::kPass : CheckStatus::kFail,
+                           what + (measured.empty() ? "" : ": " + measured), "equal", detail,
+                           VerifiedBy::kSelfReported));
+  if (n.scaling.efficiency) {
+    const double eff = *n.scaling.efficiency, min = p.thresholds.min_scaling_efficiency;
+    CheckStatus st = !on_gpu ? CheckStatus::kSkip
+                             : (eff >= min ? CheckStatus::kPass : CheckStatus::kWarn);
+    std::string d = !on_gpu ? "measured on CPU processes: not evidence about GPU scaling"
+                            : "per-GPU throughput against the single stage";
+    out->push_back(MakeCheck("scaling", st,
+                             Sci(eff) + ", comm exposed " + Sci(n.comm.exposed_fraction),
+                             ">= " + Sci(min), d, VerifiedBy::kSelfReported));
+  }
+}
+
 void CheckCheckpoint(const VerifyReport& v, std::vector<Check>* out) {
   const std::string want = "manifest ok, complete, eval recomputed within tolerance";
   auto fail = [&](std::string measured, std::string detail) {
@@ -269,21 +312,27 @@ void CheckPrecision(const SingleStage& s, const Policy& p, std::vector<Check>* o
                 VerifiedBy::kSelfReported));
 }
 
-// Hardware fit per candidate. A first, uncalibrated model: the peak the
-// pilot measured is what the run needs per GPU on every type (same shape,
-// same per-GPU batch). A calibrated memory model (allocator and runtime
-// overheads per stack, sharding) comes later.
-std::vector<HardwareFit> FitHardware(const SingleStage* s, const Config* cfg,
-                                     const HardwareCatalog& cat, const Policy& p) {
+// Hardware fit per candidate from the memory model (core/memory_model.h)
+// at the run's shape and layout; without a plan (no results or no config)
+// every candidate is listed with "no memory measurement".
+std::vector<HardwareFit> FitHardware(const Plan* plan, const Config* cfg,
+                                     const HardwareCatalog& cat) {
   std::vector<HardwareFit> fits;
-  std::optional<int64_t> peak;
-  bool from_rss = false;
-  if (s != nullptr) {
-    peak = PeakDeviceBytes(*s);
-    if (!peak && s->memory.process_peak_rss_bytes) {
-      peak = s->memory.process_peak_rss_bytes;
-      from_rss = true;
+  if (plan != nullptr) {
+    for (const GpuOption& o : plan->options) {
+      HardwareFit f;
+      f.gpu_type = o.gpu.name;
+      f.memory_bytes = o.gpu.memory_bytes;
+      f.predicted_peak_bytes = o.memory.total_bytes;
+      f.headroom = o.fit.headroom;
+      f.fits = o.fit.fits;
+      f.note = o.fit.note;
+      if (plan->breakdown.source == "analytic") {
+        f.note = "estimated without device measurements" + (f.note.empty() ? "" : "; " + f.note);
+      }
+      fits.push_back(f);
     }
+    return fits;
   }
   std::vector<std::string> names = cfg != nullptr ? cfg->hardware.candidates : cat.Names();
   for (const auto& name : names) {
@@ -292,87 +341,68 @@ std::vector<HardwareFit> FitHardware(const SingleStage* s, const Config* cfg,
     HardwareFit f;
     f.gpu_type = g->name;
     f.memory_bytes = g->memory_bytes;
-    if (!peak) {
-      f.note = "no memory measurement";
-      fits.push_back(f);
-      continue;
-    }
-    f.predicted_peak_bytes = *peak;
-    f.headroom = 1.0 - static_cast<double>(*peak) / static_cast<double>(g->memory_bytes);
-    f.fits = f.headroom >= p.thresholds.memory_headroom;
-    std::vector<std::string> notes;
-    if (from_rss) notes.push_back("estimated from CPU process memory");
-    if (g->stack == "rocm") notes.push_back("needs ROCm qualification");
-    if (!f.fits) notes.push_back("does not fit with the required headroom");
-    for (size_t i = 0; i < notes.size(); ++i) f.note += (i ? "; " : "") + notes[i];
+    f.note = "no memory measurement";
     fits.push_back(f);
   }
   return fits;
 }
 
-// Budget: days = target tokens / (measured tokens/s x GPUs), plus
-// checkpoint, eval, data movement and preprocessing, plus the policy's
-// buffer. Simple by design: it assumes linear scaling across GPUs and the
-// measured device; a calibrated model (node-stage scaling, other GPU types)
-// comes later.
-Budget MakeBudget(const SingleStage* s, const Config* cfg, const HardwareCatalog& cat,
-                  const Policy& p) {
-  Budget b;
-  if (s == nullptr || cfg == nullptr || s->tokens_per_second <= 0) return b;
-  const RunConfig& run = cfg->run;
-  const double gpus = std::max(1, run.nodes) * std::max(1, run.gpus_per_node);
-  const double tokens_per_step =
-      static_cast<double>(run.seq_len) * run.micro_batch * std::max(1, run.grad_accum) * gpus;
-  double tokens = static_cast<double>(run.target_tokens);
-  double steps = static_cast<double>(run.target_steps);
-  if (tokens <= 0) tokens = steps * tokens_per_step;
-  if (steps <= 0 && tokens_per_step > 0) steps = tokens / tokens_per_step;
-  const double day = 86400.0;
-  double train = tokens / (s->tokens_per_second * gpus) / day;
-  double ckpt = 0;
-  if (run.checkpoint_interval > 0) {
-    ckpt = std::floor(steps / static_cast<double>(run.checkpoint_interval)) *
-           s->checkpoint.save_seconds / day;
+// memory_fit: the predicted peak of the run on its GPU type (run.gpu_type,
+// else the plan's choice) within (1 - memory_headroom) of its memory.
+void CheckMemoryFit(const Plan& plan, const Policy& p, std::vector<Check>* out) {
+  const std::string want =
+      Fmt("predicted <= %.0f%% of GPU memory", (1 - p.thresholds.memory_headroom) * 100);
+  if (plan.chosen < 0) {
+    out->push_back(MakeCheck("memory_fit", CheckStatus::kWarn, "no GPU type", want,
+                             "none of the candidate GPU types is in the catalog",
+                             VerifiedBy::kSelfReported));
+    return;
   }
-  double eval = 0;
-  if (run.eval_interval > 0) {
-    eval =
-        std::floor(steps / static_cast<double>(run.eval_interval)) * s->timings.eval_seconds / day;
+  const GpuOption& o = plan.options[static_cast<size_t>(plan.chosen)];
+  const MemoryQuery& q = plan.memory_query;
+  std::string layout = q.mode + (q.gpus > 1 ? Fmt(" x%d", q.gpus) : "") +
+                       (q.activation_checkpointing ? ", recompute" : "");
+  std::string measured = GiB(o.memory.total_bytes) + " of " + GiB(o.gpu.memory_bytes) + " on " +
+                         o.gpu.name + " (" + layout + ", " + plan.breakdown.source + ")";
+  std::string detail = "the run's shape fits " + o.gpu.name + " with headroom";
+  if (!o.fit.fits) {
+    std::string others;
+    for (const GpuOption& x : plan.options) {
+      if (x.fit.fits) others += (others.empty() ? "" : ", ") + x.gpu.name;
+    }
+    detail = "the run's shape does not fit " + o.gpu.name +
+             (others.empty() ? "; no candidate fits: try --mode sharded or activation "
+                               "checkpointing (pilot plan)"
+                             : "; fits: " + others);
   }
-  // Data in and artifacts out at the measured checkpoint write rate (the
-  // only storage rate the pilot measures).
-  double io = 0;
-  if (s->checkpoint.save_gb_per_s > 0) {
-    io = (run.dataset_gb + run.export_gb) / s->checkpoint.save_gb_per_s / day;
-  }
-  double prep = run.preprocess_hours / 24.0;
-  double sum = train + ckpt + eval + io + prep;
-  double buffer = sum * p.thresholds.budget_buffer;
-  b.breakdown = {{"train", train}, {"checkpoint", ckpt}, {"eval", eval},
-                 {"data_io", io},  {"preprocess", prep}, {"buffer", buffer}};
-  b.days = sum + buffer;
-  b.gpu_hours = b.days * 24 * gpus;
-  b.term = b.days <= 7 ? "7-day" : b.days <= 30 ? "30-day" : "none";
-  if (const GpuType* g = WantedGpu(cfg, cat)) {
-    b.cost = b.gpu_hours * g->price_per_gpu_hour;
-    b.currency = cat.currency;
-  }
-  return b;
+  out->push_back(MakeCheck("memory_fit", o.fit.fits ? CheckStatus::kPass : CheckStatus::kFail,
+                           measured, want, detail, VerifiedBy::kSelfReported));
 }
 
+// budget: fail when the whole pipeline does not fit a 30-day term, warn
+// when it exceeds the term the user asked for.
 void CheckBudget(const Budget& b, const Config& cfg, std::vector<Check>* out) {
-  std::string want = "<= " + Fmt("%g", cfg.run.reservation_days) + " days requested";
+  std::string want = "<= " + Fmt("%g", cfg.run.reservation_days) + " days requested, <= 30 days";
   if (b.days <= 0) {
     out->push_back(MakeCheck("budget", CheckStatus::kSkip, "no throughput", want,
                              "no throughput measured to estimate from", VerifiedBy::kSelfReported));
     return;
   }
+  std::string measured = Fmt("%.1f days", b.days) + " (" + b.term + ")";
+  if (b.term == "none") {
+    out->push_back(MakeCheck(
+        "budget", CheckStatus::kFail, measured, want,
+        Fmt("does not fit a 30-day term: %.1f days incl. buffer (train %.1f, ", b.days,
+            b.breakdown.count("train") ? b.breakdown.at("train") : 0.0) +
+            Fmt("%.0f GPU-hours); use more nodes or fewer tokens", b.gpu_hours),
+        VerifiedBy::kSelfReported));
+    return;
+  }
   bool ok = b.days <= cfg.run.reservation_days;
   out->push_back(MakeCheck(
-      "budget", ok ? CheckStatus::kPass : CheckStatus::kWarn,
-      Fmt("%.1f days", b.days) + " (" + b.term + ")", want,
-      ok ? "the estimated run fits the requested term"
-         : "the estimated run does not fit the requested term: plan a longer or wider run",
+      "budget", ok ? CheckStatus::kPass : CheckStatus::kWarn, measured, want,
+      ok ? "the estimated pipeline fits the requested term"
+         : "the estimated pipeline does not fit the requested term: plan a longer or wider run",
       VerifiedBy::kSelfReported));
 }
 
@@ -436,9 +466,22 @@ Verdict Decide(const DecideInput& in, const Policy& policy, const HardwareCatalo
     CheckMemory(*s, *cfg, in, catalog, policy, &checks);
     CheckPrecision(*s, policy, &checks);
   }
-  v.hardware = FitHardware(s, cfg, catalog, policy);
-  v.budget = MakeBudget(s, cfg, catalog, policy);
-  if (s != nullptr && cfg != nullptr) CheckBudget(v.budget, *cfg, &checks);
+  if (in.results && in.results->node) {
+    CheckNode(*in.results->node, policy, s != nullptr && s->device == "cuda", &checks);
+  }
+  std::optional<Plan> plan;
+  if (s != nullptr && cfg != nullptr && s->shape.params > 0) {
+    std::optional<NodeMeasurement> node;
+    if (in.results->node) node = NodeMeasurementFrom(*in.results->node);
+    Result<Plan> p = MakePlan(*s, *cfg, catalog, policy, {}, std::nullopt, node);
+    if (p.ok()) plan = std::move(*p);
+  }
+  v.hardware = FitHardware(plan ? &*plan : nullptr, cfg, catalog);
+  if (plan) {
+    v.budget = plan->budget;
+    CheckMemoryFit(*plan, policy, &checks);
+    CheckBudget(v.budget, *cfg, &checks);
+  }
 
   v.binding = binding;
   bool any_fail = std::any_of(checks.begin(), checks.end(),

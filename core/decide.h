@@ -20,7 +20,12 @@
 //                    with thresholds.memory_headroom free; skip on CPU
 //   precision        bf16/fp16 loss vs fp32 within
 //                    thresholds.precision_loss_tolerance; skip for fp32
-//   budget           estimated days within the requested term (warn if not)
+//   memory_fit       the memory model's predicted peak for the run's shape,
+//                    layout (ddp/sharded x GPUs) and GPU type within
+//                    (1 - memory_headroom) of its memory (core/plan.h)
+//   budget           the whole pipeline (core/budget.h) within 30 days (fail
+//                    "does not fit a 30-day term" otherwise) and within the
+//                    requested run.reservation_days (warn if not)
 //   container_tag    only when container_digest_now is set: the tag still
 //                    points at the pinned digest (warn when it moved; the
 //                    job ran the pinned image either way)      [epilog]

@@ -41,6 +41,7 @@ const std::vector<std::string>& KnownPolicyKeys() {
       "runner_path",
       "verify_timeout_seconds",
       "prolog_timeout_seconds",
+      "scontrol_path",
       "thresholds.memory_headroom",
       "thresholds.restore_tolerance",
       "thresholds.min_pilot_steps",
@@ -49,6 +50,12 @@ const std::vector<std::string>& KnownPolicyKeys() {
       "thresholds.precision_loss_tolerance",
       "thresholds.budget_buffer",
       "thresholds.min_scaling_efficiency",
+      "planning.assumed_mfu",
+      "planning.download_gb_per_s",
+      "planning.export_gb_per_s",
+      "planning.network_gb_per_s",
+      "planning.network_latency_us",
+      "planning.max_nodes",
       "registry.insecure",
       "registry.ca_file",
       "registry.connect_timeout_seconds",
@@ -70,9 +77,11 @@ Result<Policy> ParsePolicy(std::string_view text, const std::string& path) {
   r.Str("hardware_catalog", &p.hardware_catalog).Str("runner_path", &p.runner_path);
   r.Int("verify_timeout_seconds", &p.verify_timeout_seconds, 1, 86400);
   r.Int("prolog_timeout_seconds", &p.prolog_timeout_seconds, 1, 3600);
+  r.Str("scontrol_path", &p.scontrol_path);
   if (r.ok()) {
     CheckAbsolute(r, "state_dir", p.state_dir);
     if (p.state_dir.empty()) r.Fail("state_dir", "must not be empty");
+    if (p.scontrol_path.empty()) r.Fail("scontrol_path", "must not be empty");
     CheckAbsolute(r, "key_file", p.key_file);
     CheckAbsolute(r, "hardware_catalog", p.hardware_catalog);
     CheckAbsolute(r, "runner_path", p.runner_path);
@@ -91,6 +100,15 @@ Result<Policy> ParsePolicy(std::string_view text, const std::string& path) {
     s.Num("precision_loss_tolerance", &th.precision_loss_tolerance, 0, 10);
     s.Num("budget_buffer", &th.budget_buffer, 0, 10);
     s.Num("min_scaling_efficiency", &th.min_scaling_efficiency, 0, 1);
+  });
+  PlanningPolicy& pl = p.planning;
+  r.Table("planning", [&](TomlReader& s) {
+    s.Num("assumed_mfu", &pl.assumed_mfu, 0.01, 1);
+    s.Num("download_gb_per_s", &pl.download_gb_per_s, 1e-6, 1e6);
+    s.Num("export_gb_per_s", &pl.export_gb_per_s, 1e-6, 1e6);
+    s.Num("network_gb_per_s", &pl.network_gb_per_s, 1e-6, 1e6);
+    s.Num("network_latency_us", &pl.network_latency_us, 0, 1e6);
+    s.Int("max_nodes", &pl.max_nodes, 1, 100000);
   });
   RegistryPolicy& rg = p.registry;
   r.Table("registry", [&](TomlReader& s) {

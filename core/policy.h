@@ -27,6 +27,17 @@ struct Thresholds {
   double min_scaling_efficiency = 0.70;    // node stage vs single (warn below)
 };
 
+// [planning]: assumptions of the throughput projection and the budget
+// (core/throughput.h, core/budget.h), used where the pilot measured nothing.
+struct PlanningPolicy {
+  double assumed_mfu = 0.40;        // model FLOP utilisation assumed for a CPU pilot
+  double download_gb_per_s = 1.0;   // dataset download / copy-in rate (GB = 1e9 B)
+  double export_gb_per_s = 1.0;     // rate of copying outputs off the node
+  double network_gb_per_s = 25.0;   // inter-node bandwidth per GPU (200 Gb/s)
+  double network_latency_us = 10.0; // per ring hop and gradient bucket
+  int max_nodes = 64;               // largest node count the scaling scan tries
+};
+
 // [registry]: how the prolog talks to OCI registries.
 struct RegistryPolicy {
   std::vector<std::string> insecure;  // "host:port" reached over plain http
@@ -47,7 +58,9 @@ struct Policy {
   std::string runner_path;           // "" = pilot-runner beside the calling program
   int verify_timeout_seconds = 600;  // epilog's `pilot-runner verify`
   int prolog_timeout_seconds = 120;  // total pinning time in the prolog
+  std::string scontrol_path = "scontrol";  // run by `pilot grant` (PATH lookup without '/')
   Thresholds thresholds;
+  PlanningPolicy planning;
   RegistryPolicy registry;
 };
 

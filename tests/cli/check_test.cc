@@ -2,7 +2,9 @@
 // help and version, "did you mean", `pilot check`.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -35,10 +37,21 @@ std::string Slurp(const std::string& path) {
   return ss.str();
 }
 
+// A folder of this test process's own: ctest runs each test case as its own
+// process, in parallel, and they must not share output or config files.
+const std::string& ProcessDir() {
+  static const std::string dir = [] {
+    std::string d = testing::TempDir() + "/pilot_cli_" + std::to_string(getpid());
+    mkdir(d.c_str(), 0700);
+    return d;
+  }();
+  return dir;
+}
+
 // Runs the built `pilot` with `args`; the environment is the test's, minus
 // the Slurm job variables.
 Outcome Pilot(const std::vector<std::string>& args) {
-  const std::string dir = testing::TempDir();
+  const std::string& dir = ProcessDir();
   const std::string out = dir + "/pilot_cli_out", err = dir + "/pilot_cli_err";
   std::string cmd = "env -u SLURM_JOB_ID -u SLURM_SUBMIT_DIR " + ShellQuote(PILOT_BINARY);
   for (const std::string& a : args) cmd += " " + ShellQuote(a);
@@ -52,7 +65,7 @@ Outcome Pilot(const std::vector<std::string>& args) {
 }
 
 std::string WriteFile(const std::string& name, const std::string& text) {
-  const std::string path = testing::TempDir() + "/" + name;
+  const std::string path = ProcessDir() + "/" + name;
   std::ofstream(path, std::ios::binary) << text;
   return path;
 }

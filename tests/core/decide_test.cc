@@ -124,32 +124,55 @@ TEST(Decide, GoodPilotIsGo) {
   EXPECT_EQ(Find(v, "container_tag"), nullptr);  // not re-resolved
 }
 
-TEST(Decide, HardwareFitUsesPeakAndHeadroom) {
+// The fit comes from the memory model: the run is DDP on 8 GPUs, so the
+// pilot's single-process peak grows by one gradient copy (DDP buckets),
+// scaled by the measured allocator workspace, plus the measured runtime
+// overhead (core/memory_model.h).
+TEST(Decide, HardwareFitUsesMemoryModelAndHeadroom) {
   Verdict v = Decide(Good(), TestPolicy(), Catalog(), kNow);
   ASSERT_EQ(v.hardware.size(), 3u);  // B999 is not in the catalog
   EXPECT_EQ(v.hardware[0].gpu_type, "A100-80");
-  EXPECT_TRUE(v.hardware[0].fits);  // 66 of 80: 17.5% free >= 10%
-  EXPECT_NEAR(v.hardware[0].headroom, 1 - 66.0 / 80, 1e-12);
-  EXPECT_EQ(v.hardware[0].predicted_peak_bytes, 66 * kGiB);
-  EXPECT_EQ(v.hardware[2].note, "needs ROCm qualification");
+  // allocated 60 GiB + DDP buckets 4 x 1.3e9, workspace 2/60, runtime 66 - 62.
+  double predicted = (60.0 * kGiB + 4 * 1.3e9) * (1 + 2.0 / 60) + 4.0 * kGiB;
+  EXPECT_NEAR(static_cast<double>(v.hardware[0].predicted_peak_bytes), predicted, 4);
+  EXPECT_TRUE(v.hardware[0].fits);  // 71.0 of 80 GiB: 11% free >= 10%
+  EXPECT_NEAR(v.hardware[0].headroom, 1 - predicted / (80.0 * kGiB), 1e-9);
+  EXPECT_EQ(v.hardware[2].note, "needs ROCm qualification (stock PyTorch operators only)");
+  EXPECT_EQ(Find(v, "memory_fit")->status, CheckStatus::kPass);
 
   DecideInput big = Good();
   big.results->single->memory_resumed->device_used_bytes = 75 * kGiB;
   Verdict b = Decide(big, TestPolicy(), Catalog(), kNow);
-  EXPECT_FALSE(b.hardware[0].fits);  // 75 of 80: 6% free
+  EXPECT_FALSE(b.hardware[0].fits);  // runtime overhead 13 GiB: ~80 of 80 GiB
   EXPECT_EQ(b.hardware[0].note, "does not fit with the required headroom");
   EXPECT_TRUE(b.hardware[1].fits);
 }
 
+TEST(Decide, MemoryFitFailsOnTheWantedType) {
+  DecideInput in = Good();
+  in.config->run.gpu_type = "A100-80";
+  in.results->single->memory_resumed->device_used_bytes = 75 * kGiB;
+  Verdict v = Decide(in, TestPolicy(), Catalog(), kNow);
+  const Check* c = Find(v, "memory_fit");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->status, CheckStatus::kFail);
+  EXPECT_NE(c->detail.find("fits: H200-141, MI300X-192"), std::string::npos) << c->detail;
+  EXPECT_EQ(v.decision, Decision::kNoGo);
+}
+
+// The budget: 10000 steps of 409.6 ms compute (16384 tokens at 40000 tok/s)
+// plus the ring all-reduce of 4 x 1.3e9 gradient bytes over 8 GPUs on the
+// H200's 900 GB/s link with 199 buckets of 25 MiB at 10 us per hop.
 TEST(Decide, BudgetFromThroughput) {
   Verdict v = Decide(Good(), TestPolicy(), Catalog(), kNow);
-  // 10000 steps x 2048 x 8 x 8 GPUs = 1.31072e9 tokens at 40000 tok/s/GPU.
-  double train = 10000.0 * 2048 * 8 * 8 / (40000.0 * 8) / 86400;
+  double comm_ms = 2.0 * 7 / 8 * 5.2e9 / 900e9 * 1e3 + 2.0 * 7 * 199 * 10e-3;
+  double train = 10000.0 * (409.6 + comm_ms) / 1e3 / 86400;
   double ckpt = 10 * 60 / 86400.0;
   double eval = 10 * 30 / 86400.0;
-  EXPECT_NEAR(v.budget.breakdown.at("train"), train, 1e-12);
+  EXPECT_NEAR(v.budget.breakdown.at("train"), train, 1e-9);
   EXPECT_NEAR(v.budget.breakdown.at("checkpoint"), ckpt, 1e-12);
   EXPECT_NEAR(v.budget.breakdown.at("eval"), eval, 1e-12);
+  EXPECT_EQ(v.budget.breakdown.at("data_stall"), 0);
   EXPECT_NEAR(v.budget.days, (train + ckpt + eval) * 1.15, 1e-9);
   EXPECT_EQ(v.budget.term, "7-day");
   EXPECT_NEAR(v.budget.gpu_hours, v.budget.days * 24 * 8, 1e-9);
@@ -157,12 +180,22 @@ TEST(Decide, BudgetFromThroughput) {
   EXPECT_EQ(v.budget.currency, "USD");
   EXPECT_EQ(Find(v, "budget")->status, CheckStatus::kPass);
 
+  DecideInput week = Good();
+  week.config->run.reservation_days = 7;
+  week.results->single->tokens_per_second = 250;  // 65.5 s a step: ~7.6 days
+  Verdict w = Decide(week, TestPolicy(), Catalog(), kNow);
+  EXPECT_EQ(w.budget.term, "30-day");  // > 7 days with the buffer
+  EXPECT_EQ(Find(w, "budget")->status, CheckStatus::kWarn);
+  EXPECT_EQ(w.decision, Decision::kGo);  // a warning does not block
+
   DecideInput slow = Good();
   slow.results->single->tokens_per_second = 40;  // 1000x slower: ~47 days
   Verdict s = Decide(slow, TestPolicy(), Catalog(), kNow);
   EXPECT_EQ(s.budget.term, "none");
-  EXPECT_EQ(Find(s, "budget")->status, CheckStatus::kWarn);
-  EXPECT_EQ(s.decision, Decision::kGo);  // a warning does not block
+  const Check* c = Find(s, "budget");
+  EXPECT_EQ(c->status, CheckStatus::kFail);
+  EXPECT_NE(c->detail.find("does not fit a 30-day term"), std::string::npos) << c->detail;
+  EXPECT_EQ(s.decision, Decision::kNoGo);
 }
 
 struct Case {
@@ -221,6 +254,14 @@ TEST(Decide, Table) {
        [](DecideInput& in, Policy&) {
          in.results->single->shape.micro_batch = 2;
          in.config->training.allow_smaller_shape = true;
+         // Memory measured at micro_batch 2: the memory model scales the
+         // activations to the run's 8, which must still fit (memory_fit).
+         SingleStage& s = *in.results->single;
+         s.memory.peak_allocated_bytes = 30 * kGiB;
+         s.memory.peak_reserved_bytes = 31 * kGiB;
+         s.memory.device_used_bytes = 32 * kGiB;
+         s.memory_first_step = s.memory;
+         s.memory_resumed = s.memory;
        },
        "shape", CheckStatus::kWarn, Decision::kGo, "not binding"},
       {"no optimizer state",
@@ -347,6 +388,63 @@ TEST(Decide, PeakDeviceBytes) {
   s.memory.peak_allocated_bytes = 5;
   s.memory_first_step.peak_reserved_bytes = 9;
   EXPECT_EQ(PeakDeviceBytes(s), 9);
+}
+
+}  // namespace
+}  // namespace pilot
+
+namespace pilot {
+namespace {
+
+// The node stage adds its checks: a failed rank or an unequal restore at any
+// world size is a NO-GO; low GPU scaling is a warning.
+NodeStage GoodNode() {
+  NodeStage n;
+  n.status = "ok";
+  n.world_size = 2;
+  n.mode = "ddp";
+  n.scaling.efficiency = 0.95;
+  n.comm.exposed_fraction = 0.04;
+  NodeRestore same;
+  same.ran = true;
+  same.equal = true;
+  same.world_size = 2;
+  same.from_world_size = 2;
+  NodeRestore other = same;
+  other.world_size = 1;
+  n.restore = {same, other};
+  return n;
+}
+
+TEST(DecideNode, EqualRestoresPass) {
+  DecideInput in = Good();
+  in.results->node = GoodNode();
+  Verdict v = Decide(in, TestPolicy(), Catalog(), kNow);
+  ASSERT_NE(Find(v, "node_restore"), nullptr);
+  EXPECT_EQ(Find(v, "node_restore")->status, CheckStatus::kPass);
+  EXPECT_EQ(Find(v, "node_restore")->measured, "2 procs ddp: 2->2 equal, 2->1 equal");
+  EXPECT_EQ(v.decision, Decision::kGo);
+}
+
+TEST(DecideNode, UnequalRestoreAtAnotherWorldSizeIsNoGo) {
+  DecideInput in = Good();
+  in.results->node = GoodNode();
+  in.results->node->restore[1].equal = false;
+  in.results->node->restore[1].detail = "parameters differ";
+  Verdict v = Decide(in, TestPolicy(), Catalog(), kNow);
+  EXPECT_EQ(Find(v, "node_restore")->status, CheckStatus::kFail);
+  EXPECT_EQ(Find(v, "node_restore")->detail, "parameters differ");
+  EXPECT_EQ(v.decision, Decision::kNoGo);
+}
+
+TEST(DecideNode, FailedRankIsNamed) {
+  DecideInput in = Good();
+  in.results->node = GoodNode();
+  in.results->node->failure = NodeFailure{"train", 1, "killed by signal 9"};
+  Verdict v = Decide(in, TestPolicy(), Catalog(), kNow);
+  EXPECT_EQ(Find(v, "node_stage")->status, CheckStatus::kFail);
+  EXPECT_EQ(Find(v, "node_stage")->detail, "rank 1: killed by signal 9");
+  EXPECT_EQ(v.decision, Decision::kNoGo);
 }
 
 }  // namespace

@@ -1,0 +1,166 @@
+// pilot grant JOBID --nodes N [...]: turn a GO verdict into a Slurm
+// reservation (root). Refuses with every reason; records the grant.
+#include "core/grant.h"
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+
+#include "cli/options.h"
+#include "cli/verdict_store.h"
+#include "core/atomic_file.h"
+#include "core/crypto.h"
+
+namespace pilot::cli {
+namespace {
+
+// Exit status when scontrol itself failed (documented in pilot(1)).
+constexpr int kExitScontrol = 4;
+
+// Runs argv (no shell), inheriting stdout/stderr; returns its exit status
+// or -1 with *error set.
+int RunProgram(const std::vector<std::string>& argv, std::string* error) {
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = fork();
+  if (pid < 0) {
+    *error = std::string("fork: ") + std::strerror(errno);
+    return -1;
+  }
+  if (pid == 0) {
+    execvp(args[0], args.data());
+    std::fprintf(stderr, "pilot: grant: cannot run %s: %s\n", args[0], std::strerror(errno));
+    _exit(127);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) {
+      *error = std::string("waitpid: ") + std::strerror(errno);
+      return -1;
+    }
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  *error = argv[0] + " was killed by signal " + std::to_string(WTERMSIG(status));
+  return -1;
+}
+
+}  // namespace
+
+int RunGrant(const Invocation& inv) {
+  CommandLine cl("pilot grant [OPTIONS] JOBID --nodes N",
+                 "Create the Slurm reservation pilot_JOBID for the user of a GO verdict (root).\n"
+                 "Checks the signature, GO, expiry, the user, and that the duration does not\n"
+                 "exceed the term the budget recommends; then runs scontrol create reservation\n"
+                 "and records the grant in STATE/grants/JOBID.json. Exit 0 granted, 1 refused,\n"
+                 "2 usage, 4 scontrol failed.");
+  cl.options.add_options()("nodes", po::value<int>(), "nodes to reserve (required)")(
+      "partition", po::value<std::string>()->default_value(""), "partition of the reservation")(
+      "duration", po::value<std::string>()->default_value(""),
+      "length: MINUTES, D-HH[:MM[:SS]], Nd or Nh (default: the recommended term)")(
+      "start", po::value<std::string>()->default_value("now"), "scontrol StartTime")(
+      "user", po::value<std::string>()->default_value(""),
+      "the user the reservation is for; must be the verdict's user")(
+      "dry-run", po::bool_switch(), "check and print the scontrol command, create nothing")(
+      "policy", po::value<std::string>()->default_value(""),
+      "site policy (default: $PILOT_POLICY, else the installed pilot.conf)");
+  cl.hidden.add_options()("job", po::value<std::string>(), "job id");
+  cl.positional.add("job", 1);
+  po::variables_map vm;
+  if (auto rc = ParseCommandArgs(inv, cl, vm)) return *rc;
+  if (!vm.count("job")) return UsageError(inv, "expected a JOBID");
+  if (!vm.count("nodes")) return UsageError(inv, "--nodes is required");
+  const std::string id = vm["job"].as<std::string>();
+  if (id.empty() || id.size() > 12 || id.find_first_not_of("0123456789") != std::string::npos) {
+    return UsageError(inv, "JOBID must be a number, got '" + id + "'");
+  }
+  GrantRequest req;
+  req.job_id = std::stoll(id);
+  req.nodes = vm["nodes"].as<int>();
+  req.partition = vm["partition"].as<std::string>();
+  req.start = vm["start"].as<std::string>();
+  req.user = vm["user"].as<std::string>();
+  for (const std::string* v : {&req.partition, &req.start, &req.user}) {
+    if (v->find_first_of(" \t\n=,") != std::string::npos) {
+      return UsageError(inv, "'" + *v + "' must not contain spaces, '=' or ','");
+    }
+  }
+  if (req.start.empty()) return UsageError(inv, "--start must not be empty");
+  if (const std::string d = vm["duration"].as<std::string>(); !d.empty()) {
+    Result<int64_t> m = ParseDurationMinutes(d);
+    if (!m.ok()) return UsageError(inv, m.status().Message());
+    req.duration_minutes = *m;
+  }
+  const bool dry = vm["dry-run"].as<bool>();
+  if (!dry && getuid() != 0) {
+    inv.err << Status::Permission("grant", "only root may create reservations")
+                   .WithHint("run it with sudo, or use --dry-run to check a verdict")
+                   .ToString()
+            << "\n";
+    return kExitNo;
+  }
+  Result<Policy> policy = LoadCliPolicy(vm["policy"].as<std::string>());
+  if (!policy.ok()) {
+    inv.err << policy.status().ToString() << "\n";
+    return kExitUsage;
+  }
+  const std::string path = VerdictPath(policy->state_dir, req.job_id);
+  Result<Verdict> v = ReadVerdict(path);
+  if (!v.ok()) {
+    inv.err << v.status().ToString() << "\n";
+    return kExitNo;
+  }
+  Status sig = Status::Permission("signature", "the site key could not be read");
+  if (Result<std::string> key = ReadKeyFile(policy->key_file); key.ok()) {
+    sig = VerifyVerdict(*v, *key);
+  } else {
+    sig = key.status();
+  }
+  const int64_t now = static_cast<int64_t>(std::time(nullptr));
+  std::vector<std::string> why = GrantRefusals(*v, sig, req, now);
+  const std::string record = policy->state_dir + "/grants/" + id + ".json";
+  struct stat st {};
+  if (stat(record.c_str(), &st) == 0) {
+    why.push_back("job " + id + " was already granted (" + record + ")");
+  }
+  if (!why.empty()) {
+    inv.err << "pilot: grant: refused for job " << id << ":\n";
+    for (const std::string& w : why) inv.err << "  - " << w << "\n";
+    inv.err << "HINT: see 'pilot verdict " << id << "' and pilot(1)\n";
+    return kExitNo;
+  }
+  std::vector<std::string> argv = ScontrolArgv(policy->scontrol_path, *v, req);
+  std::string shown;
+  for (const std::string& a : argv) shown += (shown.empty() ? "" : " ") + a;
+  if (dry) {
+    inv.out << shown << "\n";
+    return kExitOk;
+  }
+  std::string error;
+  const int rc = RunProgram(argv, &error);
+  if (rc != 0) {
+    inv.err << Status::Unavailable(
+                   "grant", rc < 0 ? error : argv[0] + " exited with status " + std::to_string(rc))
+                   .WithHint("command: " + shown)
+                   .ToString()
+            << "\n";
+    return kExitScontrol;
+  }
+  mkdir((policy->state_dir + "/grants").c_str(), 0755);
+  Status s = WriteFileAtomic(record, GrantRecordJson(*v, req, CallerName(), now), 0644);
+  if (!s.ok()) {
+    inv.err << s.ToString() << "\n"
+            << "pilot: grant: the reservation " << ReservationName(req.job_id)
+            << " exists, but the grant was not recorded\n";
+    return kExitNo;
+  }
+  inv.out << "granted " << ReservationName(req.job_id) << " to " << v->job.user << ": " << req.nodes
+          << " node(s), " << v->budget.term << " term; recorded in " << record << "\n";
+  return kExitOk;
+}
+
+}  // namespace pilot::cli

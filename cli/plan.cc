@@ -1,0 +1,179 @@
+// pilot plan JOBID|RESULTS.json [what-if flags]: hardware and budget what-ifs.
+#include "core/plan.h"
+
+#include <cstdio>
+#include <optional>
+
+#include "cli/options.h"
+#include "cli/pilot_input.h"
+
+namespace pilot::cli {
+namespace {
+
+// v with `d` decimals.
+std::string Num(double v, int d) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", d, v);
+  return buf;
+}
+std::string Pct(double v) { return Num(v * 100, 0) + "%"; }
+std::string Sig3(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+
+std::string GiB(int64_t b) {
+  if (b < (int64_t{1} << 30)) return Num(static_cast<double>(b) / (1 << 20), 1) + " MiB";
+  return Num(static_cast<double>(b) / (1 << 30), 1) + " GiB";
+}
+
+std::string Pad(std::string s, size_t w) {
+  if (s.size() < w) s += std::string(w - s.size(), ' ');
+  return s + " ";
+}
+
+void PrintPlan(std::ostream& out, const PilotInput& in, const Plan& p) {
+  const SingleStage& s = *in.results.single;
+  const MemoryBreakdown& b = p.breakdown;
+  out << in.label << ": measured on " << (s.device_name.empty() ? s.device : s.device_name) << ", "
+      << p.workload.precision << ", " << Sig3(static_cast<double>(s.shape.params))
+      << " params, seq_len " << s.shape.seq_len << " x micro_batch " << s.shape.micro_batch << "\n";
+  out << "memory split (" << b.source << "): params " << GiB(b.params_bytes) << ", grads "
+      << GiB(b.grads_bytes) << ", optimizer " << GiB(b.optimizer_bytes) << ", activations "
+      << GiB(b.activation_bytes) << " (" << Num(b.activation_bytes_per_token / 1024, 0)
+      << " KiB/token), workspace " << GiB(b.workspace_bytes) << ", runtime " << GiB(b.runtime_bytes)
+      << "\n";
+  const MemoryQuery& q = p.memory_query;
+  out << "what-if: " << q.mode << " on " << p.nodes << " node(s) x " << p.gpus_per_node
+      << " GPUs, seq_len " << q.seq_len << ", micro_batch " << q.micro_batch
+      << (q.activation_checkpointing ? ", activation checkpointing" : "") << "\n\n";
+  out << Pad("GPU", 12) << Pad("memory", 10) << Pad("predicted", 10) << Pad("free", 5)
+      << Pad("fits", 4) << Pad("tok/s/GPU", 10) << Pad("MFU", 5) << Pad("scaling", 8)
+      << "max nodes\n";
+  for (size_t i = 0; i < p.options.size(); ++i) {
+    const GpuOption& o = p.options[i];
+    out << Pad(o.gpu.name + (static_cast<int>(i) == p.chosen ? "*" : ""), 12)
+        << Pad(GiB(o.gpu.memory_bytes), 10) << Pad(GiB(o.memory.total_bytes), 10)
+        << Pad(Pct(o.fit.headroom), 5) << Pad(o.fit.fits ? "yes" : "NO", 4)
+        << Pad(Num(o.throughput.tokens_per_second, 0), 10) << Pad(Pct(o.throughput.mfu), 5)
+        << Pad(Pct(o.scaling.efficiency), 8) << o.recommended_nodes;
+    if (!o.fit.note.empty() && o.fit.fits) out << "  " << o.fit.note;
+    out << "\n";
+  }
+  out << "(* the type budgeted; max nodes: largest count with scaling >= "
+      << Pct(in.policy.thresholds.min_scaling_efficiency) << ")\n\n";
+  const Budget& bu = p.budget;
+  if (p.chosen >= 0 && bu.days > 0) {
+    const GpuOption& o = p.options[static_cast<size_t>(p.chosen)];
+    out << "budget on " << o.gpu.name << ", " << p.nodes << " x " << p.gpus_per_node
+        << " GPUs: " << Num(bu.days, 2) << " days -> "
+        << (bu.term == "none" ? "does not fit a 30-day term" : bu.term + " reservation") << ", "
+        << Num(bu.gpu_hours, 0) << " GPU-hours";
+    if (bu.cost > 0) out << ", " << Num(bu.cost, 0) << " " << bu.currency;
+    out << "\n ";
+    for (const char* k : {"download", "preprocess", "train", "data_stall", "eval", "checkpoint",
+                          "export", "buffer"}) {
+      auto it = bu.breakdown.find(k);
+      if (it != bu.breakdown.end()) out << " " << k << " " << Num(it->second, 2);
+    }
+    out << " (days)\n";
+  } else {
+    out << "budget: no throughput to estimate from\n";
+  }
+  out << "assumptions:\n";
+  for (const std::string& n : p.notes) out << "  - " << n << "\n";
+}
+
+}  // namespace
+
+int RunPlan(const Invocation& inv) {
+  CommandLine cl("pilot plan [OPTIONS] JOBID|RESULTS.json",
+                 "What-if table from a pilot's measurements: predicted peak memory and fit per\n"
+                 "GPU type, projected throughput and scaling, and the whole-pipeline budget.\n"
+                 "Flags override the run's [run] settings from the pilot's config.");
+  cl.options.add_options()("gpu", po::value<std::string>()->default_value(""),
+                           "GPU type to budget (catalog name)")(
+      "nodes", po::value<int>()->default_value(0), "nodes of the run")(
+      "gpus-per-node", po::value<int>()->default_value(0), "GPUs per node")(
+      "micro-batch", po::value<int>()->default_value(0), "per-GPU micro-batch")(
+      "seq-len", po::value<int>()->default_value(0), "sequence length")(
+      "mode", po::value<std::string>()->default_value(""), "ddp or sharded")(
+      "recompute", po::value<std::string>()->default_value(""),
+      "activation checkpointing: on or off")(
+      "calibrate", po::value<std::string>()->default_value(""),
+      "a second results.json of the same shape at another micro-batch: activations from the "
+      "two peaks")("config", po::value<std::string>()->default_value(""),
+                   "the pilot's config (default: the job's copy, or results.json's config_path)")(
+      "policy", po::value<std::string>()->default_value(""),
+      "site policy (default: $PILOT_POLICY, else the installed pilot.conf)");
+  cl.hidden.add_options()("source", po::value<std::string>(), "job id or results.json");
+  cl.positional.add("source", 1);
+  po::variables_map vm;
+  if (auto rc = ParseCommandArgs(inv, cl, vm)) return *rc;
+  if (!vm.count("source")) return UsageError(inv, "expected a JOBID or a results.json");
+  PlanQuery q;
+  q.gpu_type = vm["gpu"].as<std::string>();
+  q.nodes = vm["nodes"].as<int>();
+  q.gpus_per_node = vm["gpus-per-node"].as<int>();
+  q.micro_batch = vm["micro-batch"].as<int>();
+  q.seq_len = vm["seq-len"].as<int>();
+  q.mode = vm["mode"].as<std::string>();
+  if (q.nodes < 0 || q.gpus_per_node < 0 || q.micro_batch < 0 || q.seq_len < 0) {
+    return UsageError(inv, "--nodes, --gpus-per-node, --micro-batch and --seq-len must be > 0");
+  }
+  const std::string rc = vm["recompute"].as<std::string>();
+  if (rc == "on")
+    q.activation_checkpointing = true;
+  else if (rc == "off")
+    q.activation_checkpointing = false;
+  else if (!rc.empty())
+    return UsageError(inv, "--recompute must be on or off");
+
+  Result<PilotInput> in =
+      LoadPilotInput(vm["source"].as<std::string>(), vm["config"].as<std::string>(),
+                     vm["policy"].as<std::string>());
+  if (!in.ok()) {
+    inv.err << in.status().ToString() << "\n";
+    return in.status().code() == Code::kInvalid ? kExitUsage : kExitNo;
+  }
+  if (!in->config) {
+    inv.err << Status::Invalid("plan", "no config: " + in->config_error).ToString() << "\n";
+    return kExitUsage;
+  }
+  if (!in->results.single || in->results.single->shape.params <= 0) {
+    inv.err
+        << Status::Invalid(in->results_path, "no single-stage measurements to plan from").ToString()
+        << "\n";
+    return kExitNo;
+  }
+  std::optional<MemoryCalibration> cal;
+  if (const std::string c = vm["calibrate"].as<std::string>(); !c.empty()) {
+    Result<Results> other = ReadResultsFile(c);
+    if (!other.ok()) {
+      inv.err << other.status().ToString() << "\n";
+      return kExitNo;
+    }
+    const SingleStage& a = *in->results.single;
+    if (!other->single || !other->single->memory.peak_allocated_bytes ||
+        !a.memory.peak_allocated_bytes || other->single->shape.seq_len != a.shape.seq_len ||
+        other->single->shape.micro_batch == a.shape.micro_batch ||
+        other->single->shape.activation_checkpointing != a.shape.activation_checkpointing) {
+      return UsageError(inv,
+                        "--calibrate needs a GPU results.json of the same seq_len and "
+                        "checkpointing at another micro-batch");
+    }
+    cal = MemoryCalibration{a.shape.micro_batch, *a.memory.peak_allocated_bytes,
+                            other->single->shape.micro_batch,
+                            *other->single->memory.peak_allocated_bytes};
+  }
+  Result<Plan> plan = MakePlan(*in->results.single, *in->config, in->catalog, in->policy, q, cal);
+  if (!plan.ok()) {
+    inv.err << plan.status().ToString() << "\n";
+    return kExitUsage;
+  }
+  PrintPlan(inv.out, *in, *plan);
+  return kExitOk;
+}
+
+}  // namespace pilot::cli

@@ -1,0 +1,214 @@
+#include "core/memory_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace pilot {
+namespace {
+
+// Output-layer bytes per token: the logits in the compute precision and
+// their fp32 copy for the loss (6 x vocab; fp32: 8 x vocab). Not split by
+// layer, so activation checkpointing leaves them as they are.
+double LogitsBytesPerToken(const Workload& w) {
+  return (w.precision == "fp32" ? 8.0 : 6.0) * static_cast<double>(w.vocab);
+}
+
+// Bytes of one activation element in the compute precision.
+double ComputeBytes(const std::string& precision) { return precision == "fp32" ? 4.0 : 2.0; }
+
+// SDPA keeps the T x T score matrix only on its math path.
+bool MathAttention(const std::string& device, const std::string& precision) {
+  return device == "cpu" || precision == "fp32";
+}
+
+// Scores and probabilities of every stored layer: 2 x B x heads x T^2.
+double AttentionBytes(const Workload& w, int micro_batch, int seq_len, int stored_layers) {
+  return 2.0 * stored_layers * micro_batch * static_cast<double>(std::max(1, w.heads)) *
+         static_cast<double>(seq_len) * seq_len * ComputeBytes(w.precision);
+}
+
+std::optional<int64_t> Largest(const SingleStage& s, std::optional<int64_t> MemoryStats::*f) {
+  std::optional<int64_t> out;
+  auto take = [&](const MemoryStats& m) {
+    const auto& v = m.*f;
+    if (v && *v > 0 && (!out || *v > *out)) out = v;
+  };
+  take(s.memory);
+  take(s.memory_first_step);
+  if (s.memory_resumed) take(*s.memory_resumed);
+  return out;
+}
+
+int64_t Bytes(double v) { return v <= 0 ? 0 : static_cast<int64_t>(std::llround(v)); }
+
+}  // namespace
+
+Workload WorkloadFrom(const SingleStage& s, const Config* cfg) {
+  Workload w;
+  w.params = s.shape.params;
+  w.precision = s.shape.precision.empty() ? "fp32" : s.shape.precision;
+  w.optimizer = s.shape.optimizer.empty() ? "adamw" : s.shape.optimizer;
+  if (cfg != nullptr) {
+    w.layers = std::max(1, cfg->model.layers);
+    w.d_model = cfg->model.d_model;
+    w.heads = std::max(1, cfg->model.heads);
+    w.vocab = cfg->model.vocab;
+    if (s.shape.precision.empty()) w.precision = cfg->training.precision;
+  }
+  return w;
+}
+
+MemoryBreakdown SplitMemory(const SingleStage& s, const Workload& w,
+                            const std::optional<MemoryCalibration>& cal) {
+  MemoryBreakdown b;
+  b.seq_len = s.shape.seq_len;
+  b.micro_batch = s.shape.micro_batch;
+  b.activation_checkpointing = s.shape.activation_checkpointing;
+  b.device = s.device;
+  const double n = static_cast<double>(w.params);
+  b.params_bytes = Bytes(4 * n);
+  b.grads_bytes = Bytes(4 * n);
+  b.optimizer_bytes = Bytes((w.optimizer == "sgd" ? 4 : 8) * n);
+  if (w.precision != "fp32") {
+    b.notes.push_back(w.precision + " compute with fp32 master weights, gradients and moments");
+  }
+
+  const double tokens = std::max(1.0, static_cast<double>(b.seq_len) * b.micro_batch);
+  const int stored_layers = b.activation_checkpointing ? 1 : w.layers;
+  const double attn_measured = MathAttention(s.device, w.precision)
+                                   ? AttentionBytes(w, b.micro_batch, b.seq_len, stored_layers)
+                                   : 0.0;
+  std::optional<int64_t> alloc = Largest(s, &MemoryStats::peak_allocated_bytes);
+  std::optional<int64_t> reserved = Largest(s, &MemoryStats::peak_reserved_bytes);
+  std::optional<int64_t> device = Largest(s, &MemoryStats::device_used_bytes);
+  b.measured_peak_bytes = std::max({alloc.value_or(0), reserved.value_or(0), device.value_or(0)});
+
+  double activations = -1;
+  if (cal && cal->micro_batch_a != cal->micro_batch_b && cal->peak_a > 0 && cal->peak_b > 0) {
+    double slope = static_cast<double>(cal->peak_a - cal->peak_b) /
+                   static_cast<double>(cal->micro_batch_a - cal->micro_batch_b);
+    if (slope > 0) {
+      b.source = "calibrated";
+      activations = slope * b.micro_batch;
+      const double at_a = static_cast<double>(cal->peak_a) - slope * cal->micro_batch_a;
+      b.calibration_offset_bytes =
+          static_cast<int64_t>(std::llround(at_a - static_cast<double>(b.StaticBytes())));
+      b.notes.push_back("activations from two micro-batches (" +
+                        std::to_string(cal->micro_batch_a) + " and " +
+                        std::to_string(cal->micro_batch_b) + ")");
+    }
+  }
+  if (activations < 0 && alloc) {
+    b.source = "residual";
+    activations = static_cast<double>(*alloc) - static_cast<double>(b.StaticBytes());
+    b.notes.push_back("activations = allocated peak - parameters, gradients and optimizer state");
+    if (activations < 0) {
+      activations = 0;
+      b.notes.push_back("the allocated peak is below the static parts: activations taken as 0");
+    }
+  }
+  if (activations < 0) {
+    b.source = "analytic";
+    // Saved activations of a transformer layer, per token, at 16 bits:
+    // 34 d (+ 5 heads T on the math attention path, counted separately),
+    // plus fp32 logits and their gradient.
+    const double eb = ComputeBytes(w.precision) / 2.0;
+    double per_token = b.activation_checkpointing
+                           ? w.layers * 2.0 * w.d_model * eb + 34.0 * w.d_model * eb
+                           : w.layers * 34.0 * w.d_model * eb;
+    per_token += LogitsBytesPerToken(w);
+    activations = per_token * tokens + attn_measured;
+    b.notes.push_back("no device memory measured: activations estimated analytically");
+    if (w.d_model == 0) b.notes.push_back("model size unknown: activations taken as 0");
+  }
+  b.attention_bytes = Bytes(std::min(attn_measured, activations));
+  b.activation_bytes = Bytes(activations);
+  b.activation_bytes_per_token =
+      std::max(0.0, (activations - static_cast<double>(b.attention_bytes)) / tokens);
+
+  if (alloc && reserved && *reserved >= *alloc) {
+    b.workspace_bytes = *reserved - *alloc;
+    b.workspace_fraction = static_cast<double>(b.workspace_bytes) / static_cast<double>(*alloc);
+  } else {
+    b.workspace_fraction = kAssumedWorkspaceFraction;
+    b.workspace_bytes = Bytes(kAssumedWorkspaceFraction *
+                              static_cast<double>(b.StaticBytes() + b.activation_bytes));
+    b.notes.push_back("allocator workspace assumed 5% (not measured)");
+  }
+  if (device && reserved && *device >= *reserved) {
+    b.runtime_bytes = *device - *reserved;
+  } else {
+    b.runtime_bytes = kAssumedRuntimeBytes;
+    b.notes.push_back("runtime/context overhead assumed 1 GiB (not measured)");
+  }
+  return b;
+}
+
+MemoryPrediction PredictPeak(const MemoryBreakdown& b, const Workload& w, const MemoryQuery& q) {
+  MemoryPrediction p;
+  const int layers = std::max(1, w.layers);
+  const double eb = ComputeBytes(w.precision);
+  // The layers' part changes with checkpointing, the output layer's not.
+  const double logits = std::min(b.activation_bytes_per_token, LogitsBytesPerToken(w));
+  double per_layer = b.activation_bytes_per_token - logits;
+  if (q.activation_checkpointing && !b.activation_checkpointing) {
+    // Keep each layer's input plus one layer recomputed at a time.
+    per_layer = std::min(per_layer, layers * w.d_model * eb + per_layer / layers);
+  } else if (!q.activation_checkpointing && b.activation_checkpointing) {
+    per_layer = std::max(per_layer, (per_layer - layers * w.d_model * eb) * layers);
+  }
+  const double per_token = per_layer + logits;
+  const double tokens = static_cast<double>(q.seq_len) * q.micro_batch;
+  double attention = 0;
+  if (w.precision == "fp32") {  // math SDPA path on the GPU as well
+    attention =
+        AttentionBytes(w, q.micro_batch, q.seq_len, q.activation_checkpointing ? 1 : layers);
+  }
+  p.activation_bytes = Bytes(per_token * tokens + attention);
+
+  const double state = static_cast<double>(b.StaticBytes());
+  const int g = std::max(1, q.gpus);
+  if (q.mode == "sharded" && g > 1) {
+    const double gathered = static_cast<double>(b.params_bytes + b.grads_bytes) / layers;
+    p.static_bytes = Bytes(state / g + gathered);
+  } else if (q.mode == "ddp" && g > 1) {
+    p.static_bytes = Bytes(state + static_cast<double>(b.grads_bytes));  // bucket copy
+  } else {
+    p.static_bytes = Bytes(state);
+  }
+  if (b.calibration_offset_bytes != 0 && b.StaticBytes() > 0) {
+    // The measured offset, in proportion to the state this layout keeps.
+    const double share = static_cast<double>(p.static_bytes) / state;
+    p.static_bytes = std::max<int64_t>(
+        0, p.static_bytes + static_cast<int64_t>(std::llround(b.calibration_offset_bytes * share)));
+  }
+  p.workspace_bytes =
+      Bytes(b.workspace_fraction * static_cast<double>(p.static_bytes + p.activation_bytes));
+  p.runtime_bytes = b.runtime_bytes;
+  p.total_bytes = p.static_bytes + p.activation_bytes + p.workspace_bytes + p.runtime_bytes;
+  return p;
+}
+
+FitResult FitOn(const MemoryPrediction& p, const GpuType& gpu, const Policy& policy) {
+  FitResult f;
+  const double mem = static_cast<double>(gpu.memory_bytes);
+  f.limit_bytes = Bytes((1.0 - policy.thresholds.memory_headroom) * mem);
+  f.headroom = mem > 0 ? 1.0 - static_cast<double>(p.total_bytes) / mem : -1;
+  f.fits = mem > 0 && p.total_bytes <= f.limit_bytes;
+  std::vector<std::string> notes;
+  if (gpu.stack == "rocm") notes.push_back(RocmNote({}));
+  if (!f.fits) notes.push_back("does not fit with the required headroom");
+  for (size_t i = 0; i < notes.size(); ++i) f.note += (i ? "; " : "") + notes[i];
+  return f;
+}
+
+std::string RocmNote(const std::vector<std::string>& custom_ops) {
+  std::string needs = "stock PyTorch operators only";
+  if (!custom_ops.empty()) {
+    needs.clear();
+    for (size_t i = 0; i < custom_ops.size(); ++i) needs += (i ? ", " : "") + custom_ops[i];
+  }
+  return "needs ROCm qualification (" + needs + ")";
+}
+
+}  // namespace pilot

@@ -1,0 +1,152 @@
+// The memory model: splits what the pilot measured into its parts and
+// predicts the peak device memory of other shapes, layouts and GPU types.
+//
+// Parts of the allocator peak (bytes per GPU):
+//   parameters   params x 4 (fp32; bf16/fp16 runs keep fp32 master weights
+//                and cast for compute, as the runner does)
+//   gradients    params x 4 (gradients of the fp32 master weights)
+//   optimizer    AdamW: params x 8 (two fp32 moments); SGD: params x 4
+//                (momentum)
+//   activations  bytes per token x tokens of the micro-batch (seq_len x
+//                micro_batch), from one of three sources (`source`):
+//                  "calibrated": two measured peaks at micro-batches a != b
+//                    of the same seq_len (MemoryCalibration): slope per token
+//                  "residual":   (allocated peak - the static parts above) /
+//                    tokens of the measured step
+//                  "analytic":   no device figures (a CPU pilot): the
+//                    transformer estimate of saved activations per layer and
+//                    token, (34 d + 5 h T) bytes at 16 bits (x2 in fp32)
+//   workspace    reserved - allocated peak (allocator caching and
+//                fragmentation), scaled with the allocated bytes
+//   runtime      device used - reserved (CUDA/ROCm context, libraries),
+//                taken as a constant per process
+// Assumptions (stated in PredictPeak's `notes`):
+//   - activations grow linearly in tokens. The attention score matrix
+//     (B x heads x T x T per layer) is stored only when SDPA falls back to
+//     the math kernel: on a CPU and for fp32 runs. For bf16/fp16 on a GPU
+//     the flash / memory-efficient kernels keep attention linear in T.
+//   - activation checkpointing keeps each layer's input (d_model values per
+//     token per layer, in the compute precision) plus one layer's full
+//     activations during recomputation; the output layer (logits in the
+//     compute precision and an fp32 copy for the loss: 6 x vocab bytes per
+//     token, 8 x vocab in fp32) is not checkpointed.
+//   - DDP adds one copy of the gradients in its communication buckets
+//     (gradient_as_bucket_view = false, the PyTorch default).
+//   - sharded (FSDP-like, full sharding) divides parameters, gradients and
+//     optimizer state by G and adds one gathered layer (parameters and
+//     gradients of the largest block, ~params / layers).
+// Fit rule: predicted device bytes <= (1 - memory_headroom) x GPU memory.
+//
+// Thread-safety: pure functions over plain values.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "core/hardware.h"
+#include "core/policy.h"
+#include "core/results.h"
+
+namespace pilot {
+
+// Two allocator peaks measured at the same seq_len and different
+// micro-batches (the runner measures a smaller micro-batch for a few steps).
+// Absent from results.json schema 1: callers pass nullopt until it is.
+struct MemoryCalibration {
+  int micro_batch_a = 0;
+  int64_t peak_a = 0;  // allocated peak bytes at micro_batch_a
+  int micro_batch_b = 0;
+  int64_t peak_b = 0;
+};
+
+// What the model needs about the workload besides the measurements.
+struct Workload {
+  int64_t params = 0;
+  int layers = 1;
+  int d_model = 0;
+  int heads = 1;
+  int vocab = 0;
+  std::string precision = "bf16";   // "fp32" | "bf16" | "fp16"
+  std::string optimizer = "adamw";  // "adamw" | "sgd"
+};
+
+// The workload from the results' shape and (when present) the config's
+// [model]. Without a config, layers/d_model/heads stay unknown (1/0/1).
+Workload WorkloadFrom(const SingleStage& s, const Config* cfg);
+
+struct MemoryBreakdown {
+  // The measured shape.
+  int seq_len = 0;
+  int micro_batch = 0;
+  bool activation_checkpointing = false;
+  std::string device;  // "cuda" | "cpu"
+  // Parts, bytes per GPU at the measured shape (single process).
+  int64_t params_bytes = 0;
+  int64_t grads_bytes = 0;
+  int64_t optimizer_bytes = 0;
+  double activation_bytes_per_token = 0;  // linear part, at the measured
+                                          // checkpointing setting
+  int64_t attention_bytes = 0;            // the T^2 term at the measured shape (0 when
+                                          // flash/memory-efficient attention applies)
+  int64_t activation_bytes = 0;           // all activations at the measured shape
+  double workspace_fraction = 0;          // (reserved - allocated) / allocated
+  int64_t workspace_bytes = 0;
+  int64_t runtime_bytes = 0;  // device - reserved (or assumed, see notes)
+  // "calibrated" only: allocated peak - slope x tokens - the static parts.
+  // Negative when part of the static state is not live at the peak (e.g.
+  // gradients freed by zero_grad(set_to_none) before the forward pass).
+  int64_t calibration_offset_bytes = 0;
+  int64_t measured_peak_bytes = 0;  // the largest device figure measured (0 on CPU)
+  std::string source;               // "calibrated" | "residual" | "analytic"
+  std::vector<std::string> notes;
+  int64_t StaticBytes() const { return params_bytes + grads_bytes + optimizer_bytes; }
+};
+
+// Runtime/context bytes assumed when none were measured (CPU pilot).
+inline constexpr int64_t kAssumedRuntimeBytes = int64_t{1} << 30;
+// Allocator workspace fraction assumed when none was measured.
+inline constexpr double kAssumedWorkspaceFraction = 0.05;
+
+// Splits the measured step. `calibration` is used when present and valid
+// (different micro-batches, positive slope); otherwise the residual rule,
+// or the analytic one without device figures.
+MemoryBreakdown SplitMemory(const SingleStage& s, const Workload& w,
+                            const std::optional<MemoryCalibration>& calibration);
+
+// A shape and layout to predict.
+struct MemoryQuery {
+  int seq_len = 0;
+  int micro_batch = 0;
+  bool activation_checkpointing = false;
+  std::string mode = "single";  // "single" | "ddp" | "sharded"
+  int gpus = 1;                 // G: processes sharing the state (sharded)
+};
+
+struct MemoryPrediction {
+  int64_t static_bytes = 0;  // params + grads + optimizer (+ DDP buckets / gathered block)
+  int64_t activation_bytes = 0;
+  int64_t workspace_bytes = 0;
+  int64_t runtime_bytes = 0;
+  int64_t total_bytes = 0;  // predicted device bytes per GPU
+};
+
+MemoryPrediction PredictPeak(const MemoryBreakdown& b, const Workload& w, const MemoryQuery& q);
+
+// Does `p` fit on `gpu` with policy headroom? Fills a HardwareFit-like view.
+struct FitResult {
+  bool fits = false;
+  double headroom = 0;      // 1 - predicted / memory
+  int64_t limit_bytes = 0;  // (1 - memory_headroom) x memory
+  std::string note;         // "needs ROCm qualification: ..." etc.
+};
+FitResult FitOn(const MemoryPrediction& p, const GpuType& gpu, const Policy& policy);
+
+// What a workload needs on ROCm beyond stock PyTorch operators. The builtin
+// models use only stock operators, so the list is empty; the note still
+// says the application must be qualified on ROCm.
+std::string RocmNote(const std::vector<std::string>& custom_ops);
+
+}  // namespace pilot

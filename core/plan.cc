@@ -1,0 +1,127 @@
+#include "core/plan.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace pilot {
+
+Result<Plan> MakePlan(const SingleStage& s, const Config& cfg, const HardwareCatalog& cat,
+                      const Policy& policy, const PlanQuery& q,
+                      const std::optional<MemoryCalibration>& calibration,
+                      const std::optional<NodeMeasurement>& node) {
+  Plan plan;
+  plan.workload = WorkloadFrom(s, &cfg);
+  plan.breakdown = SplitMemory(s, plan.workload, calibration);
+  plan.nodes = q.nodes > 0 ? q.nodes : std::max(1, cfg.run.nodes);
+  plan.gpus_per_node = q.gpus_per_node > 0 ? q.gpus_per_node : std::max(1, cfg.run.gpus_per_node);
+  std::string mode = q.mode.empty() ? cfg.parallel.mode : q.mode;
+  if (mode != "ddp" && mode != "sharded") {
+    return Status::Invalid("plan", "mode must be ddp or sharded, got '" + mode + "'");
+  }
+  MemoryQuery& mq = plan.memory_query;
+  mq.seq_len = q.seq_len > 0 ? q.seq_len : cfg.run.seq_len;
+  mq.micro_batch = q.micro_batch > 0 ? q.micro_batch : cfg.run.micro_batch;
+  if (mq.seq_len <= 0 || mq.micro_batch <= 0) {
+    return Status::Invalid("plan", "seq_len and micro_batch must be positive");
+  }
+  mq.activation_checkpointing =
+      q.activation_checkpointing.value_or(cfg.training.activation_checkpointing);
+  mq.gpus = plan.nodes * plan.gpus_per_node;
+  mq.mode = mq.gpus > 1 ? mode : "single";
+  if (!q.gpu_type.empty() && cat.Find(q.gpu_type) == nullptr) {
+    return Status::Invalid("plan",
+                           "GPU type '" + q.gpu_type + "' is not in the catalog " + cat.path)
+        .WithHint("known types: " + [&] {
+          std::string n;
+          for (const auto& x : cat.Names()) n += (n.empty() ? "" : ", ") + x;
+          return n;
+        }());
+  }
+
+  // Tokens per optimizer step per GPU: the run's shape vs the pilot's.
+  SingleStage shaped = s;
+  const double run_tokens =
+      static_cast<double>(mq.seq_len) * mq.micro_batch * std::max(1, cfg.run.grad_accum);
+  const double pilot_tokens = static_cast<double>(std::max<int64_t>(1, s.shape.tokens_per_step));
+
+  std::vector<std::string> names = cfg.hardware.candidates;
+  if (!q.gpu_type.empty() && std::find(names.begin(), names.end(), q.gpu_type) == names.end()) {
+    names.push_back(q.gpu_type);
+  }
+  ScalingQuery sq{plan.nodes, plan.gpus_per_node, mode, cfg.parallel.bucket_mb};
+  for (const std::string& name : names) {
+    const GpuType* g = cat.Find(name);
+    if (g == nullptr) continue;
+    GpuOption o;
+    o.gpu = *g;
+    o.memory = PredictPeak(plan.breakdown, plan.workload, mq);
+    o.fit = FitOn(o.memory, *g, policy);
+    o.throughput = ProjectThroughput(shaped, plan.workload, *g, cat, policy);
+    // Same per-token rate at the run's tokens per step.
+    o.throughput.compute_ms *= run_tokens / pilot_tokens;
+    o.throughput.data_wait_ms *= run_tokens / pilot_tokens;
+    o.scaling = ProjectScaling(o.throughput, plan.workload, *g, sq, policy, node);
+    o.recommended_nodes = RecommendNodes(o.throughput, plan.workload, *g, sq, policy, node);
+    plan.options.push_back(std::move(o));
+  }
+
+  auto index_of = [&](const std::string& name) {
+    for (size_t i = 0; i < plan.options.size(); ++i) {
+      if (plan.options[i].gpu.name == name) return static_cast<int>(i);
+    }
+    return -1;
+  };
+  if (!q.gpu_type.empty()) {
+    plan.chosen = index_of(q.gpu_type);
+  } else if (!cfg.run.gpu_type.empty()) {
+    plan.chosen = index_of(cfg.run.gpu_type);
+  }
+  if (plan.chosen < 0) {
+    if (const GpuType* m = MeasuredGpuType(s, cat)) plan.chosen = index_of(m->name);
+  }
+  if (plan.chosen < 0) {
+    for (size_t i = 0; i < plan.options.size(); ++i) {
+      if (plan.options[i].fit.fits) {
+        plan.chosen = static_cast<int>(i);
+        break;
+      }
+    }
+  }
+  if (plan.chosen < 0 && !plan.options.empty()) plan.chosen = 0;
+
+  if (plan.chosen >= 0) {
+    const GpuOption& o = plan.options[static_cast<size_t>(plan.chosen)];
+    BudgetInputs bi;
+    bi.dataset_gb = cfg.run.dataset_gb;
+    bi.preprocess_hours = cfg.run.preprocess_hours;
+    bi.export_gb = cfg.run.export_gb;
+    const double tokens_all = run_tokens * plan.nodes * plan.gpus_per_node;
+    bi.steps = cfg.run.target_steps > 0
+                   ? cfg.run.target_steps
+                   : static_cast<int64_t>(std::ceil(static_cast<double>(cfg.run.target_tokens) /
+                                                    std::max(1.0, tokens_all)));
+    bi.step_ms = o.scaling.step_ms;
+    bi.data_wait_ms = o.throughput.data_wait_ms;
+    bi.eval_interval = cfg.run.eval_interval;
+    bi.eval_seconds = s.timings.eval_seconds;
+    bi.checkpoint_interval = cfg.run.checkpoint_interval;
+    bi.checkpoint_seconds = s.checkpoint.save_seconds;
+    bi.gpus = plan.nodes * plan.gpus_per_node;
+    bi.price_per_gpu_hour = o.gpu.price_per_gpu_hour;
+    bi.currency = cat.currency;
+    plan.budget = MakeBudget(bi, policy);
+    plan.notes.push_back("throughput: " + o.throughput.basis);
+    plan.notes.push_back("scaling: " + o.scaling.basis);
+  }
+  plan.notes.push_back("memory: " + plan.breakdown.source + " activations");
+  for (const auto& n : plan.breakdown.notes) plan.notes.push_back("memory: " + n);
+  if (plan.workload.precision != "fp32") {
+    plan.notes.push_back("memory: attention linear in seq_len (flash/memory-efficient SDPA for " +
+                         plan.workload.precision + " on GPUs)");
+  } else {
+    plan.notes.push_back("memory: fp32 uses the math SDPA path: attention grows with seq_len^2");
+  }
+  return plan;
+}
+
+}  // namespace pilot

@@ -1,0 +1,235 @@
+// `pilot grant` against a temporary verdict store, with a fake scontrol that
+// records its argv, and `pilot plan` / `pilot report` on a pilot's results.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+
+#include "core/crypto.h"
+#include "core/rfc3339.h"
+#include "core/verdict.h"
+
+namespace pilot {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Ran {
+  int rc = -1;
+  std::string output;  // stdout and stderr
+};
+
+Ran RunPilot(const std::string& args) {
+  Ran r;
+  std::string cmd = std::string(PILOT_BINARY) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  int st = pclose(p);
+  r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+void Write(const std::string& path, const std::string& text, mode_t mode = 0644) {
+  std::ofstream(path) << text;
+  chmod(path.c_str(), mode);
+}
+
+class GrantTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/pilot-grant-test.XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    fs::create_directories(dir_ + "/state/verdicts");
+    Result<std::string> key = NewKeyFileContents();
+    ASSERT_TRUE(key.ok());
+    Write(dir_ + "/key", *key, 0600);
+    Result<std::string> raw = ReadKeyFile(dir_ + "/key");
+    ASSERT_TRUE(raw.ok()) << raw.status().ToString();
+    key_ = *raw;
+    // The fake scontrol records its arguments, one per line.
+    Write(dir_ + "/scontrol",
+          "#!/bin/sh\nfor a in \"$@\"; do echo \"$a\"; done > " + dir_ +
+              "/argv\nexit ${FAKE_RC:-0}\n",
+          0755);
+    Write(dir_ + "/pilot.conf", "state_dir = \"" + dir_ + "/state\"\nkey_file = \"" + dir_ +
+                                    "/key\"\nhardware_catalog = \"" + PILOT_SOURCE_DIR +
+                                    "/etc/hardware.toml\"\nscontrol_path = \"" + dir_ +
+                                    "/scontrol\"\n");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  Verdict Good(int64_t id) {
+    Verdict v;
+    v.job = {id, "alice", "gpt-1b", std::string(64, 'a')};
+    v.decision = Decision::kGo;
+    v.binding = true;
+    v.checks = {{"restore", CheckStatus::kPass, "equal", "equal", "", VerifiedBy::kEpilog}};
+    v.budget.term = "30-day";
+    v.budget.days = 19.4;
+    const int64_t now = static_cast<int64_t>(std::time(nullptr));
+    v.issued = FormatRfc3339(now - 3600);
+    v.expires = FormatRfc3339(now + 86400 * 13);
+    return v;
+  }
+  void Store(Verdict v, bool sign = true) {
+    if (sign) SignVerdict(&v, key_);
+    Write(dir_ + "/state/verdicts/" + std::to_string(v.job.id) + ".json", VerdictToJson(v));
+  }
+  Ran Grant(const std::string& args) {
+    return RunPilot("grant --policy " + dir_ + "/pilot.conf " + args);
+  }
+
+  // Refusals are checked the same with --dry-run, which needs no root.
+  static std::string Dry() { return getuid() == 0 ? "" : " --dry-run"; }
+
+  std::string dir_;
+  std::string key_;
+};
+
+TEST_F(GrantTest, GrantsAGoVerdictAndRecordsIt) {
+  if (getuid() != 0) GTEST_SKIP() << "pilot grant needs root";
+  Store(Good(4242));
+  Ran r = Grant("4242 --nodes 4 --partition gpu --duration 20-0");
+  ASSERT_EQ(r.rc, 0) << r.output;
+  EXPECT_EQ(Slurp(dir_ + "/argv"),
+            "create\nreservation\nReservationName=pilot_4242\nStartTime=now\nDuration=28800\n"
+            "NodeCnt=4\nUsers=alice\nPartitionName=gpu\n");
+  std::string record = Slurp(dir_ + "/state/grants/4242.json");
+  EXPECT_NE(record.find("\"reservation\": \"pilot_4242\""), std::string::npos) << record;
+  EXPECT_NE(record.find("\"user\": \"alice\""), std::string::npos);
+  EXPECT_NE(record.find("\"duration_minutes\": 28800"), std::string::npos);
+  // A second grant of the same job is refused.
+  Ran again = Grant("4242 --nodes 4");
+  EXPECT_EQ(again.rc, 1);
+  EXPECT_NE(again.output.find("already granted"), std::string::npos) << again.output;
+}
+
+TEST_F(GrantTest, DefaultDurationIsTheTerm) {
+  Store(Good(7));
+  Ran r = Grant("7 --nodes 2 --dry-run");
+  ASSERT_EQ(r.rc, 0) << r.output;
+  EXPECT_NE(r.output.find("Duration=43200 NodeCnt=2 Users=alice"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(dir_ + "/argv"));  // dry run: nothing ran
+}
+
+TEST_F(GrantTest, Refusals) {
+  struct Case {
+    const char* name;
+    std::function<void(Verdict&)> edit;
+    bool sign;
+    std::string args;
+    std::string reason;
+  };
+  const Case cases[] = {
+      {"no-go",
+       [](Verdict& v) {
+         v.decision = Decision::kNoGo;
+         v.checks[0].status = CheckStatus::kFail;
+       },
+       true, "", "NO-GO (failed: restore)"},
+      {"expired", [](Verdict& v) { v.expires = "2020-01-01T00:00:00Z"; }, true, "",
+       "expired at 2020-01-01T00:00:00Z"},
+      {"unsigned", [](Verdict&) {}, false, "", "signature: "},
+      {"other user", [](Verdict&) {}, true, "--user bob", "belongs to user alice, not bob"},
+      {"too long", [](Verdict& v) { v.budget.term = "7-day"; }, true, "--duration 8d",
+       "exceeds the 7-day term"},
+      {"no term", [](Verdict& v) { v.budget.term = "none"; }, true, "",
+       "does not fit a 30-day reservation"},
+      {"not binding", [](Verdict& v) { v.binding = false; }, true, "", "not binding"},
+  };
+  int64_t id = 100;
+  for (const Case& c : cases) {
+    Verdict v = Good(++id);
+    c.edit(v);
+    Store(v, c.sign);
+    Ran r = Grant(std::to_string(id) + " --nodes 2 " + c.args + Dry());
+    EXPECT_EQ(r.rc, 1) << c.name << ": " << r.output;
+    EXPECT_NE(r.output.find(c.reason), std::string::npos) << c.name << ": " << r.output;
+    EXPECT_FALSE(fs::exists(dir_ + "/argv")) << c.name << ": scontrol ran";
+    EXPECT_FALSE(fs::exists(dir_ + "/state/grants/" + std::to_string(id) + ".json")) << c.name;
+  }
+}
+
+TEST_F(GrantTest, EditedVerdictIsRefused) {
+  Verdict v = Good(55);
+  SignVerdict(&v, key_);
+  v.budget.term = "30-day";
+  v.job.user = "mallory";  // changed after signing
+  Store(v, /*sign=*/false);
+  Ran r = Grant("55 --nodes 1" + Dry());
+  EXPECT_EQ(r.rc, 1) << r.output;
+  EXPECT_NE(r.output.find("signature mismatch"), std::string::npos) << r.output;
+}
+
+TEST_F(GrantTest, ScontrolFailureIsExit4) {
+  if (getuid() != 0) GTEST_SKIP() << "pilot grant needs root";
+  Store(Good(9));
+  setenv("FAKE_RC", "1", 1);
+  Ran r = Grant("9 --nodes 1");
+  unsetenv("FAKE_RC");
+  EXPECT_EQ(r.rc, 4) << r.output;
+  EXPECT_FALSE(fs::exists(dir_ + "/state/grants/9.json"));
+}
+
+TEST_F(GrantTest, UsageErrors) {
+  EXPECT_EQ(Grant("9").rc, 2);                          // no --nodes
+  EXPECT_EQ(Grant("x --nodes 1").rc, 2);                // not a job id
+  EXPECT_EQ(Grant("9 --nodes 1 --duration 3w").rc, 2);  // bad duration
+  EXPECT_EQ(Grant("9 --nodes 1 --partition 'a b'").rc, 2);
+}
+
+// plan and report on the CPU pilot fixture.
+TEST_F(GrantTest, PlanAndReportFromResults) {
+  const std::string fx = std::string(PILOT_SOURCE_DIR) + "/tests/report/fixtures";
+  const std::string cfg = std::string(PILOT_SOURCE_DIR) + "/configs/tiny-cpu.toml";
+  Ran p = RunPilot("plan --policy " + dir_ + "/pilot.conf --config " + cfg + " " + fx +
+                   "/results.json");
+  ASSERT_EQ(p.rc, 0) << p.output;
+  EXPECT_NE(p.output.find("memory split (analytic)"), std::string::npos) << p.output;
+  EXPECT_NE(p.output.find("H100-80"), std::string::npos);
+  EXPECT_NE(p.output.find("assumed MFU of 0.40"), std::string::npos);
+  EXPECT_NE(p.output.find("7-day reservation"), std::string::npos) << p.output;
+  Ran q =
+      RunPilot("plan --policy " + dir_ + "/pilot.conf --config " + cfg +
+               " --gpu H200-141 --nodes 2 --mode sharded --micro-batch 8 " + fx + "/results.json");
+  ASSERT_EQ(q.rc, 0) << q.output;
+  EXPECT_NE(q.output.find("sharded on 2 node(s)"), std::string::npos) << q.output;
+  EXPECT_NE(q.output.find("budget on H200-141"), std::string::npos) << q.output;
+  EXPECT_EQ(RunPilot("plan --policy " + dir_ + "/pilot.conf --config " + cfg + " --gpu B1 " + fx +
+                     "/results.json")
+                .rc,
+            2);
+  Ran h = RunPilot("report --policy " + dir_ + "/pilot.conf --config " + cfg + " -o " + dir_ +
+                   "/r.html " + fx + "/results.json");
+  ASSERT_EQ(h.rc, 0) << h.output;
+  std::string html = Slurp(dir_ + "/r.html");
+  for (const char* id : {"memory-steps", "memory-split", "loss-steps", "time-steps",
+                         "time-breakdown", "hardware-fit", "budget"}) {
+    EXPECT_NE(html.find(std::string("id=\"") + id + "\""), std::string::npos) << id;
+  }
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("src=\"http"), std::string::npos);
+  EXPECT_EQ(html.find("href=\"http"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace pilot
