@@ -7,6 +7,7 @@
 #include <torch/version.h>
 
 #include <cstring>
+#include <new>
 #include <fstream>
 #include <sstream>
 
@@ -215,7 +216,13 @@ Versions CollectVersions() {
 
 bool IsOutOfMemory(const std::exception& e) {
   const char* msg = e.what();
+  // CPU: libtorch's allocator says "can't allocate memory" (ENOMEM) or "not
+  // enough memory"; plain new throws std::bad_alloc. They happen for real
+  // under a memory limit (ulimit -v, a job's memory cgroup).
+  if (dynamic_cast<const std::bad_alloc*>(&e) != nullptr) return true;
   return std::strstr(msg, "out of memory") != nullptr ||
+         std::strstr(msg, "not enough memory") != nullptr ||
+         std::strstr(msg, "can't allocate memory") != nullptr ||
          std::strstr(msg, "CUDA error: out of memory") != nullptr ||
          std::strstr(msg, "OutOfMemoryError") != nullptr;
 }

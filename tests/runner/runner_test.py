@@ -209,6 +209,28 @@ def test_cli():
     require(results(out)["exit_code"] == 2, "results.json records the exit status")
 
 
+def test_cpu_oom():
+    # A real out-of-memory: the process's address space is capped (as a job's
+    # memory limit would) and the micro-batch needs more. It is a result
+    # (exit 3, failure recorded), not a crash.
+    import resource
+    out = fresh("oom")
+    cap = 3 << 30
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+
+    p = subprocess.run([RUNNER, "run", "--config", CONFIG, "--out", out, "--stage", "single",
+                        "--set", "run.micro_batch=16384", "--set", "training.micro_batch=16384"],
+                       capture_output=True, text=True, timeout=600, preexec_fn=limit)
+    require(p.returncode == 3, f"exit {p.returncode}, expected 3 (out of memory)\n{p.stderr}")
+    require("out of memory at step 1" in p.stderr, p.stderr)
+    s = results(out)["stages"]["single"]
+    require(s["status"] == "oom", f"status {s['status']}")
+    require(s["failure"]["kind"] == "oom" and s["failure"]["step"] == 1, str(s["failure"]))
+    require(s["failure"]["memory"]["process_peak_rss_bytes"] > 0, "memory at failure recorded")
+
+
 if __name__ == "__main__":
     os.makedirs(WORK, exist_ok=True)
     globals()["test_" + NAME]()
