@@ -3,8 +3,8 @@
 // verdict), 1 only when this node cannot store verdicts.
 #include <cstdio>
 #include <exception>
+#include <optional>
 
-#include "pilot/version.h"
 #include "epilog/epilog.h"
 #include "prolog/flags.h"
 #include "prolog/job_env.h"
@@ -13,44 +13,29 @@ namespace {
 
 int Main(int argc, char** argv) {
   using namespace pilot::jobscript;
-  auto flags = ParseScriptFlags(argc, argv);
-  if (!flags.ok()) {
-    std::fprintf(stderr, "%s\n", flags.status().ToString().c_str());
-    return 1;
-  }
-  if (flags->version) {
-    std::printf("pilot-epilog %s\n", PILOT_VERSION_STRING);
-    return 0;
-  }
-  if (flags->help) {
-    std::printf("usage: pilot-epilog [--policy FILE] [--state-dir DIR] [--runner PATH]\n"
-                "Run by slurmd as Epilog=; see pilot-epilog(8).\n");
-    return 0;
-  }
-  auto job = ReadJobEnv(ProcessLookup());
-  if (!job.ok()) {
-    std::fprintf(stderr, "%s\n", job.status().ToString().c_str());
-    return 1;
-  }
-  if (!job->is_pilot) return 0;
-  auto policy = EffectivePolicy(*flags);
+  int exit_code = 0;
+  std::optional<ScriptStart> start = StartScript("pilot-epilog", "Epilog", argc, argv, &exit_code);
+  if (!start) return exit_code;
+  const ScriptFlags& flags = start->flags;
+  const JobEnv& job = start->job;
+  auto policy = EffectivePolicy(flags);
   if (!policy.ok()) {
     std::fprintf(stderr, "%s\n", policy.status().ToString().c_str());
     return 1;
   }
-  auto report = RunEpilog(*policy, *job, RealEpilogDeps(*policy));
+  auto report = RunEpilog(*policy, job, RealEpilogDeps(*policy));
   if (!report.ok()) {
-    std::fprintf(stderr, "pilot-epilog: job %lld: %s\n", static_cast<long long>(job->job_id),
+    std::fprintf(stderr, "pilot-epilog: job %lld: %s\n", static_cast<long long>(job.job_id),
                  report.status().ToString().c_str());
     return 1;
   }
   if (report->skipped) {
-    std::fprintf(stderr, "pilot-epilog: job %lld: %s\n", static_cast<long long>(job->job_id),
+    std::fprintf(stderr, "pilot-epilog: job %lld: %s\n", static_cast<long long>(job.job_id),
                  report->note.c_str());
     return 0;
   }
   std::fprintf(stderr, "pilot-epilog: job %lld: %s -> %s%s%s%s\n",
-               static_cast<long long>(job->job_id), pilot::DecisionName(report->decision),
+               static_cast<long long>(job.job_id), pilot::DecisionName(report->decision),
                report->verdict_path.c_str(), report->posted ? " (posted)" : "",
                report->queued ? " (queued)" : "",
                report->note.empty() ? "" : ("; " + report->note).c_str());

@@ -1,5 +1,9 @@
 #include "prolog/flags.h"
 
+#include <cstdio>
+
+#include "pilot/version.h"
+
 namespace pilot::jobscript {
 
 Result<ScriptFlags> ParseScriptFlags(int argc, char** argv) {
@@ -47,6 +51,35 @@ Result<Policy> EffectivePolicy(const ScriptFlags& flags) {
   if (!flags.runner.empty()) p.runner_path = flags.runner;
   p.runner_path = ResolveRunnerPath(p);
   return p;
+}
+
+std::optional<ScriptStart> StartScript(const char* name, const char* slurm_setting, int argc,
+                                       char** argv, int* exit_code) {
+  *exit_code = 0;
+  Result<ScriptFlags> flags = ParseScriptFlags(argc, argv);
+  if (!flags.ok()) {
+    std::fprintf(stderr, "%s\n", flags.status().ToString().c_str());
+    *exit_code = 1;
+    return std::nullopt;
+  }
+  if (flags->version) {
+    std::printf("%s %s\n", name, PILOT_VERSION_STRING);
+    return std::nullopt;
+  }
+  if (flags->help) {
+    std::printf("usage: %s [--policy FILE] [--state-dir DIR] [--runner PATH]\n"
+                "Run by slurmd as %s=; see %s(8).\n",
+                name, slurm_setting, name);
+    return std::nullopt;
+  }
+  Result<JobEnv> job = ReadJobEnv(ProcessLookup());
+  if (!job.ok()) {
+    std::fprintf(stderr, "%s\n", job.status().ToString().c_str());
+    *exit_code = 1;
+    return std::nullopt;
+  }
+  if (!job->is_pilot) return std::nullopt;  // not ours: cost is one getenv scan
+  return ScriptStart{std::move(*flags), std::move(*job)};
 }
 
 }  // namespace pilot::jobscript

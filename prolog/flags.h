@@ -7,10 +7,12 @@
 //   --version, --help
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "core/policy.h"
 #include "core/status.h"
+#include "prolog/job_env.h"
 
 namespace pilot::jobscript {
 
@@ -29,5 +31,18 @@ Result<ScriptFlags> ParseScriptFlags(int argc, char** argv);
 // built-in defaults, a missing file named with --policy is an error.
 // runner_path is resolved (ResolveRunnerPath) when empty.
 Result<Policy> EffectivePolicy(const ScriptFlags& flags);
+
+// What both scripts do first: parse the flags, answer --version ("NAME
+// VERSION") and --help (the usage, naming the slurm.conf setting that runs
+// NAME), and read the job's environment. Returns flags and job when the
+// script has work to do; otherwise nullopt with *exit_code set: 0 after
+// --version or --help and for a job without --pilot, 1 (message on stderr)
+// for a bad flag or an unreadable job environment.
+struct ScriptStart {
+  ScriptFlags flags;
+  JobEnv job;
+};
+std::optional<ScriptStart> StartScript(const char* name, const char* slurm_setting, int argc,
+                                       char** argv, int* exit_code);
 
 }  // namespace pilot::jobscript

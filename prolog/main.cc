@@ -2,10 +2,9 @@
 // pilot-prolog(8). Exit status: 0 for every job (a user's mistake is
 // recorded in lock.json), 1 only when this node cannot serve pilot jobs.
 #include <cstdio>
-#include <ctime>
 #include <exception>
+#include <optional>
 
-#include "pilot/version.h"
 #include "prolog/flags.h"
 #include "prolog/job_env.h"
 #include "prolog/prolog.h"
@@ -14,28 +13,13 @@ namespace {
 
 int Main(int argc, char** argv) {
   using namespace pilot::jobscript;
-  auto flags = ParseScriptFlags(argc, argv);
-  if (!flags.ok()) {
-    std::fprintf(stderr, "%s\n", flags.status().ToString().c_str());
-    return 1;
-  }
-  if (flags->version) {
-    std::printf("pilot-prolog %s\n", PILOT_VERSION_STRING);
-    return 0;
-  }
-  if (flags->help) {
-    std::printf("usage: pilot-prolog [--policy FILE] [--state-dir DIR] [--runner PATH]\n"
-                "Run by slurmd as Prolog=; see pilot-prolog(8).\n");
-    return 0;
-  }
-  auto job = ReadJobEnv(ProcessLookup());
-  if (!job.ok()) {
-    std::fprintf(stderr, "%s\n", job.status().ToString().c_str());
-    return 1;
-  }
-  if (!job->is_pilot) return 0;  // not ours: cost is one getenv scan
+  int exit_code = 0;
+  std::optional<ScriptStart> start = StartScript("pilot-prolog", "Prolog", argc, argv, &exit_code);
+  if (!start) return exit_code;
+  const ScriptFlags& flags = start->flags;
+  const JobEnv& job = start->job;
 
-  auto policy = EffectivePolicy(*flags);
+  auto policy = EffectivePolicy(flags);
   if (!policy.ok()) {
     // A broken policy breaks every pilot job on this node: drain it.
     std::fprintf(stderr, "%s\n", policy.status().ToString().c_str());
@@ -46,9 +30,9 @@ int Main(int argc, char** argv) {
   opts.runner = policy->runner_path;
   opts.total_timeout_seconds = policy->prolog_timeout_seconds;
   PrologDeps deps = RealPrologDeps(*policy);
-  pilot::Status s = RunProlog(opts, *job, deps);
+  pilot::Status s = RunProlog(opts, job, deps);
   if (!s.ok()) {
-    std::fprintf(stderr, "pilot-prolog: job %lld: %s\n", static_cast<long long>(job->job_id),
+    std::fprintf(stderr, "pilot-prolog: job %lld: %s\n", static_cast<long long>(job.job_id),
                  s.ToString().c_str());
     return 1;
   }
