@@ -95,7 +95,11 @@ bool CudaAvailable() {
 Result<at::Device> ResolveDevice(const std::string& wanted) {
   if (wanted == "cpu") return at::Device(at::kCPU);
   if (wanted == "cuda" || wanted == "auto") {
-    if (CudaAvailable()) return at::Device(at::kCUDA, 0);
+    // The current device: 0, or a rank's own GPU (its local rank, made
+    // current before the session is built).
+#ifdef PILOT_RUNNER_CUDA
+    if (CudaAvailable()) return at::Device(at::kCUDA, c10::cuda::current_device());
+#endif
     if (wanted == "cuda") {
       return Status::Invalid("training.device", "\"cuda\" asked for, but no CUDA device is usable")
           .WithHint("run on a GPU node, or set training.device = \"cpu\"");

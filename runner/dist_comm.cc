@@ -10,19 +10,25 @@
 #define PILOT_HAVE_GLOO 1
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #endif
-#if defined(PILOT_RUNNER_CUDA) && __has_include(<nccl.h>)
+// PILOT_RUNNER_NCCL: runner/CMakeLists.txt found nccl.h and torch's
+// ProcessGroupNCCL.hpp (a CUDA build). torch's headers compile their NCCL
+// part only under USE_C10D_NCCL, which a libtorch install does not export.
+#if defined(PILOT_RUNNER_CUDA) && defined(PILOT_RUNNER_NCCL)
 #ifndef USE_C10D_NCCL
 #define USE_C10D_NCCL 1
 #endif
 #define PILOT_HAVE_NCCL 1
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <algorithm>
 #include <cstdlib>
+#include <list>
 #include <map>
 #include <mutex>
+#include <thread>
 
 namespace pilot::runner {
 namespace {
@@ -41,6 +47,15 @@ struct Comm::Impl {
   c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<Group> pg;
   bool gloo = true;
+  int64_t device_index = -1;  // the rank's CUDA device (NCCL)
+  // NCCL: a collective's future completes when it is enqueued, not when it
+  // ends, so busy time is the sum of the collectives' own durations (CUDA
+  // events that NCCL records around each one on its stream; one stream, so
+  // they never overlap). Works stay here until they have finished on the
+  // device, and are let go as soon as a later call sees them finished.
+  bool device_timing = false;
+  std::list<c10::intrusive_ptr<c10d::Work>> in_flight;
+  double device_busy_ms = 0;
   struct Pending {
     c10::intrusive_ptr<c10d::Work> work;
     std::string what;
@@ -52,8 +67,39 @@ struct Comm::Impl {
   std::vector<std::pair<Clock::time_point, Clock::time_point>> intervals;
   int64_t count = 0;
 
+  // NCCL: adds the durations of the finished works and lets them go; with
+  // `all`, waits for every one to finish first.
+  void Harvest(bool all) {
+    for (auto it = in_flight.begin(); it != in_flight.end();) {
+      if (!(*it)->isCompleted()) {
+        if (!all) {
+          ++it;
+          continue;
+        }
+        const Clock::time_point limit = Clock::now() + std::chrono::seconds(60);
+        while (!(*it)->isCompleted() && Clock::now() < limit) std::this_thread::yield();
+      }
+#if TORCH_VERSION_MAJOR >= 2
+      try {
+        device_busy_ms += static_cast<double>((*it)->getDuration());
+      } catch (const std::exception&) {
+        // Failed or unfinished: it has no duration.
+      }
+#endif
+      it = in_flight.erase(it);
+    }
+  }
+
   Handle Track(c10::intrusive_ptr<c10d::Work> w, std::string what, at::Tensor from = {},
                at::Tensor to = {}) {
+    if (device_timing) {
+      Harvest(false);
+      ++count;
+      in_flight.push_back(w);
+      const size_t id = next++;
+      pending[id] = Pending{std::move(w), std::move(what), std::move(from), std::move(to)};
+      return Handle{id};
+    }
     const Clock::time_point t0 = Clock::now();
     const size_t slot = [&] {
       std::lock_guard<std::mutex> l(mu);
@@ -99,12 +145,27 @@ Result<std::unique_ptr<Comm>> Comm::Create(const RankInfo& info, const at::Devic
                                  : "rank 0 did not start or is unreachable");
   }
   try {
+    // The group's own keys under a prefix (as torch.distributed does), apart
+    // from the node stage's (StoreSet/StoreGet).
+    auto pg_store = c10::make_intrusive<c10d::PrefixStore>("pg", c->impl_->store);
     if (device.is_cuda()) {
 #ifdef PILOT_HAVE_NCCL
+      // The caller made `device` (the local rank's GPU) current before
+      // building anything on it; NCCL's communicator is created on the
+      // device of the first collective's tensors.
+      // torch 1.13 and 2.x: ProcessGroupNCCL(store, rank, size, Options),
+      // Options::create(is_high_priority_stream = false) with `timeout`
+      // inherited from the (Process)Group options.
       auto opts = c10d::ProcessGroupNCCL::Options::create();
       opts->timeout = timeout;
-      c->impl_->pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(c->impl_->store, info.rank,
-                                                                  info.world_size, opts);
+      auto pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(pg_store, info.rank, info.world_size,
+                                                             opts);
+#if TORCH_VERSION_MAJOR >= 2
+      pg->enableCollectivesTiming();  // start events: WorkNCCL::getDuration()
+      c->impl_->device_timing = true;
+#endif
+      c->impl_->pg = pg;
+      c->impl_->device_index = device.has_index() ? device.index() : 0;
       c->impl_->gloo = false;
       c->backend_ = "nccl";
 #else
@@ -121,8 +182,8 @@ Result<std::unique_ptr<Comm>> Comm::Create(const RankInfo& info, const at::Devic
       } else {
         opts->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
       }
-      c->impl_->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(c->impl_->store, info.rank,
-                                                                  info.world_size, opts);
+      c->impl_->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(pg_store, info.rank, info.world_size,
+                                                                  opts);
       c->backend_ = "gloo";
 #else
       return Status::Invalid("node stage", "this build has no Gloo for CPU collectives");
@@ -168,12 +229,15 @@ void Comm::Wait(Handle h) {
   Impl::Pending p = std::move(it->second);
   impl_->pending.erase(it);
   try {
+    // NCCL: makes the current stream wait for the collective (the CPU goes
+    // on); Gloo: blocks until it is done.
     p.work->wait();
   } catch (const c10::Error& e) {
     std::string m = e.what_without_backtrace();
     TORCH_CHECK(false, p.what, " failed: ", m.substr(0, m.find('\n')));
   }
   if (p.copy_to.defined() && !p.copy_to.is_same(p.copy_from)) p.copy_to.copy_(p.copy_from);
+  if (impl_->device_timing) impl_->Harvest(false);
 }
 
 void Comm::WaitAll() {
@@ -181,11 +245,22 @@ void Comm::WaitAll() {
 }
 
 void Comm::Barrier() {
-  auto w = impl_->pg->barrier();
+  c10d::BarrierOptions o;
+  // NCCL runs the barrier as an all-reduce on a device: this rank's.
+  if (!impl_->gloo) o.device_ids = {impl_->device_index};
+  auto w = impl_->pg->barrier(o);
   w->wait();
 }
 
 double Comm::TakeBusySeconds(int64_t* count) {
+  if (impl_->device_timing) {
+    impl_->Harvest(true);
+    if (count) *count = impl_->count;
+    impl_->count = 0;
+    const double busy = impl_->device_busy_ms / 1000.0;
+    impl_->device_busy_ms = 0;
+    return busy;
+  }
   std::vector<std::pair<Clock::time_point, Clock::time_point>> iv;
   {
     std::lock_guard<std::mutex> l(impl_->mu);

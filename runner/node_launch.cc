@@ -80,6 +80,9 @@ std::vector<std::string> ChildArgs(const RunOptions& o, const Phase& ph) {
   return a;
 }
 
+// The ranks' environment: the launcher's own, less the rank variables it
+// sets itself. Everything else (NCCL_*, TORCH_*, CUDA_VISIBLE_DEVICES, ...)
+// reaches every rank unchanged, locally and through srun (--export=ALL).
 std::vector<std::string> BaseEnv() {
   static const char* const kDrop[] = {"PILOT_RANK=", "PILOT_WORLD_SIZE=", "PILOT_LOCAL_RANK=",
                                       "PILOT_MASTER_ADDR=", "PILOT_MASTER_PORT=", "PILOT_NODE_ID=",

@@ -141,7 +141,14 @@ int RunNodeRank(const RunOptions& o) {
   int64_t current = 0;
   try {
 #ifdef PILOT_RUNNER_CUDA
-    if (cfg.training.device != "cpu" && CudaAvailable()) c10::cuda::set_device(static_cast<c10::DeviceIndex>(info.local_rank));
+    // One GPU per rank, made current before anything touches CUDA (the
+    // session resolves "cuda" to the current device, NCCL builds its
+    // communicator there). Modulo the visible count: srun may bind each
+    // task to its own GPU (CUDA_VISIBLE_DEVICES of one device).
+    if (cfg.training.device != "cpu" && CudaAvailable()) {
+      const int n = static_cast<int>(c10::cuda::device_count());
+      c10::cuda::set_device(static_cast<c10::DeviceIndex>(info.local_rank % n));
+    }
 #endif
     Result<std::unique_ptr<Session>> made = Session::Create(cfg, pins);
     if (!made.ok()) return finish(kExitUsage, made.status().ToString());

@@ -6,7 +6,7 @@
 #
 #   e2e.sh CASE      CASE: sbatch_go srun_salloc submit_refused config_edited
 #                          cancelled time_limit outbox nested_srun registry
-#                          store_perms
+#                          store_perms node_srun
 #
 # Environment: PILOT_SOURCE_DIR, PILOT_BUILD_DIR, PILOT_CLUSTER_DIR,
 # PILOT_TEST_USER (default pilotuser), PILOT_E2E_STAGE (the stage of the
@@ -323,6 +323,38 @@ PY
   ((rc == 1)) || fail "edited verdict: exit $rc: $out"
   grep -q "signature INVALID" <<<"$out" || fail "edited verdict not flagged: $out"
   note "edited verdict: $(grep INVALID <<<"$out" | head -n1)"
+}
+
+# The node stage launched as srun steps inside the job: `sbatch --ntasks=2`
+# with parallel.launcher = "srun" (two ranks over Gloo on the CPU, then the
+# restores at 2 and 1 processes). The ranks must come from the tasks of srun
+# (their rank variables are SLURM_PROCID/SLURM_NTASKS) and the verdict's node
+# check must pass.
+case_node_srun() {
+  local cfg job
+  cfg=$(user_config node-srun.toml 's/^launcher = "local"/launcher = "srun"/')
+  grep -q '^launcher = "srun"' "$cfg" || fail "could not set parallel.launcher in $cfg"
+  job=$(submit_wait --ntasks=2 --pilot="$cfg" --pilot-stage=all)
+  wait_verdict "$job"
+  [[ $(decision "$job") == GO ]] || fail "job $job: $(decision "$job"): $(verdict_text "$job")"
+  [[ $(check_named "$job" node_restore) == pass ]] ||
+    fail "node_restore: $(check_named "$job" node_restore): $(verdict_text "$job")"
+  [[ $(check_named "$job" node_stage) == absent ]] || fail "node_stage: $(verdict_text "$job")"
+  local work=$STATE/jobs/$job/work res
+  res=$work/results.json
+  [[ -f $res ]] || fail "no $res"
+  local got
+  got=$(json "$res" '" ".join(str(x) for x in [d["stages"]["node"]["status"], d["stages"]["node"]["launcher"], d["stages"]["node"]["world_size"], sorted(r["rank"] for r in d["stages"]["node"]["ranks"]), [r["world_size"] for r in d["stages"]["node"]["restore"]]])')
+  [[ $got == "ok srun 2 [0, 1] [2, 1]" ]] || fail "stages.node: $got (want ok srun 2 [0, 1] [2, 1])"
+  # Each rank's own report: started by srun as task R of 2.
+  local r rep
+  for r in 0 1; do
+    rep=$work/node/train/rank-0000$r.json
+    [[ -f $rep ]] || fail "no $rep"
+    got=$(json "$rep" '" ".join(str(d[k]) for k in ("rank", "world_size", "launcher", "status", "backend"))')
+    [[ $got == "$r 2 srun ok gloo" ]] || fail "rank $r report: $got"
+  done
+  note "node stage under srun: job $job GO; $(check_named "$job" node_restore) node_restore; ranks from srun tasks"
 }
 
 [[ $# -eq 1 ]] || { echo "usage: e2e.sh CASE" >&2; exit 2; }
