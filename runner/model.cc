@@ -108,6 +108,8 @@ class Decoder : public Workload {
   const NamedTensors& Parameters() const override { return params_.list(); }
   void SetComputeDtype(at::ScalarType dtype) override { dt_ = dtype; }
   void SetActivationCheckpointing(bool on) override { ckpt_ = on; }
+  int Blocks() const override { return static_cast<int>(blocks_.size()); }
+  void SetBlockParams(BlockParams provider) override { block_params_ = std::move(provider); }
 
   double FlopsPerToken(int seq_len) const override {
     return 6.0 * static_cast<double>(CountParameters(*this)) +
@@ -136,6 +138,7 @@ class Decoder : public Workload {
   ModelConfig cfg_;
   Params params_;
   std::vector<BlockFn> blocks_;
+  BlockParams block_params_;
   at::ScalarType dt_ = at::kFloat;
   bool ckpt_ = false;
 };
@@ -169,7 +172,12 @@ class Gpt : public Decoder {
     lnf_w_ = params_.Add("ln_f.weight", {C}, -1);
     lnf_b_ = params_.Add("ln_f.bias", {C}, 0);
     for (size_t l = 0; l < layers_.size(); ++l) {
-      blocks_.push_back([this, l](const at::Tensor& x) { return Block(layers_[l], x); });
+      blocks_.push_back([this, l](const at::Tensor& x) {
+        if (!block_params_) return Block(layers_[l], x);
+        const std::vector<at::Tensor> t = block_params_(static_cast<int>(l));
+        TORCH_CHECK(t.size() == 12, "block parameters: 12 expected");
+        return Block(Layer{t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], t[9], t[10], t[11]}, x);
+      });
     }
   }
 
@@ -242,7 +250,12 @@ class Llama : public Decoder {
     sin_ = ang.sin();
     kv_rep_ = H / KV;
     for (size_t l = 0; l < layers_.size(); ++l) {
-      blocks_.push_back([this, l](const at::Tensor& x) { return Block(layers_[l], x); });
+      blocks_.push_back([this, l](const at::Tensor& x) {
+        if (!block_params_) return Block(layers_[l], x);
+        const std::vector<at::Tensor> t = block_params_(static_cast<int>(l));
+        TORCH_CHECK(t.size() == 9, "block parameters: 9 expected");
+        return Block(Layer{t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8]}, x);
+      });
     }
   }
 

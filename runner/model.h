@@ -20,6 +20,7 @@
 #include <c10/core/GradMode.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -49,6 +50,16 @@ class Workload {
   virtual void SetComputeDtype(at::ScalarType dtype) = 0;
   // Recompute each block's activations in backward instead of keeping them.
   virtual void SetActivationCheckpointing(bool on) = 0;
+
+  // The transformer blocks, 0..Blocks()-1; block l's parameters are the
+  // ones named with the prefix "<family>.<l>." in Parameters() order.
+  virtual int Blocks() const = 0;
+  // When set, block l runs with the tensors provider(l) returns (its
+  // parameters, in Parameters() order and shapes) instead of its own: the
+  // sharded node stage gathers them just before use. Called again for the
+  // recomputation when activation checkpointing is on. Empty: unset.
+  using BlockParams = std::function<std::vector<at::Tensor>(int)>;
+  virtual void SetBlockParams(BlockParams provider) = 0;
 
   // Training FLOPs per token: 6N + 12 L d T (attention included).
   virtual double FlopsPerToken(int seq_len) const = 0;

@@ -2,6 +2,7 @@
 #include "runner/node_engine.h"
 
 #include <c10/core/GradMode.h>
+#include <torch/csrc/autograd/custom_function.h>
 
 #include <algorithm>
 #include <chrono>
@@ -28,6 +29,12 @@ std::string UnitOf(const std::string& name) {
   return name.substr(0, b);
 }
 
+// "h.3" -> 3; "" -> -1.
+int BlockOf(const std::string& unit) {
+  const size_t dot = unit.find('.');
+  return dot == std::string::npos ? -1 : std::stoi(unit.substr(dot + 1));
+}
+
 // The (W, chunk) zero-padded view of a whole tensor's elements.
 at::Tensor Padded(const at::Tensor& t, int world, int64_t chunk) {
   at::Tensor flat = t.detach().reshape({-1});
@@ -39,6 +46,7 @@ at::Tensor Padded(const at::Tensor& t, int world, int64_t chunk) {
 }  // namespace
 
 NodeEngine::~NodeEngine() {
+  if (s_ && sharded_) s_->model().SetBlockParams({});
   loaders_.clear();
 }
 
@@ -75,6 +83,7 @@ Result<std::unique_ptr<NodeEngine>> NodeEngine::Create(Session* s, Comm* comm, c
       auto [it, added] = unit_index.emplace(u, static_cast<int>(e->groups_.size()));
       if (added) {
         e->groups_.emplace_back();
+        e->groups_.back().block = BlockOf(u);
         e->units_.push_back(e->groups_.size() - 1);
       }
       Slot& sl = e->slots_[i];
@@ -100,6 +109,25 @@ Result<std::unique_ptr<NodeEngine>> NodeEngine::Create(Session* s, Comm* comm, c
       e->shard_views_.emplace_back(params[i].first, v);
     }
     e->shard_optim_ = std::make_unique<Optimizer>(e->shard_views_, s->cfg().training);
+    const int blocks = s->model().Blocks();
+    e->block_group_.assign(blocks, -1);
+    for (size_t u = 0; u < e->groups_.size(); ++u) {
+      const int b = e->groups_[u].block;
+      if (b >= 0 && b < blocks) e->block_group_[b] = static_cast<int>(u);
+    }
+    for (int b = 0; b < blocks; ++b) {
+      if (e->block_group_[b] < 0) return Status::Internal("node stage", "block " + std::to_string(b) + " has no unit");
+    }
+    e->graph_anchor_ = at::empty({0}, opts.requires_grad(false)).requires_grad_(true);
+    int64_t most = 0;
+    for (const Group& g : e->groups_) {
+      if (g.block >= 0) most = std::max(most, g.size);
+    }
+    for (int k = 0; k < 2; ++k) e->gather_bufs_.push_back(at::empty({W * most}, opts.requires_grad(false)));
+    for (int k = 0; k < 3; ++k) {
+      e->rs_bufs_.push_back(at::empty({W * most}, opts.requires_grad(false)));
+      e->rs_outs_.push_back(at::empty({most}, opts.requires_grad(false)));
+    }
     e->Release();
   } else {
     const int64_t cap = std::max<int64_t>(1, static_cast<int64_t>(s->cfg().parallel.bucket_mb) * 1024 * 1024 / 4);
@@ -183,7 +211,16 @@ void NodeEngine::Launch(Group& g) {
 void NodeEngine::FinishReduction() {
   c10::NoGradGuard no_grad;
   const NamedTensors& params = s_->model().Parameters();
+  while (!reductions_.empty()) DrainOneReduction();
+  // Prefetches nobody used (the recomputation's last one): complete them so
+  // every rank's collectives stay in step.
+  for (auto& [group, f] : gathers_) comm_->Wait(f.h);
+  gathers_.clear();
   for (Group& g : groups_) {
+    if (sharded_ && g.block >= 0) {
+      if (!g.grad_written) g.grad_shard.zero_();
+      continue;
+    }
     if (g.launched) continue;
     for (size_t i : g.params) {
       Slot& sl = slots_[i];
@@ -205,15 +242,24 @@ void NodeEngine::FinishReduction() {
 
 void NodeEngine::Gather() {
   if (!sharded_ || gathered_) return;
+  GatherUnits(/*blocks=*/true);
+  gathered_ = true;
+}
+
+// All-gathers the rest unit (and the blocks' units when `blocks`) into the
+// model's own tensors.
+void NodeEngine::GatherUnits(bool blocks) {
   c10::NoGradGuard no_grad;
   const NamedTensors& params = s_->model().Parameters();
   std::vector<at::Tensor> full(groups_.size());
   std::vector<Comm::Handle> hs(groups_.size());
   for (size_t u = 0; u < groups_.size(); ++u) {
+    if (!blocks && groups_[u].block >= 0) continue;
     full[u] = at::empty({world_ * groups_[u].size}, groups_[u].shard.options());
     hs[u] = comm_->AllGatherAsync(full[u], groups_[u].shard);
   }
   for (size_t u = 0; u < groups_.size(); ++u) {
+    if (!full[u].defined()) continue;
     comm_->Wait(hs[u]);
     at::Tensor rows = full[u].view({world_, groups_[u].size});
     for (size_t i : groups_[u].params) {
@@ -224,7 +270,102 @@ void NodeEngine::Gather() {
     }
     full[u] = at::Tensor();
   }
-  gathered_ = true;
+}
+
+void NodeEngine::LaunchGather(int group) {
+  if (gathers_.count(group)) return;
+  c10::NoGradGuard no_grad;
+  InFlight f;
+  f.group = group;
+  // The buffer's previous gather was copied out by work already queued on
+  // this stream, which the collective waits for.
+  f.buf = gather_bufs_[gather_next_++ % 2].narrow(0, 0, world_ * groups_[group].size);
+  f.h = comm_->AllGatherAsync(f.buf, groups_[group].shard);
+  gathers_.emplace(group, std::move(f));
+}
+
+// The gathered parameters of a block enter the graph through this node:
+// its backward hands their gradients to the engine (which reduce-scatters
+// them into the shards) and gives the anchor no gradient.
+struct GatherBlock : public torch::autograd::Function<GatherBlock> {
+  static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx,
+                                                const at::Tensor& /*anchor*/, NodeEngine* engine,
+                                                int64_t group, std::vector<at::Tensor>* whole) {
+    ctx->saved_data["engine"] = static_cast<int64_t>(reinterpret_cast<intptr_t>(engine));
+    ctx->saved_data["group"] = group;
+    return std::move(*whole);
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    auto* engine = reinterpret_cast<NodeEngine*>(static_cast<intptr_t>(ctx->saved_data["engine"].toInt()));
+    engine->OnBlockGrads(static_cast<int>(ctx->saved_data["group"].toInt()), grads);
+    return {at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+std::vector<at::Tensor> NodeEngine::BlockParams(int block) {
+  const int dir = block > last_block_ ? 1 : -1;
+  last_block_ = block;
+  const int group = block_group_[block];
+  LaunchGather(group);
+  const int next = block + dir;
+  if (next >= 0 && next < static_cast<int>(block_group_.size())) LaunchGather(block_group_[next]);
+  InFlight f = std::move(gathers_.at(group));
+  gathers_.erase(group);
+  std::vector<at::Tensor> whole;
+  {
+    c10::NoGradGuard no_grad;
+    comm_->Wait(f.h);
+    at::Tensor rows = f.buf.view({world_, groups_[group].size});
+    for (size_t i : groups_[group].params) {
+      const Slot& sl = slots_[i];
+      // A tensor of its own per parameter (not a view: it is a Function's
+      // output), so what autograd saves of one (a norm weight) keeps only
+      // that tensor alive, not the whole unit.
+      at::Tensor w = at::empty(shapes_[i], f.buf.options());
+      if (sl.chunk * world_ == sl.numel) {
+        w.view({world_, sl.chunk}).copy_(rows.narrow(1, sl.off, sl.chunk));
+      } else {
+        w.view({-1}).copy_(rows.narrow(1, sl.off, sl.chunk).reshape({-1}).narrow(0, 0, sl.numel));
+      }
+      whole.push_back(std::move(w));
+    }
+  }
+  f.buf = at::Tensor();
+  return GatherBlock::apply(graph_anchor_, this, static_cast<int64_t>(group), &whole);
+}
+
+void NodeEngine::OnBlockGrads(int group, const std::vector<at::Tensor>& grads) {
+  c10::NoGradGuard no_grad;
+  Group& g = groups_[group];
+  InFlight f;
+  f.group = group;
+  // Three launches ago: drained (waited for) by now, see below.
+  const int64_t slot = rs_next_++ % 3;
+  f.buf = rs_bufs_[slot].narrow(0, 0, world_ * g.size);
+  f.buf.zero_();
+  at::Tensor rows = f.buf.view({world_, g.size});
+  for (size_t k = 0; k < g.params.size() && k < grads.size(); ++k) {
+    const Slot& sl = slots_[g.params[k]];
+    if (grads[k].defined()) rows.narrow(1, sl.off, sl.chunk).copy_(Padded(grads[k], world_, sl.chunk));
+  }
+  f.out = rs_outs_[slot].narrow(0, 0, g.size);
+  f.h = comm_->ReduceScatterAsync(f.out, f.buf);
+  reductions_.push_back(std::move(f));
+  while (reductions_.size() > 2) DrainOneReduction();
+}
+
+void NodeEngine::DrainOneReduction() {
+  InFlight f = std::move(reductions_.front());
+  reductions_.erase(reductions_.begin());
+  comm_->Wait(f.h);
+  Group& g = groups_[f.group];
+  if (g.grad_written) {
+    g.grad_shard.add_(f.out);
+  } else {
+    g.grad_shard.copy_(f.out);
+    g.grad_written = true;
+  }
 }
 
 void NodeEngine::Release() {
@@ -253,7 +394,11 @@ NodeStepOut NodeEngine::Step(int64_t step) {
   ZeroGrad(params);
   if (sharded_) {
     const auto t0 = Clock::now();
-    Gather();
+    Release();  // eval may have gathered everything
+    GatherUnits(/*blocks=*/false);
+    gathered_ = true;
+    for (Group& g : groups_) g.grad_written = false;
+    s_->model().SetBlockParams([this](int block) { return BlockParams(block); });
     out.comm_exposed_ms += MsSince(t0);
   }
   for (Group& g : groups_) {
@@ -275,6 +420,7 @@ NodeStepOut NodeEngine::Step(int64_t step) {
       TORCH_CHECK(b.ok(), b.status().ToString());
       wait_total += wait;
       s_->set_phase("forward");
+      last_block_ = -1;
       at::Tensor loss = s_->model().Loss(b->x, b->y);
       reduce_now_ = k == n_local - 1;
       s_->set_phase("backward");
@@ -298,6 +444,7 @@ NodeStepOut NodeEngine::Step(int64_t step) {
   {
     c10::NoGradGuard no_grad;
     if (sharded_) {
+      s_->model().SetBlockParams({});
       Release();
       for (size_t i = 0; i < params.size(); ++i) {
         const Slot& sl = slots_[i];

@@ -17,11 +17,21 @@
 // sharded  parameters are grouped into units (one per transformer block,
 //          one for the rest). Each unit is a flat buffer of which rank r
 //          holds 1/W (its "shard"): master weights, gradient and optimizer
-//          state exist only as shards between steps. Before the forward
-//          pass every unit is all-gathered into the model's tensors; as
-//          backward completes a unit its gradients are reduce-scattered;
-//          after backward the full parameters and gradients are freed and
-//          each rank steps the optimizer on its shard.
+//          state exist only as shards between steps. The rest unit is
+//          all-gathered into the model's tensors at the start of a step.
+//          A block's unit is all-gathered just before the block runs (the
+//          next block's gather is launched first, so it overlaps this
+//          block's compute) into tensors that are freed once the block's
+//          forward is done; what backward needs of them is what autograd
+//          saved (the compute-dtype copies the matrix products use, the
+//          norm weights). When backward reaches the block, its gradients
+//          are packed and reduce-scattered asynchronously, and added to the
+//          unit's gradient shard (at most two in flight). This is the
+//          FSDP pattern with reshard-after-forward, fp32 gather and reduce,
+//          no backward re-gather (the saved copies stand in for it), and
+//          every micro-batch reduced (no local accumulation of full
+//          gradients); with activation checkpointing the recomputation
+//          gathers the block again.
 //
 // Thread-safety: one thread; gradient hooks run on autograd's thread while
 // Step() waits in backward().
@@ -114,11 +124,26 @@ class NodeEngine {
     int remaining = 0;
     bool launched = false;
     Comm::Handle h;
+    int block = -1;           // sharded: the transformer block, -1 the rest
+    bool grad_written = false;  // sharded block: grad_shard holds this step's sum
+  };
+  struct InFlight {
+    int group = 0;
+    Comm::Handle h;
+    at::Tensor buf;   // all-gather: W * size; reduce-scatter: the packed gradients
+    at::Tensor out;   // reduce-scatter: this rank's part
   };
   NodeEngine() = default;
   void OnGrad(size_t i, const at::Tensor& g);
   void Launch(Group& g);
   void FinishReduction();
+  // sharded, per block (see the file comment).
+  void GatherUnits(bool blocks);
+  void LaunchGather(int group);
+  std::vector<at::Tensor> BlockParams(int block);
+  friend struct GatherBlock;
+  void OnBlockGrads(int group, const std::vector<at::Tensor>& grads);
+  void DrainOneReduction();
 
   Session* s_ = nullptr;
   Comm* comm_ = nullptr;
@@ -136,6 +161,18 @@ class NodeEngine {
   std::vector<std::unique_ptr<Loader>> loaders_;
   bool reduce_now_ = false;
   bool gathered_ = true;
+  std::vector<int> block_group_;          // sharded: block -> group
+  std::map<int, InFlight> gathers_;       // group -> all-gather in flight
+  std::vector<InFlight> reductions_;      // block reduce-scatters in flight
+  int last_block_ = -1;                   // direction of travel for prefetch
+  // Reused buffers (sized for the largest block unit): two for all-gathers
+  // (the one in use and the prefetch), three for reduce-scatters (two in
+  // flight and the one being packed). A collective's Work keeps its tensors
+  // until it is known to have finished on the device, which with NCCL is
+  // well after the host moved on: fresh buffers per block would pile up.
+  std::vector<at::Tensor> gather_bufs_, rs_bufs_, rs_outs_;
+  int64_t gather_next_ = 0, rs_next_ = 0;
+  at::Tensor graph_anchor_;               // puts gathered blocks in the graph
 };
 
 }  // namespace pilot::runner

@@ -57,10 +57,11 @@ def close(a, b, tol=TOL):
     return len(a) == len(b) and all(abs(x - y) <= tol * max(abs(y), 1e-12) for x, y in zip(a, b))
 
 
-def node_run(name, mode, nproc, expect=0, env=None):
+def node_run(name, mode, nproc, expect=0, env=None, sets=()):
     out = fresh(name)
+    extra = [a for s in sets for a in ("--set", s)]
     p = run(["run", "--config", CONFIG, "--out", out, "--stage", "node", "--nproc", str(nproc),
-             "--set", f"parallel.mode=\"{mode}\""], env=env, expect=expect)
+             "--set", f"parallel.mode=\"{mode}\""] + extra, env=env, expect=expect)
     return out, p
 
 
@@ -115,6 +116,19 @@ def test_equivalence():
     a, b, c = ref["losses"], node_stage(ddp)["losses"], node_stage(sh)["losses"]
     require(close(b, a), f"ddp losses {b} != single process {a}")
     require(close(c, a), f"sharded losses {c} != single process {a}")
+
+
+def test_equivalence_variants():
+    # Sharded blocks are gathered again for the recomputation, and every
+    # accumulated micro-batch is reduce-scattered: both must keep the losses
+    # of one process, for both model families.
+    for kind, extra in (("gpt", ()), ("llama", ("model.kind=\"llama\"",))):
+        sets = ("training.activation_checkpointing=true", "run.grad_accum=2") + extra
+        one, _ = node_run(f"eqv-{kind}-1", "ddp", 1, sets=sets)
+        sh, _ = node_run(f"eqv-{kind}-sharded", "sharded", 2, sets=sets)
+        a, c = node_stage(one)["losses"], node_stage(sh)["losses"]
+        require(node_stage(sh)["status"] == "ok", f"{kind}: sharded status")
+        require(close(c, a), f"{kind}: sharded losses {c} != single process {a}")
 
 
 def test_crash():
@@ -178,7 +192,8 @@ def test_multinode():
     require(close(reps[0]["losses"], node_stage(local)["losses"]), "same losses as the local spawn")
 
 
-TESTS = {"ddp": test_ddp, "sharded": test_sharded, "equivalence": test_equivalence, "crash": test_crash,
+TESTS = {"ddp": test_ddp, "sharded": test_sharded, "equivalence": test_equivalence,
+         "equivalence_variants": test_equivalence_variants, "crash": test_crash,
          "restore_can_fail": test_restore_can_fail, "multinode": test_multinode}
 
 if __name__ == "__main__":

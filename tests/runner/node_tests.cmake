@@ -12,7 +12,7 @@ gtest_discover_tests(pilot_node_unit_tests PROPERTIES LABELS unit DISCOVERY_TIME
 
 if(TARGET pilot-runner)
   find_package(Python3 REQUIRED COMPONENTS Interpreter)
-  foreach(name ddp sharded equivalence crash restore_can_fail multinode)
+  foreach(name ddp sharded equivalence equivalence_variants crash restore_can_fail multinode)
     add_test(NAME runner.node_${name}
              COMMAND Python3::Interpreter ${CMAKE_CURRENT_LIST_DIR}/node_test.py
                      $<TARGET_FILE:pilot-runner> ${CMAKE_SOURCE_DIR}
