@@ -84,6 +84,7 @@ Result<Command> ParseCommandLine(const std::vector<std::string>& args) {
         ("overhead-steps", po::value(&r.overhead_steps)->default_value(0), "instrumentation check")
         ("nproc", po::value(&r.nproc)->default_value(0), "node stage: local processes (0 = parallel.nproc)")
         ("keep-reference", po::bool_switch(&r.keep_reference), "keep reference-final.safetensors")
+        ("trace", po::value(&r.trace), "write a Chrome trace of 3 steady steps to FILE")
         ("resume-from", po::value(&r.resume_checkpoint), "internal: restore this checkpoint")
         ("reference", po::value(&r.reference_params), "internal: reference parameters");
     if (WantsHelp(rest)) {

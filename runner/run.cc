@@ -23,6 +23,7 @@
 #include "runner/node_stage.h"
 #include "runner/safetensors.h"
 #include "runner/session.h"
+#include "runner/trace.h"
 
 extern char** environ;
 
@@ -265,6 +266,10 @@ int RunSingle(const RunOptions& o, const Config& cfg, const Pins& pins, SingleSt
       return kExitError;
     }
     RunChecks(*s, o, ckpt_path, records, st, metrics);
+    if (!o.trace.empty()) {
+      Status tr = TraceSteps(*s, o.trace, 3);
+      if (!tr.ok()) std::fprintf(stderr, "%s\n", tr.ToString().c_str());
+    }
   } catch (const std::exception& e) {
     return RecordFailure(e, s.get(), dev, st);
   }

@@ -48,6 +48,7 @@ struct RunOptions {
   int overhead_steps = 0;          // --overhead-steps: instrumentation check
   int nproc = 0;                   // --nproc: node stage processes (0 = parallel.nproc)
   bool keep_reference = false;     // --keep-reference
+  std::string trace;               // --trace: Chrome trace of steady steps
   // Internal (the fresh process of the restore test):
   std::string resume_checkpoint;   // --resume-from
   std::string reference_params;    // --reference

@@ -231,6 +231,25 @@ def test_cpu_oom():
     require(s["failure"]["memory"]["process_peak_rss_bytes"] > 0, "memory at failure recorded")
 
 
+def test_trace():
+    # --trace writes a Chrome trace of a few steady steps, or says plainly
+    # that this libtorch cannot (no Kineto); either way the pilot completes
+    # and its figures do not include the traced steps.
+    out = fresh("trace")
+    trace = os.path.join(out, "trace.json")
+    p = run(["run", "--config", CONFIG, "--out", out, "--trace", trace], expect=0)
+    s = results(out)["stages"]["single"]
+    require(s["status"] == "ok" and s["restore"]["equal"], "pilot complete")
+    require(len(s["losses"]) == 12, "the traced steps are not in the losses")
+    if os.path.exists(trace):
+        with open(trace) as f:
+            events = json.load(f)["traceEvents"]
+        require(any(e.get("ph") == "X" for e in events), "trace has timed events")
+        require("trace of 3 steps written" in p.stderr, p.stderr[-1500:])
+    else:
+        require("pilot: trace: " in p.stderr, f"no trace and no reason\n{p.stderr[-1500:]}")
+
+
 if __name__ == "__main__":
     os.makedirs(WORK, exist_ok=True)
     globals()["test_" + NAME]()
