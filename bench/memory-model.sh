@@ -1,13 +1,78 @@
 #!/usr/bin/env bash
 # Memory-model accuracy on one GPU: runs pilot-runner at a calibration shape
 # and at other shapes of configs/gpt-1b.toml, and keeps each results.json
-# (under $OUT/memory-model/). The predictions are made afterwards, from the
-# calibration run alone, by `pilot plan` (bench/RESULTS.md shows the table).
+# (under $OUT/memory-model/). Every run also measures its own memory
+# calibration (training.memory_calibration_steps: a few steps at half the
+# micro-batch), so each results.json carries the second point the
+# calibrated memory model needs.
 #
-# Usage: bench/memory-model.sh     (on the GPU machine; builds build-gpu)
+# The predictions are made afterwards, from one run's results.json alone,
+# by `pilot plan` (bench/RESULTS.md shows the table):
+#   calib.json (micro-batch 8, checkpointing off, calibrated by its own
+#   micro-batch 4 steps) predicts every shape; shapes with checkpointing on
+#   come from the model's rule ("by rule"). ac8.json (checkpointing on,
+#   calibrated by its own micro-batch 4 steps) predicts the checkpointing
+#   shapes as measured.
+#
+# Usage: bench/memory-model.sh            (on the GPU machine; builds build-gpu)
+#        bench/memory-model.sh predict [DIR] [PILOT]
+#            (anywhere `pilot` is built; DIR defaults to $OUT/memory-model,
+#            PILOT to build/cli/pilot)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/pilot-bench-out}/memory-model
+# name micro_batch seq_len recompute
+shapes=("calib 8 2048 false" "mb2 2 2048 false" "mb12 12 2048 false"
+        "seq1024 8 1024 false" "seq4096 4 4096 false" "ac8 8 2048 true" "ac16 16 2048 true")
+
+# Predicted device bytes of every shape from FROM.json's own calibration
+# against the measured device bytes of the shape's run.
+predict() {
+  local dir=$1 pilot=$2 from=$3 only_ac=$4
+  local policy
+  policy=$(mktemp)
+  printf 'state_dir = "%s"\nhardware_catalog = "%s"\n' "$(mktemp -d)" "$PWD/etc/hardware.toml" >"$policy"
+  for s in "${shapes[@]}"; do
+    read -r name mb seq ac <<<"$s"
+    [[ $only_ac == true && $ac != true ]] && continue
+    [[ -f $dir/$name.json ]] || { echo "memory-model: $name: no results"; continue; }
+    local rc=off
+    [[ $ac == true ]] && rc=on
+    "$pilot" plan --policy "$policy" --config configs/gpt-1b.toml --nodes 1 --gpus-per-node 1 \
+      --gpu H200-141 --micro-batch "$mb" --seq-len "$seq" --recompute "$rc" \
+      "$dir/$from.json" >"$dir/plan-$from-$name.txt" 2>&1
+    python3 - "$dir/plan-$from-$name.txt" "$dir/$name.json" "$from" "$name" "$mb" "$seq" "$rc" <<'PY'
+import json, re, sys
+plan, measured, src, name, mb, seq, rc = sys.argv[1:8]
+text = open(plan).read()
+basis = re.search(r"^predicted from: (.*) memory model$", text, re.M)
+cal = re.search(r"^memory calibration: (.*)$", text, re.M)
+row = re.search(r"^H200-141\*?\s+\S+ GiB\s+([0-9.]+) GiB", text, re.M)
+if not row:
+    print(f"memory-model: {name} from {src}: no prediction\n{text[-600:]}")
+    sys.exit(0)
+pred = float(row.group(1))
+m = json.load(open(measured))["stages"]["single"]["memory"]
+dev = (m.get("device_used_bytes") or 0) / 2**30
+err = (pred - dev) / dev * 100 if dev else float("nan")
+print(f"| {basis.group(1) if basis else '?'} | {name} (from {src}) | {mb} | {seq} | {rc} | "
+      f"{(m.get('peak_allocated_bytes') or 0) / 2**30:.2f} | {dev:.2f} | {pred:.1f} | {err:+.1f}% |"
+      f"  [{cal.group(1) if cal else '?'}]")
+PY
+  done
+  rm -f "$policy"
+}
+
+if [[ ${1:-} == predict ]]; then
+  dir=${2:-$out}
+  pilot=${3:-build/cli/pilot}
+  echo "| basis | shape | micro-batch | seq_len | recompute | allocated GiB | device GiB | predicted GiB | error |"
+  echo "|---|---|---|---|---|---|---|---|---|"
+  predict "$dir" "$pilot" calib false
+  predict "$dir" "$pilot" ac8 true
+  exit 0
+fi
+
 work=/tmp/pilot-mm
 rm -rf "$work"
 mkdir -p "$out" "$work"
@@ -18,17 +83,15 @@ if ! scripts/gpu-build build-gpu >"$out/build.log" 2>&1; then
   exit 1
 fi
 runner=build-gpu/runner/pilot-runner
-# name micro_batch seq_len recompute
-shapes=("calib 8 2048 false" "mb4 4 2048 false" "mb2 2 2048 false" "mb12 12 2048 false"
-        "seq1024 8 1024 false" "seq4096 4 4096 false" "ac8 8 2048 true" "ac16 16 2048 true")
 for s in "${shapes[@]}"; do
   read -r name mb seq ac <<<"$s"
   t0=$SECONDS
-  timeout 150 "$runner" run --config configs/gpt-1b.toml --set run.grad_accum=1 \
+  timeout 180 "$runner" run --config configs/gpt-1b.toml --set run.grad_accum=1 \
     --set run.micro_batch="$mb" --set run.seq_len="$seq" \
     --set training.activation_checkpointing="$ac" --set training.steps=6 \
     --set checkpoint.at_step=3 --set training.warmup_steps=2 \
     --set training.precision_check_steps=0 --set training.recompute_check_steps=0 \
+    --set training.memory_calibration_steps=2 \
     --set "checkpoint.dir=\"$work/ck-$name\"" --out "$work/$name" >"$out/$name.log" 2>&1
   rc=$?
   cp "$work/$name/results.json" "$out/$name.json" 2>/dev/null
@@ -37,11 +100,15 @@ import json, sys
 try:
     s = json.load(open(sys.argv[1]))["stages"]["single"]
     m = s["memory"]
-    g = lambda k: round((m.get(k) or 0) / 2**30, 3)
-    print(f"memory-model: {sys.argv[2]} exit {sys.argv[3]} {sys.argv[4]}s alloc {g('peak_allocated_bytes')} "
-          f"reserved {g('peak_reserved_bytes')} device {g('device_used_bytes')} GiB")
+    g = lambda d, k: round((d.get(k) or 0) / 2**30, 3)
+    c = s.get("memory_calibration") or {}
+    print(f"memory-model: {sys.argv[2]} exit {sys.argv[3]} {sys.argv[4]}s alloc {g(m, 'peak_allocated_bytes')} "
+          f"reserved {g(m, 'peak_reserved_bytes')} device {g(m, 'device_used_bytes')} GiB; "
+          f"calibration {c.get('status')} micro_batch {c.get('micro_batch')} "
+          f"alloc {g(c, 'peak_allocated_bytes')} GiB {c.get('detail') or ''}")
 except Exception as e:
     print(f"memory-model: {sys.argv[2]} exit {sys.argv[3]}: no results ({e})")
 PY
   rm -rf "$work/ck-$name"
 done
+echo "memory-model: predictions: bench/memory-model.sh predict $out (where pilot is built)"

@@ -33,7 +33,8 @@ std::string Pad(std::string s, size_t w) {
   return s + " ";
 }
 
-void PrintPlan(std::ostream& out, const PilotInput& in, const Plan& p) {
+void PrintPlan(std::ostream& out, const PilotInput& in, const Plan& p,
+               const std::string& calibration) {
   const SingleStage& s = *in.results.single;
   const MemoryBreakdown& b = p.breakdown;
   out << in.label << ": measured on " << (s.device_name.empty() ? s.device : s.device_name) << ", "
@@ -44,10 +45,15 @@ void PrintPlan(std::ostream& out, const PilotInput& in, const Plan& p) {
       << GiB(b.activation_bytes) << " (" << Num(b.activation_bytes_per_token / 1024, 0)
       << " KiB/token), workspace " << GiB(b.workspace_bytes) << ", runtime " << GiB(b.runtime_bytes)
       << "\n";
+  out << "memory calibration: " << calibration << "\n";
   const MemoryQuery& q = p.memory_query;
   out << "what-if: " << q.mode << " on " << p.nodes << " node(s) x " << p.gpus_per_node
       << " GPUs, seq_len " << q.seq_len << ", micro_batch " << q.micro_batch
-      << (q.activation_checkpointing ? ", activation checkpointing" : "") << "\n\n";
+      << (q.activation_checkpointing ? ", activation checkpointing" : "") << "\n";
+  if (!p.options.empty()) {
+    out << "predicted from: " << p.options[0].memory.basis << " memory model\n";
+  }
+  out << "\n";
   out << Pad("GPU", 12) << Pad("memory", 10) << Pad("predicted", 10) << Pad("free", 5)
       << Pad("fits", 4) << Pad("tok/s/GPU", 10) << Pad("MFU", 5) << Pad("scaling", 8)
       << "max nodes\n";
@@ -147,7 +153,13 @@ int RunPlan(const Invocation& inv) {
         << "\n";
     return kExitNo;
   }
-  std::optional<MemoryCalibration> cal;
+  // The runner's own calibration (its smaller micro-batch), unless
+  // --calibrate names another pilot to take the second point from.
+  std::string why_not;
+  std::optional<MemoryCalibration> cal = CalibrationFrom(*in->results.single, &why_not);
+  std::string cal_from = cal ? "the runner's micro_batch " + std::to_string(cal->micro_batch_b) +
+                                   " steps in " + in->label
+                             : "none (" + why_not + ")";
   if (const std::string c = vm["calibrate"].as<std::string>(); !c.empty()) {
     Result<Results> other = ReadResultsFile(c);
     if (!other.ok()) {
@@ -166,13 +178,14 @@ int RunPlan(const Invocation& inv) {
     cal = MemoryCalibration{a.shape.micro_batch, *a.memory.peak_allocated_bytes,
                             other->single->shape.micro_batch,
                             *other->single->memory.peak_allocated_bytes};
+    cal_from = "--calibrate " + c + " (micro_batch " + std::to_string(cal->micro_batch_b) + ")";
   }
   Result<Plan> plan = MakePlan(*in->results.single, *in->config, in->catalog, in->policy, q, cal);
   if (!plan.ok()) {
     inv.err << plan.status().ToString() << "\n";
     return kExitUsage;
   }
-  PrintPlan(inv.out, *in, *plan);
+  PrintPlan(inv.out, *in, *plan, cal_from);
   return kExitOk;
 }
 

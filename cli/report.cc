@@ -46,7 +46,8 @@ int RunReport(const Invocation& inv) {
   if (in->verdict) r.verdict = &*in->verdict;
   std::optional<Plan> plan;
   if (in->config && in->results.single && in->results.single->shape.params > 0) {
-    Result<Plan> p = MakePlan(*in->results.single, *in->config, in->catalog, in->policy);
+    Result<Plan> p = MakePlan(*in->results.single, *in->config, in->catalog, in->policy, {},
+                              CalibrationFrom(*in->results.single));
     if (p.ok()) {
       plan = std::move(p).value();
       r.plan = &*plan;

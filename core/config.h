@@ -107,6 +107,7 @@ struct TrainingConfig {
   std::string device = "auto";  // "auto" | "cpu" | "cuda"
   int precision_check_steps = 3;  // fp32 comparison steps (bf16/fp16 only)
   int recompute_check_steps = 3;  // steps timed without activation ckpt
+  int memory_calibration_steps = 2;  // steps at a smaller micro-batch (memory model)
 };
 
 // [checkpoint]

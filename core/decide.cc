@@ -363,7 +363,7 @@ void CheckMemoryFit(const Plan& plan, const Policy& p, std::vector<Check>* out) 
   std::string layout = q.mode + (q.gpus > 1 ? Fmt(" x%d", q.gpus) : "") +
                        (q.activation_checkpointing ? ", recompute" : "");
   std::string measured = GiB(o.memory.total_bytes) + " of " + GiB(o.gpu.memory_bytes) + " on " +
-                         o.gpu.name + " (" + layout + ", " + plan.breakdown.source + ")";
+                         o.gpu.name + " (" + layout + ", " + o.memory.basis + ")";
   std::string detail = "the run's shape fits " + o.gpu.name + " with headroom";
   if (!o.fit.fits) {
     std::string others;
@@ -473,7 +473,8 @@ Verdict Decide(const DecideInput& in, const Policy& policy, const HardwareCatalo
   if (s != nullptr && cfg != nullptr && s->shape.params > 0) {
     std::optional<NodeMeasurement> node;
     if (in.results->node) node = NodeMeasurementFrom(*in.results->node);
-    Result<Plan> p = MakePlan(*s, *cfg, catalog, policy, {}, std::nullopt, node);
+    // The runner's own calibration (a smaller micro-batch) when it has one.
+    Result<Plan> p = MakePlan(*s, *cfg, catalog, policy, {}, CalibrationFrom(*s), node);
     if (p.ok()) plan = std::move(*p);
   }
   v.hardware = FitHardware(plan ? &*plan : nullptr, cfg, catalog);

@@ -22,7 +22,9 @@
 //                    thresholds.precision_loss_tolerance; skip for fp32
 //   memory_fit       the memory model's predicted peak for the run's shape,
 //                    layout (ddp/sharded x GPUs) and GPU type within
-//                    (1 - memory_headroom) of its memory (core/plan.h)
+//                    (1 - memory_headroom) of its memory (core/plan.h);
+//                    calibrated by the runner's memory_calibration when the
+//                    results hold one (CalibrationFrom), else residual
 //   budget           the whole pipeline (core/budget.h) within 30 days (fail
 //                    "does not fit a 30-day term" otherwise) and within the
 //                    requested run.reservation_days (warn if not)

@@ -43,6 +43,28 @@ int64_t Bytes(double v) { return v <= 0 ? 0 : static_cast<int64_t>(std::llround(
 
 }  // namespace
 
+std::optional<MemoryCalibration> CalibrationFrom(const SingleStage& s, std::string* why_not) {
+  auto no = [&](std::string why) -> std::optional<MemoryCalibration> {
+    if (why_not != nullptr) *why_not = std::move(why);
+    return std::nullopt;
+  };
+  if (!s.memory_calibration) return no("no memory calibration in the results");
+  const MemoryCalibrationCheck& c = *s.memory_calibration;
+  if (c.status != "ok") {
+    return no("memory calibration " + c.status + (c.detail.empty() ? "" : ": " + c.detail));
+  }
+  if (!c.peak_allocated_bytes || !s.memory.peak_allocated_bytes) {
+    return no("memory calibration without allocator peaks (" + s.device + ")");
+  }
+  if (c.micro_batch <= 0 || c.micro_batch == s.shape.micro_batch || c.seq_len != s.shape.seq_len ||
+      c.activation_checkpointing != s.shape.activation_checkpointing) {
+    return no("memory calibration not at another micro-batch of the same shape");
+  }
+  if (why_not != nullptr) why_not->clear();
+  return MemoryCalibration{s.shape.micro_batch, *s.memory.peak_allocated_bytes, c.micro_batch,
+                           *c.peak_allocated_bytes};
+}
+
 Workload WorkloadFrom(const SingleStage& s, const Config* cfg) {
   Workload w;
   w.params = s.shape.params;
@@ -156,6 +178,11 @@ MemoryPrediction PredictPeak(const MemoryBreakdown& b, const Workload& w, const 
     per_layer = std::min(per_layer, layers * w.d_model * eb + per_layer / layers);
   } else if (!q.activation_checkpointing && b.activation_checkpointing) {
     per_layer = std::max(per_layer, (per_layer - layers * w.d_model * eb) * layers);
+  }
+  p.basis = b.source;
+  if (q.activation_checkpointing != b.activation_checkpointing) {
+    p.basis += std::string(", activation checkpointing ") +
+               (q.activation_checkpointing ? "on" : "off") + " by rule";
   }
   const double per_token = per_layer + logits;
   const double tokens = static_cast<double>(q.seq_len) * q.micro_batch;

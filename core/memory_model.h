@@ -53,14 +53,22 @@
 namespace pilot {
 
 // Two allocator peaks measured at the same seq_len and different
-// micro-batches (the runner measures a smaller micro-batch for a few steps).
-// Absent from results.json schema 1: callers pass nullopt until it is.
+// micro-batches: the runner's steady step and its memory calibration steps
+// at a smaller micro-batch (stages.single.memory_calibration), or two pilots
+// (`pilot plan --calibrate`).
 struct MemoryCalibration {
   int micro_batch_a = 0;
   int64_t peak_a = 0;  // allocated peak bytes at micro_batch_a
   int micro_batch_b = 0;
   int64_t peak_b = 0;
 };
+
+// The calibration the runner measured: the steady step's allocated peak and
+// memory_calibration's, when that ran ("ok") at another micro-batch of the
+// same seq_len and checkpointing setting with allocator peaks (a GPU).
+// nullopt otherwise, with the reason in `why_not` (may be null).
+std::optional<MemoryCalibration> CalibrationFrom(const SingleStage& s,
+                                                 std::string* why_not = nullptr);
 
 // What the model needs about the workload besides the measurements.
 struct Workload {
@@ -131,6 +139,10 @@ struct MemoryPrediction {
   int64_t workspace_bytes = 0;
   int64_t runtime_bytes = 0;
   int64_t total_bytes = 0;  // predicted device bytes per GPU
+  // The breakdown's source, plus ", activation checkpointing on|off by rule"
+  // when the query's setting differs from the measured one (that part is
+  // the model's rule, never measured).
+  std::string basis;
 };
 
 MemoryPrediction PredictPeak(const MemoryBreakdown& b, const Workload& w, const MemoryQuery& q);

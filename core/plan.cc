@@ -114,6 +114,12 @@ Result<Plan> MakePlan(const SingleStage& s, const Config& cfg, const HardwareCat
     plan.notes.push_back("scaling: " + o.scaling.basis);
   }
   plan.notes.push_back("memory: " + plan.breakdown.source + " activations");
+  if (mq.activation_checkpointing != plan.breakdown.activation_checkpointing) {
+    plan.notes.push_back(std::string("memory: activation checkpointing ") +
+                         (mq.activation_checkpointing ? "on" : "off") +
+                         " predicted by the model's rule, not measured (the pilot ran with it " +
+                         (plan.breakdown.activation_checkpointing ? "on" : "off") + ")");
+  }
   for (const auto& n : plan.breakdown.notes) plan.notes.push_back("memory: " + n);
   if (plan.workload.precision != "fp32") {
     plan.notes.push_back("memory: attention linear in seq_len (flash/memory-efficient SDPA for " +

@@ -18,7 +18,12 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 // ---- field lists -----------------------------------------------------------
-// `S` is the struct, const or not; `V` is called as v("key", field).
+// `S` is the struct, const or not; `V` is called as v("key", field), or
+// v("key", field, kMayBeAbsent) for an optional member that older files lack
+// (read as null when absent; always written).
+
+struct MayBeAbsent {};
+constexpr MayBeAbsent kMayBeAbsent{};
 
 template <class V, class S>
 void Fields(V& v, S& s, std::type_identity<MemoryStats>) {
@@ -138,6 +143,21 @@ void Fields(V& v, S& s, std::type_identity<InstrumentationCheck>) {
 }
 
 template <class V, class S>
+void Fields(V& v, S& s, std::type_identity<MemoryCalibrationCheck>) {
+  v("status", s.status);
+  v("micro_batch", s.micro_batch);
+  v("seq_len", s.seq_len);
+  v("activation_checkpointing", s.activation_checkpointing);
+  v("steps", s.steps);
+  v("step", s.step);
+  v("peak_allocated_bytes", s.peak_allocated_bytes);
+  v("peak_reserved_bytes", s.peak_reserved_bytes);
+  v("device_used_bytes", s.device_used_bytes);
+  v("process_peak_rss_bytes", s.process_peak_rss_bytes);
+  v("detail", s.detail);
+}
+
+template <class V, class S>
 void Fields(V& v, S& s, std::type_identity<FailureInfo>) {
   v("kind", s.kind);
   v("step", s.step);
@@ -169,6 +189,8 @@ void Fields(V& v, S& s, std::type_identity<SingleStage>) {
   v("precision_check", s.precision_check);
   v("recompute_check", s.recompute_check);
   v("instrumentation", s.instrumentation);
+  // Files written before the calibration existed have no member: null.
+  v("memory_calibration", s.memory_calibration, kMayBeAbsent);
   v("failure", s.failure);
 }
 
@@ -323,6 +345,10 @@ struct Writer {
   void operator()(const char* key, const T& value) {
     (*out)[key] = ToJson(value);
   }
+  template <class T>
+  void operator()(const char* key, const T& value, MayBeAbsent) {
+    (*this)(key, value);
+  }
 };
 
 template <class T>
@@ -433,6 +459,15 @@ struct Reader {
       return;
     }
     status = FromJson(*it, prefix + key, &value);
+  }
+  template <class T>
+  void operator()(const char* key, std::optional<T>& value, MayBeAbsent) {
+    if (obj->find(key) == obj->end()) {
+      known.insert(key);
+      value.reset();
+      return;
+    }
+    (*this)(key, value);
   }
 };
 

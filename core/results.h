@@ -152,6 +152,27 @@ struct InstrumentationCheck {
   bool operator==(const InstrumentationCheck&) const = default;
 };
 
+// A few steps at a smaller micro-batch (the run's seq_len, precision and
+// activation checkpointing) from the checkpoint state, the last one measured
+// like `memory`: with the steady step's allocated peak it gives the memory
+// model two points (core/memory_model.h, "calibrated"). On a CPU there are no
+// allocator peaks: the process's peak resident set is recorded as what it is
+// and the memory model does not use it.
+struct MemoryCalibrationCheck {
+  std::string status;              // "ok" | "skipped" | "oom" | "error"
+  int micro_batch = 0;
+  int seq_len = 0;
+  bool activation_checkpointing = false;
+  int steps = 0;                   // steps run (the last one measured)
+  int64_t step = 0;                // the step measured (1-based)
+  std::optional<int64_t> peak_allocated_bytes;
+  std::optional<int64_t> peak_reserved_bytes;
+  std::optional<int64_t> device_used_bytes;
+  std::optional<int64_t> process_peak_rss_bytes;  // VmHWM (CPU figure)
+  std::string detail;              // why skipped / failed, or what the figures are
+  bool operator==(const MemoryCalibrationCheck&) const = default;
+};
+
 // A failure that ended the stage early (an out-of-memory is a result).
 struct FailureInfo {
   std::string kind;                // "oom" | "error"
@@ -186,6 +207,9 @@ struct SingleStage {
   PrecisionCheck precision_check;
   RecomputeCheck recompute_check;
   InstrumentationCheck instrumentation;
+  // null when the checks did not run (the stage ended earlier) or the file
+  // predates the member.
+  std::optional<MemoryCalibrationCheck> memory_calibration;
   std::optional<FailureInfo> failure;
   bool operator==(const SingleStage&) const = default;
 };

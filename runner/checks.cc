@@ -1,6 +1,7 @@
 // The measured choices (seed: "validate numerical behaviour for lower
-// precision; measure the compute cost of recomputing activations") and the
-// cost of the runner's own measurements. Each check starts from the saved
+// precision; measure the compute cost of recomputing activations"), a
+// second micro-batch for the memory model and the cost of the runner's own
+// measurements. Each check starts from the saved
 // checkpoint (so it sees the state the reference saw after step K) and runs
 // a few steps in the same process after the reference trajectory is done.
 #include <chrono>
@@ -144,6 +145,98 @@ void RecomputeCheckRun(Session& s, const std::string& ckpt, SingleStage* st, FIL
   }
 }
 
+// The memory model's second point (core/memory_model.h, "calibrated"): a
+// few steps at about half the micro-batch, with the run's seq_len, precision
+// and activation checkpointing, from the checkpoint state. The last step is
+// measured like the steady step (synchronise, reset the peak, step,
+// synchronise, read); cached blocks are released first so that the reserved
+// and device figures belong to the smaller shape. Batches come from the
+// session's data viewed at the smaller micro-batch, still a pure function of
+// (seed, step, rank). A micro-batch of 1 has no smaller one at the same
+// seq_len (the calibration varies the micro-batch only): skipped. On a CPU
+// the allocator figures do not exist; the process's peak resident set is
+// recorded as such. The session keeps its dtype and checkpointing setting;
+// its weights are whatever the steps left (the checks after this one either
+// reload the checkpoint or do not depend on them).
+void MemoryCalibrationRun(Session& s, const std::string& ckpt, SingleStage* st) {
+  const Config& c = s.cfg();
+  MemoryCalibrationCheck& mc = st->memory_calibration.emplace();
+  mc.seq_len = c.training.seq_len;
+  mc.activation_checkpointing = c.training.activation_checkpointing;
+  const int k = c.training.memory_calibration_steps;
+  if (k <= 0 || c.training.micro_batch <= 1) {
+    mc.status = "skipped";
+    mc.detail = k <= 0 ? "no steps asked for"
+                       : "micro_batch is 1: no smaller micro-batch at the same seq_len";
+    return;
+  }
+  mc.micro_batch = std::max(1, c.training.micro_batch / 2);
+  const at::Device& dev = s.device();
+  const int64_t at = c.checkpoint.at_step;
+  const int64_t accum = std::max(1, c.run.grad_accum);
+  try {
+    Status r = Reload(s, ckpt);
+    if (!r.ok()) {
+      mc.status = "error";
+      mc.detail = r.Message();
+      return;
+    }
+    Synchronize(dev);
+    ReleaseCachedMemory(dev);
+    Loader loader(TokenSource::WithMicroBatch(s.data(), mc.micro_batch), at * accum,
+                  (at + k) * accum, c.data.loader_threads, c.data.prefetch, dev);
+    for (int64_t step = at + 1; step <= at + k; ++step) {
+      const bool measure = step == at + k;
+      if (measure) {
+        Synchronize(dev);
+        ResetPeak(dev);
+      }
+      Result<StepResult> sr = s.Step(loader, step, nullptr);
+      if (!sr.ok()) {
+        mc.status = "error";
+        mc.detail = sr.status().Message();
+        return;
+      }
+      ++mc.steps;
+      if (measure) {
+        Synchronize(dev);
+        const MemoryStats m = Snapshot(dev, step);
+        mc.step = step;
+        mc.peak_allocated_bytes = m.peak_allocated_bytes;
+        mc.peak_reserved_bytes = m.peak_reserved_bytes;
+        mc.device_used_bytes = m.device_used_bytes;
+        mc.process_peak_rss_bytes = m.process_peak_rss_bytes;
+      }
+    }
+    mc.status = "ok";
+    const std::optional<int64_t> peak = PeakOf(st->memory);
+    if (mc.peak_allocated_bytes) {
+      std::fprintf(
+          stderr,
+          "pilot: single: memory calibration: micro_batch %d: peak allocated %s "
+          "(micro_batch %d: %s)\n",
+          mc.micro_batch, FormatBytes(static_cast<double>(*mc.peak_allocated_bytes)).c_str(),
+          c.training.micro_batch, peak ? FormatBytes(static_cast<double>(*peak)).c_str() : "n/a");
+    } else {
+      mc.detail = "no allocator peaks on " + std::string(dev.is_cuda() ? "this device" : "a CPU") +
+                  ": process_peak_rss_bytes is the process's peak resident set, which the memory "
+                  "model does not use";
+      std::fprintf(stderr,
+                   "pilot: single: memory calibration: micro_batch %d: process peak RSS %s "
+                   "(not used by the memory model)\n",
+                   mc.micro_batch,
+                   mc.process_peak_rss_bytes
+                       ? FormatBytes(static_cast<double>(*mc.process_peak_rss_bytes)).c_str()
+                       : "n/a");
+    }
+  } catch (const std::exception& e) {
+    Recover(s);
+    mc.status = IsOutOfMemory(e) ? "oom" : "error";
+    mc.detail = IsOutOfMemory(e) ? "the smaller micro-batch does not fit in device memory"
+                                 : std::string(e.what()).substr(0, 300);
+  }
+}
+
 // Steps with and without the per-step measurements (events, loss reads,
 // progress, metrics), alternated twice so drift affects both alike.
 void InstrumentationCheckRun(Session& s, int steps, SingleStage* st, FILE* metrics) {
@@ -179,6 +272,7 @@ void RunChecks(Session& s, const RunOptions& opts, const std::string& checkpoint
                const std::vector<StepRecord>& reference, SingleStage* st, FILE* metrics) {
   PrecisionCheckRun(s, checkpoint, reference, st, metrics);
   RecomputeCheckRun(s, checkpoint, st, metrics);
+  MemoryCalibrationRun(s, checkpoint, st);
   InstrumentationCheckRun(s, opts.overhead_steps, st, metrics);
 }
 

@@ -120,7 +120,29 @@ Result<std::shared_ptr<TokenSource>> TokenSource::Open(const DataConfig& data, i
   return s;
 }
 
+std::shared_ptr<TokenSource> TokenSource::WithMicroBatch(std::shared_ptr<const TokenSource> base,
+                                                         int micro_batch) {
+  std::shared_ptr<TokenSource> s(new TokenSource());
+  s->cfg_ = base->cfg_;
+  s->vocab_ = base->vocab_;
+  s->seq_len_ = base->seq_len_;
+  s->micro_batch_ = micro_batch;
+  s->rank_ = base->rank_;
+  s->seed_ = base->seed_;
+  s->width_ = base->width_;
+  s->train_map_ = base->train_map_;
+  s->train_map_len_ = base->train_map_len_;
+  s->eval_map_ = base->eval_map_;
+  s->eval_map_len_ = base->eval_map_len_;
+  s->train_len_ = base->train_len_;
+  s->eval_begin_ = base->eval_begin_;
+  s->eval_len_ = base->eval_len_;
+  s->owner_ = base->owner_ ? base->owner_ : std::move(base);
+  return s;
+}
+
 TokenSource::~TokenSource() {
+  if (owner_) return;  // a view: the owner unmaps
   if (train_map_) ::munmap(train_map_, train_map_len_);
   if (eval_map_) ::munmap(eval_map_, eval_map_len_);
 }

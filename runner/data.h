@@ -53,6 +53,12 @@ class TokenSource {
                                                    std::string eval_sha256 = {});
   ~TokenSource();
 
+  // The same data at another micro-batch: the same files (not hashed or
+  // mapped again), seed and rank, so batch `index` is again a pure function
+  // of (seed, index, rank) at that shape. Keeps `base` and its maps alive.
+  static std::shared_ptr<TokenSource> WithMicroBatch(std::shared_ptr<const TokenSource> base,
+                                                     int micro_batch);
+
   // Micro-batch `index` of training, on the CPU (pinned when `pin`).
   Result<Batch> Train(int64_t index, bool pin) const;
   // Eval micro-batch `i` (0 <= i < eval batches); the same every call.
@@ -75,6 +81,8 @@ class TokenSource {
   size_t eval_map_len_ = 0;
   int64_t train_len_ = 0;  // tokens usable for training
   int64_t eval_begin_ = 0, eval_len_ = 0;  // eval range (in eval map or train tail)
+  // Set for a view made by WithMicroBatch: the maps belong to `owner_`.
+  std::shared_ptr<const TokenSource> owner_;
 };
 
 // Prefetches training micro-batches [first, last) on `threads` producer

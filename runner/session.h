@@ -95,6 +95,8 @@ class Session {
   Result<double> Eval();
 
   std::unique_ptr<Loader> MakeLoader(int64_t first_step, int64_t last_step);
+  // The training data (batches at the session's shape).
+  std::shared_ptr<const TokenSource> data() const { return data_; }
 
   const Config& cfg() const { return cfg_; }
   const at::Device& device() const { return dev_; }
@@ -171,8 +173,8 @@ void Summarise(const Session& s, const std::vector<StepRecord>& records, SingleS
 int RunPilot(const RunOptions& opts);
 int RunResumed(const RunOptions& opts);
 int RunVerify(const VerifyOptions& opts);
-// The checks after the reference trajectory (precision, recompute,
-// instrumentation overhead); each records its outcome in `st`.
+// The checks after the reference trajectory (precision, recompute, memory
+// calibration, instrumentation overhead); each records its outcome in `st`.
 void RunChecks(Session& s, const RunOptions& opts, const std::string& checkpoint,
                const std::vector<StepRecord>& reference, SingleStage* st, FILE* metrics);
 void PrintVersions(bool json);

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "core/crypto.h"
+#include "core/results.h"
 #include "core/rfc3339.h"
 #include "core/verdict.h"
 
@@ -205,6 +206,9 @@ TEST_F(GrantTest, PlanAndReportFromResults) {
                    "/results.json");
   ASSERT_EQ(p.rc, 0) << p.output;
   EXPECT_NE(p.output.find("memory split (analytic)"), std::string::npos) << p.output;
+  EXPECT_NE(p.output.find("memory calibration: none (no memory calibration in the results)"),
+            std::string::npos)
+      << p.output;
   EXPECT_NE(p.output.find("H100-80"), std::string::npos);
   EXPECT_NE(p.output.find("assumed MFU of 0.40"), std::string::npos);
   EXPECT_NE(p.output.find("7-day reservation"), std::string::npos) << p.output;
@@ -229,6 +233,54 @@ TEST_F(GrantTest, PlanAndReportFromResults) {
   EXPECT_EQ(html.find("<script"), std::string::npos);
   EXPECT_EQ(html.find("src=\"http"), std::string::npos);
   EXPECT_EQ(html.find("href=\"http"), std::string::npos);
+}
+
+// plan uses the runner's memory calibration from results.json, and
+// --calibrate overrides it; the output names the mode.
+TEST_F(GrantTest, PlanUsesTheCalibrationInTheResults) {
+  const std::string fx = std::string(PILOT_SOURCE_DIR) + "/tests/report/fixtures";
+  const std::string cfg = std::string(PILOT_SOURCE_DIR) + "/configs/tiny-cpu.toml";
+  Result<Results> r = ReadResultsFile(fx + "/results.json");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  SingleStage& s = *r->single;  // as if measured on a GPU
+  s.device = "cuda";
+  s.memory.peak_allocated_bytes = 400 << 20;
+  s.memory.peak_reserved_bytes = 420 << 20;
+  s.memory.device_used_bytes = 900 << 20;
+  MemoryCalibrationCheck c;
+  c.status = "ok";
+  c.micro_batch = s.shape.micro_batch / 2;
+  c.seq_len = s.shape.seq_len;
+  c.steps = 2;
+  c.peak_allocated_bytes = 300 << 20;
+  s.memory_calibration = c;
+  Write(dir_ + "/gpu.json", ResultsToJson(*r));
+  const std::string plan = "plan --policy " + dir_ + "/pilot.conf --config " + cfg + " ";
+  Ran p = RunPilot(plan + dir_ + "/gpu.json");
+  ASSERT_EQ(p.rc, 0) << p.output;
+  EXPECT_NE(p.output.find("memory split (calibrated)"), std::string::npos) << p.output;
+  EXPECT_NE(p.output.find("memory calibration: the runner's micro_batch " +
+                          std::to_string(c.micro_batch) + " steps"),
+            std::string::npos)
+      << p.output;
+  EXPECT_NE(p.output.find("predicted from: calibrated memory model"), std::string::npos)
+      << p.output;
+  Ran on = RunPilot(plan + "--recompute on " + dir_ + "/gpu.json");
+  ASSERT_EQ(on.rc, 0) << on.output;
+  EXPECT_NE(on.output.find("predicted from: calibrated, activation checkpointing on by rule"),
+            std::string::npos)
+      << on.output;
+
+  s.shape.micro_batch = 1;  // another pilot at micro-batch 1
+  s.memory.peak_allocated_bytes = 250 << 20;
+  s.memory_calibration.reset();
+  Write(dir_ + "/other.json", ResultsToJson(*r));
+  Ran o = RunPilot(plan + "--calibrate " + dir_ + "/other.json " + dir_ + "/gpu.json");
+  ASSERT_EQ(o.rc, 0) << o.output;
+  EXPECT_NE(
+      o.output.find("memory calibration: --calibrate " + dir_ + "/other.json (micro_batch 1)"),
+      std::string::npos)
+      << o.output;
 }
 
 }  // namespace

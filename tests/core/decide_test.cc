@@ -5,6 +5,8 @@
 #include <functional>
 #include <string>
 
+#include "core/plan.h"
+
 namespace pilot {
 namespace {
 
@@ -146,6 +148,79 @@ TEST(Decide, HardwareFitUsesMemoryModelAndHeadroom) {
   EXPECT_FALSE(b.hardware[0].fits);  // runtime overhead 13 GiB: ~80 of 80 GiB
   EXPECT_EQ(b.hardware[0].note, "does not fit with the required headroom");
   EXPECT_TRUE(b.hardware[1].fits);
+}
+
+// With the runner's memory calibration (a smaller micro-batch's allocated
+// peak) the fit uses the slope between the two peaks and the measured
+// offset of the static state: 60 GiB at micro-batch 8, 40 GiB at 4, so
+// 5 GiB per sample and 20 GiB at none (not the 16 x 1.3e9 bytes the
+// residual rule charges); DDP adds one gradient copy, and the offset grows
+// with the state kept.
+TEST(Decide, HardwareFitUsesTheRunnersCalibration) {
+  DecideInput in = Good();
+  MemoryCalibrationCheck c;
+  c.status = "ok";
+  c.micro_batch = 4;
+  c.seq_len = 2048;
+  c.steps = 2;
+  c.step = 12;
+  c.peak_allocated_bytes = 40 * kGiB;
+  c.peak_reserved_bytes = 41 * kGiB;
+  c.device_used_bytes = 43 * kGiB;
+  in.results->single->memory_calibration = c;
+  Verdict v = Decide(in, TestPolicy(), Catalog(), kNow);
+  const double state = 16 * 1.3e9, ddp_state = state + 4 * 1.3e9;
+  const double offset = 20.0 * kGiB - state;
+  double predicted =
+      (ddp_state + offset * ddp_state / state + 8 * 5.0 * kGiB) * (1 + 2.0 / 60) + 4.0 * kGiB;
+  ASSERT_EQ(v.hardware.size(), 3u);
+  EXPECT_NEAR(static_cast<double>(v.hardware[1].predicted_peak_bytes), predicted, 4);
+  const Check* fit = Find(v, "memory_fit");
+  ASSERT_NE(fit, nullptr);
+  EXPECT_NE(fit->measured.find("(ddp x8, calibrated)"), std::string::npos) << fit->measured;
+
+  // Without it (a CPU pilot records no allocator peaks; a skipped one
+  // nothing) the residual rule applies, and the check says so.
+  in.results->single->memory_calibration->peak_allocated_bytes.reset();
+  Verdict r = Decide(in, TestPolicy(), Catalog(), kNow);
+  EXPECT_NE(Find(r, "memory_fit")->measured.find("(ddp x8, residual)"), std::string::npos);
+  in.results->single->memory_calibration.reset();
+  Verdict n = Decide(in, TestPolicy(), Catalog(), kNow);
+  EXPECT_EQ(n.hardware[1].predicted_peak_bytes, r.hardware[1].predicted_peak_bytes);
+}
+
+// A run with activation checkpointing is calibrated with it on; a plan
+// for the other setting is the model's rule and says so.
+TEST(Decide, CalibratedCheckpointingAndTheRuleForTheOther) {
+  DecideInput in = Good();
+  in.config->training.activation_checkpointing = true;
+  in.results->single->shape.activation_checkpointing = true;
+  MemoryCalibrationCheck c;
+  c.status = "ok";
+  c.micro_batch = 4;
+  c.seq_len = 2048;
+  c.activation_checkpointing = true;
+  c.steps = 2;
+  c.peak_allocated_bytes = 40 * kGiB;
+  in.results->single->memory_calibration = c;
+  Verdict v = Decide(in, TestPolicy(), Catalog(), kNow);
+  EXPECT_NE(Find(v, "memory_fit")->measured.find("(ddp x8, recompute, calibrated)"),
+            std::string::npos)
+      << Find(v, "memory_fit")->measured;
+
+  const SingleStage& s = *in.results->single;
+  PlanQuery off;
+  off.activation_checkpointing = false;
+  Result<Plan> p = MakePlan(s, *in.config, Catalog(), TestPolicy(), off, CalibrationFrom(s));
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->breakdown.source, "calibrated");
+  EXPECT_EQ(p->options[0].memory.basis, "calibrated, activation checkpointing off by rule");
+  bool noted = false;
+  for (const auto& n : p->notes) {
+    noted |=
+        n.find("activation checkpointing off predicted by the model's rule") != std::string::npos;
+  }
+  EXPECT_TRUE(noted);
 }
 
 TEST(Decide, MemoryFitFailsOnTheWantedType) {

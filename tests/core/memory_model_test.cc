@@ -76,6 +76,66 @@ TEST(MemoryModel, CalibrationGivesTheSlope) {
   EXPECT_EQ(r.source, "residual");
 }
 
+// The runner's own calibration (stages.single.memory_calibration) is used
+// only when it ran at another micro-batch of the same shape with allocator
+// peaks.
+TEST(MemoryModel, CalibrationFromTheResults) {
+  SingleStage s = Measured();
+  std::string why;
+  EXPECT_FALSE(CalibrationFrom(s, &why));
+  EXPECT_EQ(why, "no memory calibration in the results");
+  MemoryCalibrationCheck c;
+  c.status = "ok";
+  c.micro_batch = 2;
+  c.seq_len = 2048;
+  c.steps = 2;
+  c.step = 8;
+  c.peak_allocated_bytes = 16000000000 + 4096 * int64_t{500000};
+  s.memory_calibration = c;
+  std::optional<MemoryCalibration> cal = CalibrationFrom(s, &why);
+  ASSERT_TRUE(cal);
+  EXPECT_TRUE(why.empty());
+  EXPECT_EQ(cal->micro_batch_a, 4);
+  EXPECT_EQ(cal->peak_a, *s.memory.peak_allocated_bytes);
+  EXPECT_EQ(cal->micro_batch_b, 2);
+  EXPECT_EQ(cal->peak_b, *c.peak_allocated_bytes);
+  EXPECT_EQ(SplitMemory(s, W(), cal).source, "calibrated");
+
+  SingleStage cpu = s;  // a CPU pilot: only the process's resident set
+  cpu.memory_calibration->peak_allocated_bytes.reset();
+  cpu.memory_calibration->process_peak_rss_bytes = 300000000;
+  EXPECT_FALSE(CalibrationFrom(cpu, &why));
+  EXPECT_NE(why.find("without allocator peaks"), std::string::npos) << why;
+  SingleStage skipped = s;
+  skipped.memory_calibration->status = "skipped";
+  skipped.memory_calibration->detail = "micro_batch is 1";
+  EXPECT_FALSE(CalibrationFrom(skipped, &why));
+  EXPECT_EQ(why, "memory calibration skipped: micro_batch is 1");
+  SingleStage other = s;
+  other.memory_calibration->seq_len = 1024;
+  EXPECT_FALSE(CalibrationFrom(other));
+  other = s;
+  other.memory_calibration->activation_checkpointing = true;
+  EXPECT_FALSE(CalibrationFrom(other));
+}
+
+// A prediction for the other checkpointing setting than the measured one
+// comes from the model's rule, and says so.
+TEST(MemoryModel, OtherCheckpointingModeIsARule) {
+  SingleStage s = Measured();
+  s.shape.activation_checkpointing = true;
+  MemoryCalibration cal{4, *s.memory.peak_allocated_bytes, 2,
+                        16000000000 + 4096 * int64_t{500000}};
+  MemoryBreakdown b = SplitMemory(s, W(), cal);
+  ASSERT_EQ(b.source, "calibrated");
+  EXPECT_EQ(PredictPeak(b, W(), {2048, 8, true, "single", 1}).basis, "calibrated");
+  EXPECT_EQ(PredictPeak(b, W(), {2048, 8, false, "single", 1}).basis,
+            "calibrated, activation checkpointing off by rule");
+  MemoryBreakdown r = SplitMemory(Measured(), W(), std::nullopt);
+  EXPECT_EQ(PredictPeak(r, W(), {2048, 8, true, "single", 1}).basis,
+            "residual, activation checkpointing on by rule");
+}
+
 TEST(MemoryModel, ShardedAndDdpLayouts) {
   MemoryBreakdown b = SplitMemory(Measured(), W(), std::nullopt);
   MemoryPrediction single = PredictPeak(b, W(), {2048, 4, false, "single", 1});

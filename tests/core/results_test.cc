@@ -43,6 +43,17 @@ Results Sample() {
   s.restore.ran = true;
   s.restore.equal = true;
   s.restore.resumed_losses = {1.5, 1.25};
+  MemoryCalibrationCheck c;
+  c.status = "ok";
+  c.micro_batch = 4;
+  c.seq_len = 2048;
+  c.steps = 2;
+  c.step = 12;
+  c.peak_allocated_bytes = 38040000000;
+  c.peak_reserved_bytes = 40230000000;
+  c.device_used_bytes = 41100000000;
+  c.process_peak_rss_bytes = 1060966400;
+  s.memory_calibration = c;
   FailureInfo f;
   f.kind = "oom";
   f.phase = "forward";
@@ -119,6 +130,51 @@ TEST(Results, UnknownAndMissingKeysAreErrors) {
   EXPECT_THAT(ErrorAfter([](nlohmann::json& j) { j["stages"]["single"]["memory"].erase("device_used_bytes"); }),
               HasSubstr("stages.single.memory.device_used_bytes: missing"));
   EXPECT_THAT(ErrorAfter([](nlohmann::json& j) { j.erase("stages"); }), HasSubstr("stages: missing"));
+}
+
+TEST(Results, MemoryCalibration) {
+  nlohmann::json j = nlohmann::json::parse(ResultsToJson(Sample()));
+  const auto& c = j["stages"]["single"]["memory_calibration"];
+  EXPECT_EQ(c["status"], "ok");
+  EXPECT_EQ(c["micro_batch"], 4);
+  EXPECT_EQ(c["seq_len"], 2048);
+  EXPECT_EQ(c["activation_checkpointing"], false);
+  EXPECT_EQ(c["steps"], 2);
+  EXPECT_EQ(c["step"], 12);
+  EXPECT_EQ(c["peak_allocated_bytes"], 38040000000);
+  EXPECT_EQ(c["peak_reserved_bytes"], 40230000000);
+  EXPECT_EQ(c["device_used_bytes"], 41100000000);
+  EXPECT_EQ(c["process_peak_rss_bytes"], 1060966400);
+  EXPECT_EQ(c["detail"], "");
+  // A CPU figure only, and the member null: both round-trip.
+  Results r = Sample();
+  r.single->memory_calibration->peak_allocated_bytes.reset();
+  r.single->memory_calibration->detail = "no allocator peaks on a CPU";
+  std::string text = ResultsToJson(r);
+  Result<Results> back = ParseResults(text);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, r);
+  EXPECT_EQ(ResultsToJson(*back), text);
+  r.single->memory_calibration.reset();
+  back = ParseResults(ResultsToJson(r));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_FALSE(back->single->memory_calibration);
+  // A file written before the member existed reads as null; inside it the
+  // reader is as strict as everywhere.
+  nlohmann::json old = nlohmann::json::parse(ResultsToJson(Sample()));
+  old["stages"]["single"].erase("memory_calibration");
+  back = ParseResults(old.dump());
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_FALSE(back->single->memory_calibration);
+  EXPECT_THAT(ErrorAfter([](nlohmann::json& x) {
+                x["stages"]["single"]["memory_calibration"].erase("steps");
+              }),
+              HasSubstr("stages.single.memory_calibration.steps: missing"));
+  EXPECT_THAT(
+      ErrorAfter([](nlohmann::json& x) {
+        x["stages"]["single"]["memory_calibration"]["peak_allocated_bytes"] = "1";
+      }),
+      HasSubstr("stages.single.memory_calibration.peak_allocated_bytes: expected an integer"));
 }
 
 TEST(Results, SchemaIsChecked) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """pilot-runner on the CPU (label `runner`): the full single-stage cycle of
-configs/tiny-cpu.toml, the restore comparison (and that it can fail), verify
-on good and damaged checkpoints, pinned token files, exit statuses.
+configs/tiny-cpu.toml, the restore comparison (and that it can fail), the
+memory calibration steps, --trace, verify on good and damaged checkpoints, pinned
+token files, exit statuses.
 
 Usage: runner_test.py RUNNER SOURCE_DIR WORK_DIR TEST_NAME
 Each TEST_NAME is one CTest test; "cycle" leaves WORK_DIR/cycle for the
@@ -86,11 +87,51 @@ def test_cycle():
             data = f.read()
         require(hashlib.sha256(data).hexdigest() == entry["sha256"], f"sha256 of {entry['name']}")
         require(len(data) == entry["bytes"], f"size of {entry['name']}")
+    check_calibration(s, micro_batch=2, checkpointing=False)
     with open(os.path.join(out, "metrics.jsonl")) as f:
         lines = [json.loads(x) for x in f]
     require(sum(1 for x in lines if x["process"] == "reference") == 12, "12 reference metric lines")
     require(sum(1 for x in lines if x["process"] == "resumed") == 6, "6 resumed metric lines")
     require(not os.path.exists(os.path.join(out, "reference-final.safetensors")), "reference removed")
+
+
+def check_calibration(s, micro_batch, checkpointing):
+    """The memory calibration on a CPU: half the micro-batch, 2 steps from the
+    checkpoint (step 6), the last measured; only the resident set exists."""
+    c = s["memory_calibration"]
+    require(c["status"] == "ok", f"memory calibration ran: {c}")
+    require(c["micro_batch"] == micro_batch and c["seq_len"] == s["shape"]["seq_len"],
+            f"calibration shape: {c}")
+    require(c["activation_checkpointing"] is checkpointing, f"calibration checkpointing: {c}")
+    require(c["steps"] == 2 and c["step"] == 8, f"calibration steps 7..8: {c}")
+    require(c["peak_allocated_bytes"] is None and c["peak_reserved_bytes"] is None
+            and c["device_used_bytes"] is None, f"no allocator figures on a CPU: {c}")
+    rss = c["process_peak_rss_bytes"]
+    require(isinstance(rss, int) and 0 < rss <= 64 << 30, f"a sane resident set: {c}")
+    require("resident set" in c["detail"] and "does not use" in c["detail"], f"CPU figure named: {c}")
+
+
+def test_memory_calibration():
+    # With activation checkpointing the calibration runs with it on; the
+    # later checks and the restore still work.
+    out = fresh("calibration-ac")
+    run(["run", "--config", CONFIG, "--out", out, "--set", "training.activation_checkpointing=true",
+         "--set", "training.recompute_check_steps=2", "--overhead-steps", "2"], expect=0)
+    s = results(out)["stages"]["single"]
+    check_calibration(s, micro_batch=2, checkpointing=True)
+    require(s["recompute_check"]["ran"] and s["instrumentation"]["ran"], "checks ran")
+    require(s["restore"]["equal"], "restore equal")
+    # Micro-batch 1: no smaller one at the same seq_len.
+    out = fresh("calibration-mb1")
+    run(["run", "--config", CONFIG, "--out", out, "--set", "run.micro_batch=1"], expect=0)
+    c = results(out)["stages"]["single"]["memory_calibration"]
+    require(c["status"] == "skipped" and c["steps"] == 0 and "micro_batch is 1" in c["detail"], str(c))
+    require(c["process_peak_rss_bytes"] is None, str(c))
+    out = fresh("calibration-off")
+    run(["run", "--config", CONFIG, "--out", out, "--set", "training.memory_calibration_steps=0"],
+        expect=0)
+    c = results(out)["stages"]["single"]["memory_calibration"]
+    require(c["status"] == "skipped" and c["detail"] == "no steps asked for", str(c))
 
 
 def test_skip_optimizer():
@@ -169,7 +210,9 @@ def test_token_file():
     out = os.path.join(d, "out")
     run(["run", "--config", CONFIG, "--out", out, "--set", 'data.format="u16"',
          "--set", f'data.train="{path}"', "--set", f'data.train_sha256="{sha}"'], expect=0)
-    require(results(out)["stages"]["single"]["restore"]["equal"], "restore equal with token files")
+    s = results(out)["stages"]["single"]
+    require(s["restore"]["equal"], "restore equal with token files")
+    check_calibration(s, micro_batch=2, checkpointing=False)  # the mapped file, shared
 
 
 def test_token_sha_mismatch():
