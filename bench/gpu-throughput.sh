@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Single-GPU throughput of pilot-runner against the eager anchor, with the
+# anchor measured before and after the runner (its spread is the noise),
+# and a kernel-level comparison of the two steps (bench/trace_summary.py).
+# One call on an H200; logs to $OUT/throughput.log.
+#   anchor eager -> runner (clipping, as configured) -> runner without
+#   clipping (the anchor does not clip), traced -> anchor eager -> anchor
+#   traced -> summary.
+# Usage: bench/gpu-throughput.sh [ANCHOR_SCRIPT]   (default .carry/py_gpt_step.py)
+set -uo pipefail
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export PYTHONUNBUFFERED=1
+cd "$(dirname "$0")/.." || exit 1
+out=${OUT:-/tmp/pilot-bench-out}
+anchor=${1:-.carry/py_gpt_step.py}
+work=/tmp/pilot-throughput
+rm -rf "$work"
+mkdir -p "$out" "$work"
+log() { echo "throughput: $*" | tee -a "$out/throughput.log"; }
+t0=$SECONDS
+if ! timeout 240 scripts/gpu-build build-gpu >"$out/build.log" 2>&1; then
+  tail -60 "$out/build.log"
+  log "build FAILED"
+  exit 1
+fi
+log "build ok in $((SECONDS - t0)) s"
+runner=build-gpu/runner/pilot-runner
+shape=(--config configs/gpt-1b.toml --set run.grad_accum=1 --set training.steps=14
+       --set checkpoint.at_step=7 --set training.warmup_steps=3 --set training.precision_check_steps=0
+       --set training.recompute_check_steps=0 --set training.memory_calibration_steps=0)
+anchor_run() {
+  timeout 120 python3 "$anchor" --layers 24 --dmodel 2048 --heads 16 --seq 2048 --mb 8 \
+    --warmup 5 --steps 20 2>>"$work/anchor.err" | tail -1 >"$work/anchor-$1.json"
+  log "anchor $1: $(cat "$work/anchor-$1.json")"
+}
+runner_run() {
+  local name=$1
+  shift
+  timeout 200 "$runner" run "${shape[@]}" --set "checkpoint.dir=\"$work/ck-$name\"" --out "$work/$name" "$@" 2>&1 |
+    grep -v " step " | tail -4 | tee -a "$out/throughput.log"
+  rm -rf "$work/ck-$name"
+  python3 -c "import json,sys; s=json.load(open(sys.argv[1]))['stages']['single']; t=s['timings']; print('throughput: runner', sys.argv[2], round(s['tokens_per_second']), 'tok/s, step', round(t['step_ms'], 2), 'ms, median', round(t['step_ms_median'], 2), 'fb', round(t['forward_backward_ms'], 2), 'opt', round(t['optimizer_ms'], 2))" \
+    "$work/$name/results.json" "$name" | tee -a "$out/throughput.log"
+}
+anchor_run before
+runner_run clip
+runner_run noclip --set training.grad_clip=0 --trace "$work/runner-trace.json"
+anchor_run after
+timeout 120 python3 bench/anchor_trace.py "$anchor" "$work/anchor-trace.json" \
+  --layers 24 --dmodel 2048 --heads 16 --seq 2048 --mb 8 2>&1 | tail -1 | tee -a "$out/throughput.log"
+python3 bench/trace_summary.py --steps 3 --top 14 "$work/anchor-trace.json" "$work/runner-trace.json" |
+  tee -a "$out/throughput.log"
+python3 - "$work" <<'PY' | tee -a "$out/throughput.log"
+import json, sys, os
+w = sys.argv[1]
+def j(p):
+    try:
+        return json.load(open(os.path.join(w, p)))
+    except Exception:
+        return None
+a = [x["tokens_per_s"] for x in (j("anchor-before.json"), j("anchor-after.json")) if x]
+if a:
+    mean = sum(a) / len(a)
+    print(f"summary: anchor eager {a} tok/s, mean {mean:.0f}, spread {100 * (max(a) - min(a)) / mean:.2f}%")
+    for name in ("clip", "noclip"):
+        r = j(f"{name}/results.json")
+        if r:
+            t = r["stages"]["single"]["tokens_per_second"]
+            print(f"summary: runner {name} {t:.0f} tok/s = {t / mean:.3f} x anchor mean "
+                  f"({t / max(a):.3f} x the faster anchor run)")
+PY
