@@ -173,9 +173,14 @@ MemoryPrediction PredictPeak(const MemoryBreakdown& b, const Workload& w, const 
   // The layers' part changes with checkpointing, the output layer's not.
   const double logits = std::min(b.activation_bytes_per_token, LogitsBytesPerToken(w));
   double per_layer = b.activation_bytes_per_token - logits;
-  if (q.activation_checkpointing && !b.activation_checkpointing) {
-    // Keep each layer's input plus one layer recomputed at a time.
-    per_layer = std::min(per_layer, layers * w.d_model * eb + per_layer / layers);
+  // Checkpointing switched on by rule: each block keeps only its input, the
+  // residual stream, which stays in float32. The peak moves to the start of
+  // backward, before any gradient exists: the logits and their gradient
+  // (another compute-precision and fp32 copy) are live then, or one
+  // block's recomputed activations, whichever is larger.
+  const bool ckpt_by_rule = q.activation_checkpointing && !b.activation_checkpointing;
+  if (ckpt_by_rule) {
+    per_layer = std::min(per_layer, layers * w.d_model * 4.0 + std::max(per_layer / layers, logits));
   } else if (!q.activation_checkpointing && b.activation_checkpointing) {
     per_layer = std::max(per_layer, (per_layer - layers * w.d_model * eb) * layers);
   }
@@ -193,7 +198,9 @@ MemoryPrediction PredictPeak(const MemoryBreakdown& b, const Workload& w, const 
   }
   p.activation_bytes = Bytes(per_token * tokens + attention);
 
-  const double state = static_cast<double>(b.StaticBytes());
+  // At the checkpointed peak no gradient is allocated yet (zero_grad frees
+  // them); the measured offset belongs to the other peak.
+  const double state = static_cast<double>(b.StaticBytes() - (ckpt_by_rule ? b.grads_bytes : 0));
   const int g = std::max(1, q.gpus);
   if (q.mode == "sharded" && g > 1) {
     const double gathered = static_cast<double>(b.params_bytes + b.grads_bytes) / layers;
@@ -203,7 +210,7 @@ MemoryPrediction PredictPeak(const MemoryBreakdown& b, const Workload& w, const 
   } else {
     p.static_bytes = Bytes(state);
   }
-  if (b.calibration_offset_bytes != 0 && b.StaticBytes() > 0) {
+  if (b.calibration_offset_bytes != 0 && b.StaticBytes() > 0 && !ckpt_by_rule) {
     // The measured offset, in proportion to the state this layout keeps.
     const double share = static_cast<double>(p.static_bytes) / state;
     p.static_bytes = std::max<int64_t>(

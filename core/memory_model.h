@@ -26,10 +26,14 @@
 //     the math kernel: on a CPU and for fp32 runs. For bf16/fp16 on a GPU
 //     the flash / memory-efficient kernels keep attention linear in T.
 //   - activation checkpointing keeps each layer's input (d_model values per
-//     token per layer, in the compute precision) plus one layer's full
-//     activations during recomputation; the output layer (logits in the
-//     compute precision and an fp32 copy for the loss: 6 x vocab bytes per
-//     token, 8 x vocab in fp32) is not checkpointed.
+//     token per layer: the residual stream, fp32) and moves the peak to the
+//     start of backward, before any gradient is allocated, where the output
+//     layer (logits in the compute precision and an fp32 copy for the
+//     loss: 6 x vocab bytes per token, 8 x vocab in fp32; not
+//     checkpointed) and its gradient (as much again) are live, or one
+//     layer's recomputed activations if those are larger. Measured on an
+//     H200 (bench/RESULTS.md): -1.6% on the allocated peak at two
+//     micro-batches.
 //   - DDP adds one copy of the gradients in its communication buckets
 //     (gradient_as_bucket_view = false, the PyTorch default).
 //   - sharded (FSDP-like, full sharding) divides parameters, gradients and
