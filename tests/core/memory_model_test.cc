@@ -193,8 +193,10 @@ TEST(MemoryModel, CheckpointingAndSeqLen) {
 // runner measured 27.36 GiB allocated. Parameters of that model (24 layers
 // of 12 d^2 + 13 d, tied 50304 x 2048 embedding, 2048 x 2048 positions,
 // final norm): 1,315,819,520.
-TEST(MemoryModel, PredictsTheMeasuredRecomputePeakWithin3Percent) {
-  constexpr double kG = 1024.0 * 1024 * 1024;
+constexpr double kG = 1024.0 * 1024 * 1024;
+
+// That measurement and model.
+std::pair<SingleStage, Workload> H200Gpt1b() {
   SingleStage s;
   s.device = "cuda";
   s.device_name = "NVIDIA H200";
@@ -213,6 +215,11 @@ TEST(MemoryModel, PredictsTheMeasuredRecomputePeakWithin3Percent) {
   w.d_model = 2048;
   w.heads = 16;
   w.vocab = 50304;
+  return {s, w};
+}
+
+TEST(MemoryModel, PredictsTheMeasuredRecomputePeakWithin3Percent) {
+  auto [s, w] = H200Gpt1b();
   MemoryBreakdown b = SplitMemory(s, w, std::nullopt);
   MemoryPrediction p = PredictPeak(b, w, {2048, 8, true, "single", 1});
   const double allocated = static_cast<double>(p.static_bytes + p.activation_bytes);
@@ -223,23 +230,7 @@ TEST(MemoryModel, PredictsTheMeasuredRecomputePeakWithin3Percent) {
 // GiB allocated, bench/RESULTS.md 08:02 UTC); with checkpointing the runner
 // measured 27.36 GiB at micro-batch 8 and 39.76 GiB at 16.
 TEST(MemoryModel, CalibratedPredictsTheMeasuredCheckpointedPeaksWithin3Percent) {
-  constexpr double kG = 1024.0 * 1024 * 1024;
-  SingleStage s;
-  s.device = "cuda";
-  s.shape.params = 1315819520;
-  s.shape.seq_len = 2048;
-  s.shape.micro_batch = 8;
-  s.shape.precision = "bf16";
-  s.shape.optimizer = "adamw";
-  s.memory.peak_allocated_bytes = static_cast<int64_t>(53.64 * kG);
-  s.memory.peak_reserved_bytes = static_cast<int64_t>(56.26 * kG);
-  s.memory.device_used_bytes = static_cast<int64_t>(57.01 * kG);
-  Workload w;
-  w.params = s.shape.params;
-  w.layers = 24;
-  w.d_model = 2048;
-  w.heads = 16;
-  w.vocab = 50304;
+  auto [s, w] = H200Gpt1b();
   MemoryCalibration cal{8, *s.memory.peak_allocated_bytes, 4, static_cast<int64_t>(35.43 * kG)};
   MemoryBreakdown b = SplitMemory(s, w, cal);
   ASSERT_EQ(b.source, "calibrated");
