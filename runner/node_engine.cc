@@ -98,7 +98,6 @@ Result<std::unique_ptr<NodeEngine>> NodeEngine::Create(Session* s, Comm* comm, c
     c10::NoGradGuard no_grad;
     for (Group& g : e->groups_) {
       g.shard = at::empty({g.size}, opts.requires_grad(false));
-      g.grad_shard = at::zeros({g.size}, opts.requires_grad(false));
     }
     for (size_t i = 0; i < params.size(); ++i) {
       const Slot& sl = e->slots_[i];
@@ -124,10 +123,7 @@ Result<std::unique_ptr<NodeEngine>> NodeEngine::Create(Session* s, Comm* comm, c
       if (g.block >= 0) most = std::max(most, g.size);
     }
     for (int k = 0; k < 2; ++k) e->gather_bufs_.push_back(at::empty({W * most}, opts.requires_grad(false)));
-    for (int k = 0; k < 3; ++k) {
-      e->rs_bufs_.push_back(at::empty({W * most}, opts.requires_grad(false)));
-      e->rs_outs_.push_back(at::empty({most}, opts.requires_grad(false)));
-    }
+    for (int k = 0; k < 3; ++k) e->rs_bufs_.push_back(at::empty({W * most}, opts.requires_grad(false)));
     e->Release();
   } else {
     const int64_t cap = std::max<int64_t>(1, static_cast<int64_t>(s->cfg().parallel.bucket_mb) * 1024 * 1024 / 4);
@@ -203,6 +199,9 @@ void NodeEngine::OnGrad(size_t i, const at::Tensor& grad) {
 void NodeEngine::Launch(Group& g) {
   if (g.launched) return;
   g.launched = true;
+  if (sharded_ && !g.grad_shard.defined()) {
+    g.grad_shard = at::empty({g.size}, g.shard.options().requires_grad(false));
+  }
   g.h = sharded_ ? comm_->ReduceScatterAsync(g.grad_shard, g.flat) : comm_->AllReduceAsync(g.flat);
 }
 
@@ -218,7 +217,7 @@ void NodeEngine::FinishReduction() {
   gathers_.clear();
   for (Group& g : groups_) {
     if (sharded_ && g.block >= 0) {
-      if (!g.grad_written) g.grad_shard.zero_();
+      if (!g.grad_written) g.grad_shard = at::zeros({g.size}, g.shard.options().requires_grad(false));
       continue;
     }
     if (g.launched) continue;
@@ -349,7 +348,10 @@ void NodeEngine::OnBlockGrads(int group, const std::vector<at::Tensor>& grads) {
     const Slot& sl = slots_[g.params[k]];
     if (grads[k].defined()) rows.narrow(1, sl.off, sl.chunk).copy_(Padded(grads[k], world_, sl.chunk));
   }
-  f.out = rs_outs_[slot].narrow(0, 0, g.size);
+  // The first reduction of a step becomes the unit's gradient shard: like
+  // zero_grad(set_to_none), no gradient memory exists before backward
+  // produces it.
+  f.out = at::empty({g.size}, g.shard.options());
   f.h = comm_->ReduceScatterAsync(f.out, f.buf);
   reductions_.push_back(std::move(f));
   while (reductions_.size() > 2) DrainOneReduction();
@@ -363,7 +365,7 @@ void NodeEngine::DrainOneReduction() {
   if (g.grad_written) {
     g.grad_shard.add_(f.out);
   } else {
-    g.grad_shard.copy_(f.out);
+    g.grad_shard = f.out;
     g.grad_written = true;
   }
 }
@@ -471,6 +473,7 @@ NodeStepOut NodeEngine::Step(int64_t step) {
   optim().Step(out.lr, clip);
   if (sharded_) {
     for (auto& [name, v] : shard_views_) v.mutable_grad() = at::Tensor();
+    for (Group& g : groups_) g.grad_shard = at::Tensor();  // until the next backward
   }
   at::Tensor loss_all = (loss_sum / divisor).reshape({1}).to(at::kFloat).clone();
   comm_->AllReduce(loss_all);

@@ -16,8 +16,10 @@
 //          communication overlaps the rest of the backward pass.
 // sharded  parameters are grouped into units (one per transformer block,
 //          one for the rest). Each unit is a flat buffer of which rank r
-//          holds 1/W (its "shard"): master weights, gradient and optimizer
-//          state exist only as shards between steps. The rest unit is
+//          holds 1/W (its "shard"): master weights and optimizer state
+//          exist only as shards; a unit's gradient shard exists from its
+//          first reduction in a step until the optimizer step (as with
+//          zero_grad(set_to_none), nothing before backward). The rest unit is
 //          all-gathered into the model's tensors at the start of a step.
 //          A block's unit is all-gathered just before the block runs (the
 //          next block's gather is launched first, so it overlaps this
@@ -120,7 +122,7 @@ class NodeEngine {
     int64_t size = 0;       // ddp: bucket elements; sharded: shard elements
     at::Tensor shard;       // sharded: master weights (size)
     at::Tensor flat;        // ddp: bucket; sharded: full gradient (W * size)
-    at::Tensor grad_shard;  // sharded
+    at::Tensor grad_shard;  // sharded: from the first reduction of a step to the optimizer
     int remaining = 0;
     bool launched = false;
     Comm::Handle h;
@@ -170,7 +172,7 @@ class NodeEngine {
   // flight and the one being packed). A collective's Work keeps its tensors
   // until it is known to have finished on the device, which with NCCL is
   // well after the host moved on: fresh buffers per block would pile up.
-  std::vector<at::Tensor> gather_bufs_, rs_bufs_, rs_outs_;
+  std::vector<at::Tensor> gather_bufs_, rs_bufs_;
   int64_t gather_next_ = 0, rs_next_ = 0;
   at::Tensor graph_anchor_;               // puts gathered blocks in the graph
 };
