@@ -20,17 +20,13 @@ int RunList(const Invocation& inv) {
   if (vm.count("user") && vm["all"].as<bool>()) {
     return UsageError(inv, "--user and --all exclude each other");
   }
-  Result<Policy> policy = LoadCliPolicy(vm["policy"].as<std::string>());
-  if (!policy.ok()) {
-    inv.err << policy.status().ToString() << "\n";
-    return kExitUsage;
+  bool policy_failed = false;
+  Result<Store> store = OpenStore(vm["policy"].as<std::string>(), &policy_failed);
+  if (!store.ok()) {
+    inv.err << store.status().ToString() << "\n";
+    return policy_failed ? kExitUsage : kExitNo;
   }
-  std::vector<std::string> skipped;
-  Result<std::vector<StoredVerdict>> all = ListStoredVerdicts(policy->state_dir, &skipped);
-  if (!all.ok()) {
-    inv.err << all.status().ToString() << "\n";
-    return kExitNo;
-  }
+  const std::vector<StoredVerdict>& all = store->verdicts;
   std::string user = vm.count("user") ? vm["user"].as<std::string>() : CallerName();
   bool every = vm["all"].as<bool>();
   inv.out << "JOB       USER         RUN                  DECISION  ISSUED                "
@@ -38,14 +34,14 @@ int RunList(const Invocation& inv) {
   auto col = [](const std::string& s, size_t w) {
     return s.size() >= w ? s.substr(0, w - 1) + " " : s + std::string(w - s.size(), ' ');
   };
-  for (const StoredVerdict& sv : *all) {
+  for (const StoredVerdict& sv : all) {
     const Verdict& v = sv.verdict;
     if (!every && v.job.user != user) continue;
     inv.out << col(std::to_string(sv.job_id), 10) << col(v.job.user, 13) << col(v.job.run, 21)
             << col(DecisionName(v.decision), 10) << col(v.issued, 22) << v.expires
             << (v.signature.empty() ? "  (unsigned)" : "") << "\n";
   }
-  for (const std::string& s : skipped) inv.err << "pilot: list: skipped " << s << "\n";
+  for (const std::string& s : store->skipped) inv.err << "pilot: list: skipped " << s << "\n";
   return kExitOk;
 }
 

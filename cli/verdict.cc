@@ -96,17 +96,13 @@ int RunVerdict(const Invocation& inv) {
   po::variables_map vm;
   if (auto rc = ParseCommandArgs(inv, cl, vm)) return *rc;
 
-  Result<Policy> policy = LoadCliPolicy(vm["policy"].as<std::string>());
-  if (!policy.ok()) {
-    inv.err << policy.status().ToString() << "\n";
-    return kExitUsage;
+  bool policy_failed = false;
+  Result<Store> store = OpenStore(vm["policy"].as<std::string>(), &policy_failed);
+  if (!store.ok()) {
+    inv.err << store.status().ToString() << "\n";
+    return policy_failed ? kExitUsage : kExitNo;
   }
-  std::vector<std::string> skipped;
-  Result<std::vector<StoredVerdict>> all = ListStoredVerdicts(policy->state_dir, &skipped);
-  if (!all.ok()) {
-    inv.err << all.status().ToString() << "\n";
-    return kExitNo;
-  }
+  const std::vector<StoredVerdict>& all = store->verdicts;
   const StoredVerdict* found = nullptr;
   std::string path;
   if (vm.count("job")) {
@@ -114,8 +110,8 @@ int RunVerdict(const Invocation& inv) {
     if (id.empty() || id.size() > 12 || id.find_first_not_of("0123456789") != std::string::npos) {
       return UsageError(inv, "JOBID must be a number, got " + Quote(id));
     }
-    path = VerdictPath(policy->state_dir, std::stoll(id));
-    for (const StoredVerdict& sv : *all) {
+    path = VerdictPath(store->policy.state_dir, std::stoll(id));
+    for (const StoredVerdict& sv : all) {
       if (sv.path == path) found = &sv;
     }
     if (found == nullptr) {
@@ -123,7 +119,7 @@ int RunVerdict(const Invocation& inv) {
       Result<Verdict> v = ReadVerdict(path);
       Status s = v.ok() ? Status::NotFound(path) : v.status();
       if (s.code() == Code::kNotFound) {
-        s = Status::NotFound("job " + id, "no verdict in " + policy->state_dir + "/verdicts")
+        s = Status::NotFound("job " + id, "no verdict in " + store->policy.state_dir + "/verdicts")
                 .WithHint("the epilog writes it when the pilot job ends; see 'pilot list'");
       }
       inv.err << s.ToString() << "\n";
@@ -131,12 +127,12 @@ int RunVerdict(const Invocation& inv) {
     }
   } else {
     const std::string me = CallerName();
-    for (const StoredVerdict& sv : *all) {
+    for (const StoredVerdict& sv : all) {
       if (sv.verdict.job.user == me) found = &sv;
     }
     if (found == nullptr) {
       inv.err << Status::NotFound("verdict", "no verdict of user " + me + " in " +
-                                                 policy->state_dir + "/verdicts")
+                                                 store->policy.state_dir + "/verdicts")
                      .WithHint("pass a JOBID, or see 'pilot list'")
                      .ToString()
               << "\n";
@@ -144,7 +140,7 @@ int RunVerdict(const Invocation& inv) {
     }
   }
   bool bad = false;
-  std::string sig = SignatureState(found->verdict, *policy, &bad);
+  std::string sig = SignatureState(found->verdict, store->policy, &bad);
   if (vm["json"].as<bool>()) {
     Result<std::string> text = ReadFileLimited(found->path, kMaxVerdictBytes);
     if (!text.ok()) {

@@ -19,6 +19,15 @@ Result<Policy> LoadCliPolicy(const std::string& flag_value) {
   return LoadPolicy(DefaultPolicyPath(), /*missing_ok=*/true);
 }
 
+Result<Store> OpenStore(const std::string& policy_flag, bool* policy_failed) {
+  Store s;
+  *policy_failed = true;
+  PILOT_ASSIGN_OR_RETURN(s.policy, LoadCliPolicy(policy_flag));
+  *policy_failed = false;
+  PILOT_ASSIGN_OR_RETURN(s.verdicts, ListStoredVerdicts(s.policy.state_dir, &s.skipped));
+  return s;
+}
+
 std::string VerdictPath(const std::string& state_dir, int64_t job_id) {
   return state_dir + "/verdicts/" + std::to_string(job_id) + ".json";
 }

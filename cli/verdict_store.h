@@ -30,6 +30,16 @@ struct StoredVerdict {
 Result<std::vector<StoredVerdict>> ListStoredVerdicts(const std::string& state_dir,
                                                       std::vector<std::string>* skipped);
 
+// What `pilot verdict` and `pilot list` open first: the policy and every
+// stored verdict. Errors keep their source: the policy's status, or
+// ListStoredVerdicts's kIoError (`policy_failed` says which).
+struct Store {
+  Policy policy;
+  std::vector<StoredVerdict> verdicts;
+  std::vector<std::string> skipped;
+};
+Result<Store> OpenStore(const std::string& policy_flag, bool* policy_failed);
+
 // STATE/verdicts/JOBID.json
 std::string VerdictPath(const std::string& state_dir, int64_t job_id);
 

@@ -6,6 +6,7 @@
 
 #include "core/crypto.h"
 #include "core/json_util.h"
+#include "core/policy.h"
 
 namespace pilot {
 namespace {
@@ -313,6 +314,16 @@ Result<std::string> ResolveDigest(const std::string& reference, HttpClient& clie
                                   const OciOptions& options) {
   PILOT_ASSIGN_OR_RETURN(ResolvedImage r, ResolveImage(reference, client, options));
   return r.digest;
+}
+
+OciOptions OciOptionsFrom(const RegistryPolicy& registry) {
+  OciOptions o;
+  o.insecure_registries = registry.insecure;
+  o.ca_file = registry.ca_file;
+  o.connect_timeout = std::chrono::seconds(registry.connect_timeout_seconds);
+  o.total_timeout = std::chrono::seconds(registry.timeout_seconds);
+  o.retries = registry.retries;
+  return o;
 }
 
 }  // namespace pilot

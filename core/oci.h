@@ -50,6 +50,10 @@ struct OciOptions {
   std::chrono::milliseconds backoff{500};          // doubled per retry
 };
 
+struct RegistryPolicy;
+// The options a site's [registry] policy sets (pilot.conf(5)).
+OciOptions OciOptionsFrom(const RegistryPolicy& registry);
+
 struct ResolvedImage {
   std::string digest;  // "sha256:<hex>"
   std::string pinned;  // "registry/repo@sha256:<hex>", or the file path

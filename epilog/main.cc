@@ -16,14 +16,9 @@ int Main(int argc, char** argv) {
   int exit_code = 0;
   std::optional<ScriptStart> start = StartScript("pilot-epilog", "Epilog", argc, argv, &exit_code);
   if (!start) return exit_code;
-  const ScriptFlags& flags = start->flags;
   const JobEnv& job = start->job;
-  auto policy = EffectivePolicy(flags);
-  if (!policy.ok()) {
-    std::fprintf(stderr, "%s\n", policy.status().ToString().c_str());
-    return 1;
-  }
-  auto report = RunEpilog(*policy, job, RealEpilogDeps(*policy));
+  const pilot::Policy& policy = start->policy;
+  auto report = RunEpilog(policy, job, RealEpilogDeps(policy));
   if (!report.ok()) {
     std::fprintf(stderr, "pilot-epilog: job %lld: %s\n", static_cast<long long>(job.job_id),
                  report.status().ToString().c_str());

@@ -31,12 +31,7 @@ EpilogDeps RealEpilogDeps(const Policy& site) {
     return outbox.Enqueue(std::to_string(job_id), body);
   };
   d.now_unix = [] { return static_cast<int64_t>(std::time(nullptr)); };
-  OciOptions oci;
-  oci.insecure_registries = site.registry.insecure;
-  oci.ca_file = site.registry.ca_file;
-  oci.connect_timeout = std::chrono::seconds(site.registry.connect_timeout_seconds);
-  oci.total_timeout = std::chrono::seconds(site.registry.timeout_seconds);
-  oci.retries = site.registry.retries;
+  const OciOptions oci = OciOptionsFrom(site.registry);
   d.resolve_digest = [oci](const std::string& reference) {
     std::unique_ptr<HttpClient> client = NewCurlHttpClient();
     return ResolveDigest(reference, *client, oci);

@@ -79,7 +79,13 @@ std::optional<ScriptStart> StartScript(const char* name, const char* slurm_setti
     return std::nullopt;
   }
   if (!job->is_pilot) return std::nullopt;  // not ours: cost is one getenv scan
-  return ScriptStart{std::move(*flags), std::move(*job)};
+  Result<Policy> policy = EffectivePolicy(*flags);
+  if (!policy.ok()) {
+    std::fprintf(stderr, "%s\n", policy.status().ToString().c_str());
+    *exit_code = 1;
+    return std::nullopt;
+  }
+  return ScriptStart{std::move(*flags), std::move(*job), std::move(*policy)};
 }
 
 }  // namespace pilot::jobscript

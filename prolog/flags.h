@@ -34,13 +34,15 @@ Result<Policy> EffectivePolicy(const ScriptFlags& flags);
 
 // What both scripts do first: parse the flags, answer --version ("NAME
 // VERSION") and --help (the usage, naming the slurm.conf setting that runs
-// NAME), and read the job's environment. Returns flags and job when the
-// script has work to do; otherwise nullopt with *exit_code set: 0 after
-// --version or --help and for a job without --pilot, 1 (message on stderr)
-// for a bad flag or an unreadable job environment.
+// NAME), read the job's environment and, for a pilot job, the effective
+// policy. Returns them when the script has work to do; otherwise nullopt
+// with *exit_code set: 0 after --version or --help and for a job without
+// --pilot, 1 (message on stderr) for a bad flag, an unreadable job
+// environment or a broken policy (which breaks every pilot job on the node).
 struct ScriptStart {
   ScriptFlags flags;
   JobEnv job;
+  Policy policy;
 };
 std::optional<ScriptStart> StartScript(const char* name, const char* slurm_setting, int argc,
                                        char** argv, int* exit_code);

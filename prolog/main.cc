@@ -16,20 +16,13 @@ int Main(int argc, char** argv) {
   int exit_code = 0;
   std::optional<ScriptStart> start = StartScript("pilot-prolog", "Prolog", argc, argv, &exit_code);
   if (!start) return exit_code;
-  const ScriptFlags& flags = start->flags;
   const JobEnv& job = start->job;
-
-  auto policy = EffectivePolicy(flags);
-  if (!policy.ok()) {
-    // A broken policy breaks every pilot job on this node: drain it.
-    std::fprintf(stderr, "%s\n", policy.status().ToString().c_str());
-    return 1;
-  }
+  const pilot::Policy& policy = start->policy;
   PrologOptions opts;
-  opts.state_dir = policy->state_dir;
-  opts.runner = policy->runner_path;
-  opts.total_timeout_seconds = policy->prolog_timeout_seconds;
-  PrologDeps deps = RealPrologDeps(*policy);
+  opts.state_dir = policy.state_dir;
+  opts.runner = policy.runner_path;
+  opts.total_timeout_seconds = policy.prolog_timeout_seconds;
+  PrologDeps deps = RealPrologDeps(policy);
   pilot::Status s = RunProlog(opts, job, deps);
   if (!s.ok()) {
     std::fprintf(stderr, "pilot-prolog: job %lld: %s\n", static_cast<long long>(job.job_id),

@@ -12,12 +12,7 @@ PrologDeps RealPrologDeps(const Policy& policy) {
   PrologDeps d;
   d.run = RunCommand;
   d.now_unix = [] { return static_cast<int64_t>(std::time(nullptr)); };
-  OciOptions oci;
-  oci.insecure_registries = policy.registry.insecure;
-  oci.ca_file = policy.registry.ca_file;
-  oci.connect_timeout = std::chrono::seconds(policy.registry.connect_timeout_seconds);
-  oci.total_timeout = std::chrono::seconds(policy.registry.timeout_seconds);
-  oci.retries = policy.registry.retries;
+  const OciOptions oci = OciOptionsFrom(policy.registry);
   d.resolve_image = [oci](const std::string& reference) {
     std::unique_ptr<HttpClient> client = NewCurlHttpClient();
     return ResolveImage(reference, *client, oci);
