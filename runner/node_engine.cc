@@ -43,6 +43,21 @@ at::Tensor Padded(const at::Tensor& t, int world, int64_t chunk) {
   return flat.view({world, chunk});
 }
 
+// The whole parameter held in columns [off, off + chunk) of a unit's
+// gathered rows (W, size): `numel` elements as a tensor of its own of
+// `shape` (one copy when the chunks are not padded).
+at::Tensor WholeOf(const at::Tensor& rows, int64_t off, int64_t chunk, int64_t numel,
+                   at::IntArrayRef shape) {
+  const int64_t world = rows.size(0);
+  at::Tensor w = at::empty(shape, rows.options());
+  if (chunk * world == numel) {
+    w.view({world, chunk}).copy_(rows.narrow(1, off, chunk));
+  } else {
+    w.view({-1}).copy_(rows.narrow(1, off, chunk).reshape({-1}).narrow(0, 0, numel));
+  }
+  return w;
+}
+
 }  // namespace
 
 NodeEngine::~NodeEngine() {
@@ -185,7 +200,11 @@ void NodeEngine::OnGrad(size_t i, const at::Tensor& grad) {
   Slot& sl = slots_[i];
   Group& g = groups_[sl.group];
   const at::Tensor& p = s_->model().Parameters()[i].second;
-  at::Tensor total = p.grad().defined() ? p.grad() + grad : grad;
+  Pack(g, sl, p.grad().defined() ? p.grad() + grad : grad);
+  if (--g.remaining == 0) Launch(g);
+}
+
+void NodeEngine::Pack(Group& g, Slot& sl, const at::Tensor& total) {
   if (sharded_) {
     if (!g.flat.defined()) g.flat = at::empty({world_ * g.size}, total.options());
     g.flat.view({world_, g.size}).narrow(1, sl.off, sl.chunk).copy_(Padded(total, world_, sl.chunk));
@@ -193,7 +212,6 @@ void NodeEngine::OnGrad(size_t i, const at::Tensor& grad) {
     g.flat.narrow(0, sl.off, sl.numel).copy_(total.reshape({-1}));
   }
   sl.filled = true;
-  if (--g.remaining == 0) Launch(g);
 }
 
 void NodeEngine::Launch(Group& g) {
@@ -225,14 +243,7 @@ void NodeEngine::FinishReduction() {
       Slot& sl = slots_[i];
       if (sl.filled) continue;
       const at::Tensor& p = params[i].second;
-      at::Tensor total = p.grad().defined() ? p.grad() : at::zeros(p.sizes(), p.options().requires_grad(false));
-      if (sharded_) {
-        if (!g.flat.defined()) g.flat = at::empty({world_ * g.size}, total.options());
-        g.flat.view({world_, g.size}).narrow(1, sl.off, sl.chunk).copy_(Padded(total, world_, sl.chunk));
-      } else {
-        g.flat.narrow(0, sl.off, sl.numel).copy_(total.reshape({-1}));
-      }
-      sl.filled = true;
+      Pack(g, sl, p.grad().defined() ? p.grad() : at::zeros(p.sizes(), p.options().requires_grad(false)));
     }
     Launch(g);
   }
@@ -264,8 +275,7 @@ void NodeEngine::GatherUnits(bool blocks) {
     for (size_t i : groups_[u].params) {
       const Slot& sl = slots_[i];
       at::Tensor p = params[i].second;
-      at::Tensor whole = rows.narrow(1, sl.off, sl.chunk).reshape({-1}).narrow(0, 0, sl.numel);
-      p.set_(whole.clone().view(shapes_[i]));
+      p.set_(WholeOf(rows, sl.off, sl.chunk, sl.numel, shapes_[i]));
     }
     full[u] = at::Tensor();
   }
@@ -321,13 +331,7 @@ std::vector<at::Tensor> NodeEngine::BlockParams(int block) {
       // A tensor of its own per parameter (not a view: it is a Function's
       // output), so what autograd saves of one (a norm weight) keeps only
       // that tensor alive, not the whole unit.
-      at::Tensor w = at::empty(shapes_[i], f.buf.options());
-      if (sl.chunk * world_ == sl.numel) {
-        w.view({world_, sl.chunk}).copy_(rows.narrow(1, sl.off, sl.chunk));
-      } else {
-        w.view({-1}).copy_(rows.narrow(1, sl.off, sl.chunk).reshape({-1}).narrow(0, 0, sl.numel));
-      }
-      whole.push_back(std::move(w));
+      whole.push_back(WholeOf(rows, sl.off, sl.chunk, sl.numel, shapes_[i]));
     }
   }
   f.buf = at::Tensor();

@@ -137,6 +137,9 @@ class NodeEngine {
   };
   NodeEngine() = default;
   void OnGrad(size_t i, const at::Tensor& g);
+  // Copies a parameter's whole gradient into its group's buffer (sharded:
+  // its padded column block) and marks it filled.
+  void Pack(Group& g, Slot& sl, const at::Tensor& total);
   void Launch(Group& g);
   void FinishReduction();
   // sharded, per block (see the file comment).
