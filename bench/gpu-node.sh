@@ -6,7 +6,8 @@
 #   3. the node stage, 2 local processes, DDP, the same shape per GPU;
 #   4. the node stage, sharded;
 #   5. the anchor (plain PyTorch, same model and shape) on 1 GPU, with DDP
-#      and with FSDP2 on 2 GPUs (torch.distributed.run);
+#      and with FSDP2 on 2 GPUs (torch.distributed.run), FSDP2 also with
+#      the runner's allocator settings (expandable segments);
 #   6. a summary: per-GPU tokens/s, scaling efficiency against each one's
 #      own single-GPU figure, sharded against FSDP2 (tokens/s and peak
 #      memory per rank), communication and restore figures.
@@ -20,6 +21,9 @@
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export PYTHONUNBUFFERED=1
+# Anchors run with torch's default allocator unless a step says otherwise;
+# the runner sets its own (training.alloc_conf).
+unset PYTORCH_ALLOC_CONF PYTORCH_CUDA_ALLOC_CONF
 cd "$(dirname "$0")/.." || exit 1
 out=${OUT:-/tmp/pilot-bench-out}
 anchor=${1:-.carry/py_gpt_step.py}
@@ -104,8 +108,9 @@ run_anchor() {
 }
 
 # PILOT_BENCH_ONLY="a b ...": run only these of single, node-ddp, anchor-single,
-# anchor-ddp, node-sharded, anchor-fsdp (default: all, in this order).
-only=" ${PILOT_BENCH_ONLY:-single node-ddp anchor-single anchor-ddp node-sharded anchor-fsdp} "
+# anchor-ddp, node-sharded, anchor-fsdp, anchor-fsdp-exp (default: all, in
+# this order).
+only=" ${PILOT_BENCH_ONLY:-single node-ddp anchor-single anchor-ddp node-sharded anchor-fsdp anchor-fsdp-exp} "
 want() { [[ $only == *" $1 "* ]]; }
 dist=(python3 -m torch.distributed.run --standalone --nproc-per-node=2)
 want single && run_runner single 120 --stage single
@@ -116,6 +121,8 @@ want anchor-ddp && run_anchor ddp 100 "${dist[@]}" "$anchor"
 want node-sharded && run_runner node-sharded 170 --stage node --nproc 2 --set parallel.nproc=2 \
   --set 'parallel.mode="sharded"' --set 'parallel.launcher="local"'
 want anchor-fsdp && run_anchor fsdp 100 "${dist[@]}" "$anchor" --fsdp
+want anchor-fsdp-exp && PYTORCH_ALLOC_CONF=expandable_segments:True \
+  run_anchor fsdp-exp 100 "${dist[@]}" "$anchor" --fsdp
 log "total $SECONDS s"
 
 python3 - "$out" <<'PY' | tee -a "$out/bench.log"
@@ -171,7 +178,11 @@ for mode in ("ddp", "sharded"):
     print(f"  comm: {cm['total_ms_per_step']:.1f} ms/step in flight, {cm['exposed_ms_per_step']:.1f} ms exposed "
           f"({100 * cm['exposed_fraction']:.1f}% of the step), {cm['collectives_per_step']:.0f} collectives, "
           f"buckets {cm['buckets']}, units {cm['units']}; data stall {n['data_stall_ms_per_step']:.2f} ms")
-    print(f"  memory: peak alloc per rank {', '.join(format(p, '.2f') for p in peaks)} GiB; "
+    res = [((x.get("memory") or {}).get("peak_reserved_bytes") or 0) / GiB for x in n["ranks"]]
+    dev = [((x.get("memory") or {}).get("device_used_bytes") or 0) / GiB for x in n["ranks"]]
+    print(f"  memory: peak alloc per rank {', '.join(format(p, '.2f') for p in peaks)} GiB, reserved "
+          f"{', '.join(format(p, '.2f') for p in res)}, device used {', '.join(format(p, '.2f') for p in dev)} "
+          f"(allocator {(r or {}).get('alloc_conf') or 'torch default'}); "
           f"fresh max {fmt((mem.get('fresh_peak_bytes') or 0) / GiB, '.2f')}, "
           f"resumed max {fmt((mem.get('resumed_peak_bytes') or 0) / GiB, '.2f')} GiB")
     ck = n["checkpoint"]
@@ -185,8 +196,11 @@ for mode in ("ddp", "sharded"):
         print(f"  failure: {n['failure']}")
 
 ad, af = anchors.get("ddp", {}), anchors.get("fsdp", {})
-print(f"anchor ddp: {ad.get('tokens_per_s', 'n/a')} tok/s per GPU, peak {ad.get('peak_alloc_gib', 'n/a')} GiB; "
-      f"fsdp2: {af.get('tokens_per_s', 'n/a')} tok/s per GPU, peak {af.get('peak_alloc_gib', 'n/a')} GiB")
+for name in ("single", "ddp", "fsdp", "fsdp-exp"):
+    a = anchors.get(name)
+    if a:
+        print(f"anchor {name}: {a.get('tokens_per_s')} tok/s per GPU, GiB peak alloc {a.get('peak_alloc_gib')}, "
+              f"reserved {a.get('peak_reserved_gib')}, device used {a.get('device_used_gib')}")
 
 print("--- targets")
 eff_r = ratio(nodes.get("ddp", {}).get("scaling", {}).get("tokens_per_second_per_rank"), s_tps)

@@ -3,13 +3,21 @@
 # anchor measured before and after the runner (its spread is the noise),
 # and a kernel-level comparison of the two steps (bench/trace_summary.py).
 # One call on an H200; logs to $OUT/throughput.log.
-#   anchor eager -> runner (clipping, as configured) -> runner without
-#   clipping (the anchor does not clip), traced -> anchor eager -> anchor
-#   traced -> summary.
+#   anchor eager -> runner (as configured: clipping, expandable segments)
+#   -> runner with torch's default allocator (training.alloc_conf = "")
+#   -> runner without clipping (the anchor does not clip), traced
+#   -> anchor eager -> anchor traced -> summary.
+# While each run works, nvidia-smi samples the GPU's SM clock and power
+# (read only) every 200 ms; the log gives their medians over the busy
+# samples, so a difference of clocks between the processes shows.
+# The GPU is the first of CUDA_VISIBLE_DEVICES (default 0).
 # Usage: bench/gpu-throughput.sh [ANCHOR_SCRIPT]   (default .carry/py_gpt_step.py)
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export PYTHONUNBUFFERED=1
+# The anchor runs with torch's default allocator; the runner sets its own
+# (training.alloc_conf).
+unset PYTORCH_ALLOC_CONF PYTORCH_CUDA_ALLOC_CONF
 cd "$(dirname "$0")/.." || exit 1
 out=${OUT:-/tmp/pilot-bench-out}
 anchor=${1:-.carry/py_gpt_step.py}
@@ -17,6 +25,36 @@ work=/tmp/pilot-throughput
 rm -rf "$work"
 mkdir -p "$out" "$work"
 log() { echo "throughput: $*" | tee -a "$out/throughput.log"; }
+gpu=${CUDA_VISIBLE_DEVICES:-0}
+gpu=${gpu%%,*}
+smi_pid=
+sample_start() {
+  nvidia-smi -i "$gpu" --query-gpu=clocks.sm,power.draw,temperature.gpu \
+    --format=csv,noheader,nounits -lms 200 >"$work/smi-$1.csv" 2>/dev/null &
+  smi_pid=$!
+}
+sample_stop() {
+  [[ -n $smi_pid ]] && kill "$smi_pid" 2>/dev/null && wait "$smi_pid" 2>/dev/null
+  smi_pid=
+  python3 - "$work/smi-$1.csv" "$1" <<'PY' | tee -a "$out/throughput.log"
+import statistics, sys
+rows = []
+for line in open(sys.argv[1]):
+    try:
+        clk, pw, temp = (float(x) for x in line.split(","))
+        rows.append((clk, pw, temp))
+    except ValueError:
+        pass
+busy = [r for r in rows if r[1] > 250]
+if not busy:
+    print(f"throughput: gpu {sys.argv[2]}: no busy samples ({len(rows)} in all)")
+else:
+    print(f"throughput: gpu {sys.argv[2]}: {len(busy)} busy samples: SM clock median "
+          f"{statistics.median(r[0] for r in busy):.0f} MHz (min {min(r[0] for r in busy):.0f}), "
+          f"power median {statistics.median(r[1] for r in busy):.0f} W, temperature max "
+          f"{max(r[2] for r in busy):.0f} C")
+PY
+}
 t0=$SECONDS
 if ! timeout 240 scripts/gpu-build build-gpu >"$out/build.log" 2>&1; then
   tail -60 "$out/build.log"
@@ -29,21 +67,26 @@ shape=(--config configs/gpt-1b.toml --set run.grad_accum=1 --set training.steps=
        --set checkpoint.at_step=7 --set training.warmup_steps=3 --set training.precision_check_steps=0
        --set training.recompute_check_steps=0 --set training.memory_calibration_steps=0)
 anchor_run() {
+  sample_start "anchor-$1"
   timeout 120 python3 "$anchor" --layers 24 --dmodel 2048 --heads 16 --seq 2048 --mb 8 \
     --warmup 5 --steps 20 2>>"$work/anchor.err" | tail -1 >"$work/anchor-$1.json"
   log "anchor $1: $(cat "$work/anchor-$1.json")"
+  sample_stop "anchor-$1"
 }
 runner_run() {
   local name=$1
   shift
+  sample_start "$name"
   timeout 200 "$runner" run "${shape[@]}" --set "checkpoint.dir=\"$work/ck-$name\"" --out "$work/$name" "$@" 2>&1 |
     grep -v " step " | tail -4 | tee -a "$out/throughput.log"
   rm -rf "$work/ck-$name"
-  python3 -c "import json,sys; s=json.load(open(sys.argv[1]))['stages']['single']; t=s['timings']; print('throughput: runner', sys.argv[2], round(s['tokens_per_second']), 'tok/s, step', round(t['step_ms'], 2), 'ms, median', round(t['step_ms_median'], 2), 'fb', round(t['forward_backward_ms'], 2), 'opt', round(t['optimizer_ms'], 2))" \
+  python3 -c "import json,sys; s=json.load(open(sys.argv[1]))['stages']['single']; t=s['timings']; print('throughput: runner', sys.argv[2], round(s['tokens_per_second']), 'tok/s, step', round(t['step_ms'], 2), 'ms, median', round(t['step_ms_median'], 2), 'fb', round(t['forward_backward_ms'], 2), 'opt', round(t['optimizer_ms'], 2), '; memory GiB alloc/reserved/device', *(round((s['memory'].get(k) or 0) / 2**30, 2) for k in ('peak_allocated_bytes', 'peak_reserved_bytes', 'device_used_bytes')))" \
     "$work/$name/results.json" "$name" | tee -a "$out/throughput.log"
+  sample_stop "$name"
 }
 anchor_run before
 runner_run clip
+runner_run torchalloc --set 'training.alloc_conf=""'
 runner_run noclip --set training.grad_clip=0 --trace "$work/runner-trace.json"
 anchor_run after
 timeout 120 python3 bench/anchor_trace.py "$anchor" "$work/anchor-trace.json" \
@@ -62,7 +105,7 @@ a = [x["tokens_per_s"] for x in (j("anchor-before.json"), j("anchor-after.json")
 if a:
     mean = sum(a) / len(a)
     print(f"summary: anchor eager {a} tok/s, mean {mean:.0f}, spread {100 * (max(a) - min(a)) / mean:.2f}%")
-    for name in ("clip", "noclip"):
+    for name in ("clip", "torchalloc", "noclip"):
         r = j(f"{name}/results.json")
         if r:
             t = r["stages"]["single"]["tokens_per_second"]

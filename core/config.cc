@@ -87,6 +87,48 @@ bool IsNameChar(char c) {
          c == '_' || c == '-';
 }
 
+// Why `v` is not a caching-allocator setting ("" when it is one, or empty).
+// Unknown keys are refused: torch skips them silently, so a typo would run
+// the pilot with settings other than the ones written.
+std::string AllocConfProblem(const std::string& v) {
+  static const char* const kBool[] = {"expandable_segments", "release_lock_on_cudamalloc",
+                                      "pinned_use_cuda_host_register",
+                                      "pinned_use_background_threads",
+                                      "graph_capture_record_stream_reuse"};
+  static const char* const kOther[] = {"max_split_size_mb", "max_non_split_rounding_mb",
+                                       "roundup_power2_divisions", "garbage_collection_threshold",
+                                       "backend", "pinned_num_register_threads",
+                                       "pinned_reserve_segment_size_mb",
+                                       "per_process_memory_fraction"};
+  size_t start = 0;
+  int depth = 0;
+  for (size_t i = 0; i <= v.size(); ++i) {
+    const char ch = i < v.size() ? v[i] : ',';
+    if (ch == '[') ++depth;
+    if (ch == ']') --depth;
+    if (ch == ' ' || ch == '\t' || depth < 0) return "unexpected character";
+    if (ch != ',' || depth > 0) continue;
+    const std::string item = v.substr(start, i - start);
+    start = i + 1;
+    if (v.empty()) return "";
+    const size_t colon = item.find(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == item.size()) {
+      return "\"" + item + "\" is not key:value";
+    }
+    const std::string key = item.substr(0, colon), value = item.substr(colon + 1);
+    bool known = false;
+    for (const char* k : kBool) {
+      if (key != k) continue;
+      if (value != "True" && value != "False") return key + " must be True or False";
+      known = true;
+    }
+    for (const char* k : kOther) known = known || key == k;
+    if (!known) return "unknown allocator setting \"" + key + "\"";
+  }
+  if (depth != 0) return "unbalanced '['";
+  return "";
+}
+
 // A container image given as a file rather than a registry reference.
 bool IsLocalImage(std::string_view image) {
   return StartsWith(image, "/") || StartsWith(image, ".") || StartsWith(image, "$") ||
@@ -387,6 +429,14 @@ void Loader::CheckString(const KeySpec& spec, std::string& v, int line) {
         fail("must be 1 to 64 characters of A-Z a-z 0-9 . _ -, got " + Quote(v));
       }
       return;
+    case StringKind::kAllocConf: {
+      std::string why = AllocConfProblem(v);
+      if (!why.empty()) {
+        fail(why + " in " + Quote(v), "write key:value pairs separated by commas, e.g. "
+                                      "\"expandable_segments:True,max_split_size_mb:512\"");
+      }
+      return;
+    }
     case StringKind::kSha256: {
       if (v.empty()) return;
       std::string lower = v;

@@ -108,6 +108,9 @@ struct TrainingConfig {
   int precision_check_steps = 3;  // fp32 comparison steps (bf16/fp16 only)
   int recompute_check_steps = 3;  // steps timed without activation ckpt
   int memory_calibration_steps = 2;  // steps at a smaller micro-batch (memory model)
+  // The device allocator's settings (PYTORCH_ALLOC_CONF) for every process of
+  // the pilot; "" keeps the environment's.
+  std::string alloc_conf = "expandable_segments:True";
 };
 
 // [checkpoint]

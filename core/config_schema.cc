@@ -78,6 +78,7 @@ const std::vector<KeySpec>& Schema() {
       {PILOT_KEY(training, precision_check_steps), .ilo = 0, .ihi = 1000},
       {PILOT_KEY(training, recompute_check_steps), .ilo = 0, .ihi = 1000},
       {PILOT_KEY(training, memory_calibration_steps), .ilo = 0, .ihi = 1000},
+      {PILOT_KEY(training, alloc_conf), .kind = StringKind::kAllocConf},
       // [checkpoint]
       {PILOT_KEY(checkpoint, dir), .kind = StringKind::kPath},
       {PILOT_KEY(checkpoint, at_step), .ilo = 0, .ihi = 1000000},

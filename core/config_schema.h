@@ -30,6 +30,7 @@ enum class StringKind {
   kSha256,  // "" or 64 hex characters (stored lower case)
   kImage,   // container reference or a local image file (then like kPath)
   kName,    // [A-Za-z0-9._-]{1,64}
+  kAllocConf,  // "" or the caching allocator's key:value[,key:value] list
 };
 
 struct KeySpec {

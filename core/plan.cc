@@ -121,6 +121,12 @@ Result<Plan> MakePlan(const SingleStage& s, const Config& cfg, const HardwareCat
                          (plan.breakdown.activation_checkpointing ? "on" : "off") + ")");
   }
   for (const auto& n : plan.breakdown.notes) plan.notes.push_back("memory: " + n);
+  if (s.device == "cuda") {
+    plan.notes.push_back(cfg.training.alloc_conf.empty()
+                             ? "memory: measured with the job environment's allocator settings"
+                             : "memory: measured with PYTORCH_ALLOC_CONF=" + cfg.training.alloc_conf +
+                                   "; the training job needs the same setting for these figures");
+  }
   if (plan.workload.precision != "fp32") {
     plan.notes.push_back("memory: attention linear in seq_len (flash/memory-efficient SDPA for " +
                          plan.workload.precision + " on GPUs)");

@@ -506,6 +506,7 @@ std::string ResultsToJson(const Results& r) {
   j["finished_at"] = r.finished_at;
   j["exit_code"] = r.exit_code;
   j["versions"] = ToJson(r.versions);
+  j["alloc_conf"] = r.alloc_conf;
   Json stages = Json::object();
   stages["single"] = ToJson(r.single);
   stages["node"] = ToJson(r.node);
@@ -540,6 +541,12 @@ Result<Results> ParseResults(const std::string& text, const std::string& name) {
   top("finished_at", r.finished_at);
   top("exit_code", r.exit_code);
   top("versions", r.versions);
+  // Files written before the allocator settings were recorded lack them.
+  if (j.contains("alloc_conf")) {
+    top("alloc_conf", r.alloc_conf);
+  } else {
+    top.known.insert("alloc_conf");
+  }
   if (top.status.ok()) {
     auto stages = j.find("stages");
     top.known.insert("stages");

@@ -235,6 +235,9 @@ struct Results {
   std::string finished_at;
   int exit_code = 0;               // the runner's exit status for this run
   Versions versions;
+  // PYTORCH_ALLOC_CONF the runner's processes ran with ("" = torch's
+  // defaults); the memory figures hold for these settings.
+  std::string alloc_conf;
   std::optional<SingleStage> single;  // stages.single
   std::optional<NodeStage> node;      // stages.node
   bool operator==(const Results&) const = default;

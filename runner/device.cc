@@ -6,7 +6,10 @@
 
 #include <torch/version.h>
 
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <new>
 #include <fstream>
 #include <sstream>
@@ -216,6 +219,44 @@ Versions CollectVersions() {
 #endif
   if (v.devices.empty()) v.devices.push_back(DeviceName(at::Device(at::kCPU)));
   return v;
+}
+
+Result<std::string> ApplyAllocConf(const std::string& conf) {
+  auto env = [](const char* name) {
+    const char* v = std::getenv(name);
+    return v ? std::string(v) : std::string();
+  };
+  static constexpr const char* kGuard = "PILOT_ALLOC_CONF_APPLIED";
+  if (conf.empty()) {
+    const std::string now = env("PYTORCH_ALLOC_CONF");
+    return now.empty() ? env("PYTORCH_CUDA_ALLOC_CONF") : now;
+  }
+  if (env("PYTORCH_ALLOC_CONF") == conf && env("PYTORCH_CUDA_ALLOC_CONF") == conf) return conf;
+  if (env(kGuard) == conf) {
+    return Status::Internal("training.alloc_conf", "the re-executed process lost its environment");
+  }
+  // argv as the kernel has it: NUL-separated.
+  std::ifstream f("/proc/self/cmdline", std::ios::binary);
+  std::string raw((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::vector<std::string> args;
+  for (size_t at = 0; at < raw.size();) {
+    const size_t end = raw.find('\0', at);
+    args.push_back(raw.substr(at, end == std::string::npos ? std::string::npos : end - at));
+    if (end == std::string::npos) break;
+    at = end + 1;
+  }
+  if (args.empty()) return Status::Internal("training.alloc_conf", "cannot read /proc/self/cmdline");
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  ::setenv("PYTORCH_ALLOC_CONF", conf.c_str(), 1);
+  ::setenv("PYTORCH_CUDA_ALLOC_CONF", conf.c_str(), 1);
+  ::setenv(kGuard, conf.c_str(), 1);
+  std::fflush(nullptr);
+  ::execv("/proc/self/exe", argv.data());
+  return Status::Internal("training.alloc_conf",
+                          std::string("cannot re-execute with the allocator settings: ") +
+                              std::strerror(errno));
 }
 
 bool IsOutOfMemory(const std::exception& e) {

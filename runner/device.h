@@ -41,6 +41,15 @@ void ReleaseCachedMemory(const at::Device& dev);
 std::string DeviceName(const at::Device& dev);
 Versions CollectVersions();
 
+// Makes this process run with the allocator settings `conf`
+// (PYTORCH_ALLOC_CONF, and PYTORCH_CUDA_ALLOC_CONF for torch before 2.9).
+// torch reads them once, no later than its first device allocation, so a
+// process whose environment differs re-executes itself with them set (the
+// processes it starts inherit them); "" keeps the environment's. Returns
+// the settings in effect ("" = torch's defaults).
+// Errors: kInternal when the re-execution fails or did not take effect.
+Result<std::string> ApplyAllocConf(const std::string& conf);
+
 // True for c10's out-of-memory errors and CUDA/allocator OOM messages.
 bool IsOutOfMemory(const std::exception& e);
 

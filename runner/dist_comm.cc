@@ -20,6 +20,10 @@
 #define PILOT_HAVE_NCCL 1
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
+#ifdef PILOT_RUNNER_CUDA
+#include <ATen/cuda/CUDAEvent.h>
+#include <cuda_runtime_api.h>
+#endif
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
@@ -63,6 +67,15 @@ struct Comm::Impl {
   };
   std::map<size_t, Pending> pending;
   size_t next = 1;
+  // NCCL: while `stalls_on`, each Wait brackets the stream wait it enqueues
+  // with two timing events on the current (compute) stream; the time
+  // between them is how long that stream sat waiting for the collective.
+  // Pairs are reused from step to step.
+  bool stalls_on = false;
+  size_t stalls_used = 0;
+#ifdef PILOT_RUNNER_CUDA
+  std::vector<std::pair<std::unique_ptr<at::cuda::CUDAEvent>, std::unique_ptr<at::cuda::CUDAEvent>>> stalls;
+#endif
   std::mutex mu;  // guards intervals
   std::vector<std::pair<Clock::time_point, Clock::time_point>> intervals;
   int64_t count = 0;
@@ -228,6 +241,16 @@ void Comm::Wait(Handle h) {
   if (it == impl_->pending.end()) return;
   Impl::Pending p = std::move(it->second);
   impl_->pending.erase(it);
+  const bool stall = impl_->device_timing && impl_->stalls_on;
+#ifdef PILOT_RUNNER_CUDA
+  if (stall) {
+    if (impl_->stalls_used == impl_->stalls.size()) {
+      impl_->stalls.emplace_back(std::make_unique<at::cuda::CUDAEvent>(cudaEventDefault),
+                                 std::make_unique<at::cuda::CUDAEvent>(cudaEventDefault));
+    }
+    impl_->stalls[impl_->stalls_used].first->record();
+  }
+#endif
   try {
     // NCCL: makes the current stream wait for the collective (the CPU goes
     // on); Gloo: blocks until it is done.
@@ -236,8 +259,28 @@ void Comm::Wait(Handle h) {
     std::string m = e.what_without_backtrace();
     TORCH_CHECK(false, p.what, " failed: ", m.substr(0, m.find('\n')));
   }
+#ifdef PILOT_RUNNER_CUDA
+  if (stall) impl_->stalls[impl_->stalls_used++].second->record();
+#else
+  (void)stall;
+#endif
   if (p.copy_to.defined() && !p.copy_to.is_same(p.copy_from)) p.copy_to.copy_(p.copy_from);
   if (impl_->device_timing) impl_->Harvest(false);
+}
+
+void Comm::MeasureStreamStalls(bool on) { impl_->stalls_on = on; }
+
+double Comm::TakeStreamStallMs() {
+  double ms = 0;
+#ifdef PILOT_RUNNER_CUDA
+  for (size_t i = 0; i < impl_->stalls_used; ++i) {
+    auto& [before, after] = impl_->stalls[i];
+    after->synchronize();
+    ms += before->elapsed_time(*after);
+  }
+#endif
+  impl_->stalls_used = 0;
+  return ms;
 }
 
 void Comm::WaitAll() {

@@ -57,6 +57,12 @@ class Comm {
   // (c10::Error), the message names the collective.
   void Wait(Handle h);
   void WaitAll();
+  // NCCL: while on, each Wait also measures how long the current stream
+  // waits for the collective (timing events around the stream wait); the
+  // sum since the last call, in ms, once the device has passed them. 0 on
+  // Gloo, where Wait blocks the host and the caller's clock sees it.
+  void MeasureStreamStalls(bool on);
+  double TakeStreamStallMs();
 
   // Synchronous helpers.
   void AllReduce(at::Tensor t) { Wait(AllReduceAsync(std::move(t))); }

@@ -414,6 +414,10 @@ NodeStepOut NodeEngine::Step(int64_t step) {
   }
   for (Slot& sl : slots_) sl.filled = false;
   const auto tc = Clock::now();
+  // Waits inside forward and backward (a block's gather, a reduction past
+  // those allowed in flight) stall the compute stream, not the host: timed
+  // on the device, they count as exposed communication, not compute.
+  comm_->MeasureStreamStalls(true);
   double wait_total = 0;
   at::Tensor loss_sum;
   const int n_local = static_cast<int>(loaders_.size()) * accum;
@@ -439,7 +443,10 @@ NodeStepOut NodeEngine::Step(int64_t step) {
   Synchronize(dev);
   out.data_wait_ms = wait_total;
   const auto tw = Clock::now();
-  out.compute_ms = std::chrono::duration<double, std::milli>(tw - tc).count() - wait_total;
+  comm_->MeasureStreamStalls(false);
+  const double stalls = comm_->TakeStreamStallMs();
+  out.compute_ms = std::chrono::duration<double, std::milli>(tw - tc).count() - wait_total - stalls;
+  out.comm_exposed_ms += stalls;
   s_->set_phase("communication");
   FinishReduction();
   Synchronize(dev);

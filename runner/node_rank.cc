@@ -127,6 +127,8 @@ int RunNodeRank(const RunOptions& o) {
   Pins pins;
   Status in = LoadInputs(o.config, o.lock, o.sets, &cfg, &pins);
   if (!in.ok()) return finish(kExitUsage, in.ToString());
+  Result<std::string> alloc = ApplyAllocConf(cfg.training.alloc_conf);
+  if (!alloc.ok()) return finish(kExitError, alloc.status().ToString());
   std::optional<NodeCheckpointInfo> saved;
   if (resume) {
     Result<NodeCheckpointInfo> m = ReadNodeManifest(o.resume_checkpoint);

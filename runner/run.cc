@@ -322,12 +322,14 @@ int RunPilot(const RunOptions& o) {
   Config cfg;
   Pins pins;
   Status in = LoadInputs(o.config, o.lock, o.sets, &cfg, &pins);
-  if (!in.ok()) {
-    std::fprintf(stderr, "%s\n", in.ToString().c_str());
-    res.exit_code = ExitFor(in);
+  Result<std::string> alloc = in.ok() ? ApplyAllocConf(cfg.training.alloc_conf) : Result<std::string>(in);
+  if (!alloc.ok()) {
+    std::fprintf(stderr, "%s\n", alloc.status().ToString().c_str());
+    res.exit_code = ExitFor(alloc.status());
     (void)WriteResults(o.out, &res);
     return res.exit_code;
   }
+  res.alloc_conf = *alloc;
   res.config_sha256 = cfg.sha256;
   res.seed = static_cast<int64_t>(pins.seed);
   if (o.stage != "node") {
@@ -364,6 +366,11 @@ int RunResumed(const RunOptions& o) {
   Config cfg;
   Pins pins;
   Status in = LoadInputs(o.config, o.lock, o.sets, &cfg, &pins);
+  if (in.ok()) {
+    Result<std::string> alloc = ApplyAllocConf(cfg.training.alloc_conf);
+    in = alloc.ok() ? Status::Ok() : alloc.status();
+    if (alloc.ok()) res.alloc_conf = *alloc;
+  }
   Result<TrainState> saved = in.ok() ? ReadTrainState(o.resume_checkpoint) : Result<TrainState>(in);
   if (!saved.ok()) {
     std::fprintf(stderr, "%s\n", saved.status().ToString().c_str());

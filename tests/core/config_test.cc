@@ -198,6 +198,24 @@ const std::vector<BadCase>& BadCases() {
        {},
        "pilot: t.toml:8: model.init_sha256: must be 64 hex characters (a sha256 digest), got "
        "\"abc\" (3 characters)"},
+      {"alloc_conf_unknown_key",
+       kRun + "[training]\nalloc_conf = \"expandable_segment:True\"\n",
+       {},
+       "pilot: t.toml:7: training.alloc_conf: unknown allocator setting \"expandable_segment\" in "
+       "\"expandable_segment:True\"" "\nHINT: write key:value pairs separated by commas, e.g. "
+       "\"expandable_segments:True,max_split_size_mb:512\""},
+      {"alloc_conf_bool",
+       kRun + "[training]\nalloc_conf = \"max_split_size_mb:256,expandable_segments:1\"\n",
+       {},
+       "pilot: t.toml:7: training.alloc_conf: expandable_segments must be True or False in "
+       "\"max_split_size_mb:256,expandable_segments:1\"" "\nHINT: write key:value pairs separated by commas, e.g. "
+       "\"expandable_segments:True,max_split_size_mb:512\""},
+      {"alloc_conf_not_pairs",
+       kRun + "[training]\nalloc_conf = \"expandable_segments\"\n",
+       {},
+       "pilot: t.toml:7: training.alloc_conf: \"expandable_segments\" is not key:value in "
+       "\"expandable_segments\"" "\nHINT: write key:value pairs separated by commas, e.g. "
+       "\"expandable_segments:True,max_split_size_mb:512\""},
       {"image_bad_digest",
        kRun + "[container]\nimage = \"repo/x@sha256:1234\"\n",
        {},

@@ -23,7 +23,9 @@ READER = os.path.join(SRC, "tests", "runner", "read_safetensors.py")
 
 def run(args, env=None, expect=None):
     e = dict(os.environ)
-    e.pop("PILOT_RUNNER_TEST_SKIP_RESTORE", None)
+    for k in ("PILOT_RUNNER_TEST_SKIP_RESTORE", "PILOT_ALLOC_CONF_APPLIED", "PYTORCH_ALLOC_CONF",
+              "PYTORCH_CUDA_ALLOC_CONF"):
+        e.pop(k, None)
     e.update(env or {})
     p = subprocess.run([RUNNER] + args, capture_output=True, text=True, env=e, timeout=600)
     if expect is not None and p.returncode != expect:
@@ -59,6 +61,7 @@ def test_cycle():
     require("pilot: single step 12/12 loss" in p.stderr, "progress lines")
     r = results(out)
     require(r["schema"] == "slurm-pilot/results/1" and r["exit_code"] == 0, "schema and exit code")
+    require(r["alloc_conf"] == "expandable_segments:True", f"default allocator settings: {r['alloc_conf']}")
     s = r["stages"]["single"]
     require(s["status"] == "ok" and s["device"] == "cpu", "status ok on cpu")
     require(len(s["losses"]) == 12 and all(isinstance(x, float) for x in s["losses"]), "12 losses")
@@ -272,6 +275,30 @@ def test_cpu_oom():
     require(s["status"] == "oom", f"status {s['status']}")
     require(s["failure"]["kind"] == "oom" and s["failure"]["step"] == 1, str(s["failure"]))
     require(s["failure"]["memory"]["process_peak_rss_bytes"] > 0, "memory at failure recorded")
+
+
+def test_alloc_conf():
+    # training.alloc_conf reaches the environment of the runner and of the
+    # fresh restore process (results.json and resume.json record what each
+    # ran with); "" keeps the environment's; a typo is a config error.
+    short = ["--set", "training.steps=4", "--set", "checkpoint.at_step=2"]
+    out = fresh("alloc_conf_set")
+    run(["run", "--config", CONFIG, "--out", out, "--set", 'training.alloc_conf="max_split_size_mb:256"']
+        + short, expect=0)
+    require(results(out)["alloc_conf"] == "max_split_size_mb:256", "configured settings recorded")
+    resume = os.path.join(out, "resume.json")
+    if os.path.exists(resume):
+        with open(resume) as f:
+            require(json.load(f)["alloc_conf"] == "max_split_size_mb:256", "the fresh process inherits them")
+    out = fresh("alloc_conf_env")
+    run(["run", "--config", CONFIG, "--out", out, "--set", 'training.alloc_conf=""'] + short,
+        env={"PYTORCH_ALLOC_CONF": "max_split_size_mb:512"}, expect=0)
+    require(results(out)["alloc_conf"] == "max_split_size_mb:512", "environment's settings kept")
+    out = fresh("alloc_conf_bad")
+    p = run(["run", "--config", CONFIG, "--out", out, "--set", 'training.alloc_conf="expandable_segment:True"'],
+            expect=2)
+    require("training.alloc_conf" in p.stderr and 'unknown allocator setting "expandable_segment"' in p.stderr,
+            p.stderr)
 
 
 def test_trace():
