@@ -82,6 +82,13 @@ runner_run() {
   rm -rf "$work/ck-$name"
   python3 -c "import json,sys; s=json.load(open(sys.argv[1]))['stages']['single']; t=s['timings']; print('throughput: runner', sys.argv[2], round(s['tokens_per_second']), 'tok/s, step', round(t['step_ms'], 2), 'ms, median', round(t['step_ms_median'], 2), 'fb', round(t['forward_backward_ms'], 2), 'opt', round(t['optimizer_ms'], 2), '; memory GiB alloc/reserved/device', *(round((s['memory'].get(k) or 0) / 2**30, 2) for k in ('peak_allocated_bytes', 'peak_reserved_bytes', 'device_used_bytes')))" \
     "$work/$name/results.json" "$name" | tee -a "$out/throughput.log"
+  python3 - "$work/$name/metrics.jsonl" "$name" <<'PY' | tee -a "$out/throughput.log"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+ref = [r for r in rows if r.get("process") == "reference"]
+print(f"throughput: runner {sys.argv[2]} step ms (* = timed): " +
+      " ".join(f"{r['step']}:{r['step_ms']:.1f}{'*' if r.get('timed') else ''}" for r in ref))
+PY
   sample_stop "$name"
 }
 anchor_run before

@@ -15,6 +15,8 @@
 #   shapes as measured.
 #
 # Usage: bench/memory-model.sh            (on the GPU machine; builds build-gpu)
+#        PILOT_MM_SHAPES="calib mb2" bench/memory-model.sh   (only these shapes;
+#            two calls on two GPUs may share $OUT)
 #        bench/memory-model.sh predict [DIR] [PILOT]
 #            (anywhere `pilot` is built; DIR defaults to $OUT/memory-model,
 #            PILOT to build/cli/pilot)
@@ -73,18 +75,21 @@ if [[ ${1:-} == predict ]]; then
   exit 0
 fi
 
-work=/tmp/pilot-mm
+gpus=${CUDA_VISIBLE_DEVICES:-all}
+work=/tmp/pilot-mm-${gpus//,/-}
 rm -rf "$work"
 mkdir -p "$out" "$work"
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$out/gpu.txt"
-if ! scripts/gpu-build build-gpu >"$out/build.log" 2>&1; then
-  tail -40 "$out/build.log"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$out/gpu-$gpus.txt"
+if ! scripts/gpu-build build-gpu >"$out/build-$gpus.log" 2>&1; then
+  tail -40 "$out/build-$gpus.log"
   echo "memory-model: build FAILED"
   exit 1
 fi
 runner=build-gpu/runner/pilot-runner
+only=" ${PILOT_MM_SHAPES:-calib mb2 mb12 seq1024 seq4096 ac8 ac16} "
 for s in "${shapes[@]}"; do
   read -r name mb seq ac <<<"$s"
+  [[ $only == *" $name "* ]] || continue
   t0=$SECONDS
   timeout 180 "$runner" run --config configs/gpt-1b.toml --set run.grad_accum=1 \
     --set run.micro_batch="$mb" --set run.seq_len="$seq" \

@@ -18,6 +18,7 @@ struct NodeMemoryStats {
   std::optional<int64_t> peak_allocated_bytes;
   std::optional<int64_t> peak_reserved_bytes;
   std::optional<int64_t> process_peak_rss_bytes;
+  std::optional<int64_t> device_used_bytes;  // the rank's device, as the system reports it
   bool operator==(const NodeMemoryStats&) const = default;
 };
 

@@ -6,6 +6,7 @@
 
 #include <torch/version.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -133,6 +134,32 @@ void ResetPeak(const at::Device& dev) {
   if (f) f << "5";
 }
 
+#ifdef PILOT_RUNNER_CUDA
+namespace {
+
+int64_t DeviceBaseline() {
+  static const int64_t bytes = [] {
+    const char* v = std::getenv(kDeviceBaselineEnv);
+    return v ? std::max<int64_t>(0, std::strtoll(v, nullptr, 10)) : int64_t{0};
+  }();
+  return bytes;
+}
+
+}  // namespace
+#endif
+
+std::optional<int64_t> DeviceUsedBytes(const at::Device& dev) {
+#ifdef PILOT_RUNNER_CUDA
+  if (dev.is_cuda()) {
+    size_t free_b = 0, total_b = 0;
+    if (cudaMemGetInfo(&free_b, &total_b) == cudaSuccess) return static_cast<int64_t>(total_b - free_b);
+  }
+#else
+  (void)dev;
+#endif
+  return std::nullopt;
+}
+
 MemoryStats Snapshot(const at::Device& dev, int64_t step) {
   MemoryStats m;
   m.step = step;
@@ -148,7 +175,8 @@ MemoryStats Snapshot(const at::Device& dev, int64_t step) {
     m.ooms = stats.num_ooms;
     size_t free_b = 0, total_b = 0;
     if (cudaMemGetInfo(&free_b, &total_b) == cudaSuccess) {
-      m.device_used_bytes = static_cast<int64_t>(total_b - free_b);
+      m.device_used_bytes =
+          std::max<int64_t>(0, static_cast<int64_t>(total_b - free_b) - DeviceBaseline());
       m.device_total_bytes = static_cast<int64_t>(total_b);
       m.runtime_overhead_bytes = *m.device_used_bytes - stats.reserved_bytes[0].current;
     }

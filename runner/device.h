@@ -34,6 +34,14 @@ bool CudaAvailable();
 Result<at::Device> ResolveDevice(const std::string& wanted);
 
 void Synchronize(const at::Device& dev);
+// Bytes in use on the device as the system reports it (all processes), or
+// nullopt on the CPU.
+std::optional<int64_t> DeviceUsedBytes(const at::Device& dev);
+// The fresh restore process starts while the reference process still holds
+// its context on the same device; the reference passes what was in use then
+// (kDeviceBaselineEnv, bytes) and Snapshot's device figures leave it out, so
+// they are the fresh process's own.
+inline constexpr const char* kDeviceBaselineEnv = "PILOT_DEVICE_BASELINE_BYTES";
 void ResetPeak(const at::Device& dev);
 MemoryStats Snapshot(const at::Device& dev, int64_t step);
 // Returns cached blocks to the driver (CUDA) so another process can use them.

@@ -296,6 +296,7 @@ std::optional<NodeMemoryStats> MemoryOf(const json& rep) {
   s.peak_allocated_bytes = get("peak_allocated_bytes");
   s.peak_reserved_bytes = get("peak_reserved_bytes");
   s.process_peak_rss_bytes = get("process_peak_rss_bytes");
+  s.device_used_bytes = get("device_used_bytes");
   return s;
 }
 

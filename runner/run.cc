@@ -97,7 +97,8 @@ TrainState StateAt(Session& s, int64_t step, double eval_loss) {
 }
 
 // Runs this executable again for the restore test; returns its exit status.
-int SpawnResume(const RunOptions& o, const std::string& checkpoint, const std::string& reference) {
+int SpawnResume(const RunOptions& o, const std::string& checkpoint, const std::string& reference,
+                const std::vector<std::string>& extra_env) {
   std::vector<std::string> args = {"/proc/self/exe", "run", "--config", o.config, "--out", o.out,
                                    "--resume-from", checkpoint, "--reference", reference};
   if (!o.lock.empty()) {
@@ -113,7 +114,12 @@ int SpawnResume(const RunOptions& o, const std::string& checkpoint, const std::s
   argv.push_back(nullptr);
   std::fflush(nullptr);
   pid_t pid = 0;
-  int rc = ::posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv.data(), environ);
+  std::vector<std::string> env_store(extra_env);
+  std::vector<char*> envp;
+  for (char** e = environ; *e != nullptr; ++e) envp.push_back(*e);
+  for (auto& e : env_store) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  int rc = ::posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv.data(), envp.data());
   if (rc != 0) {
     std::fprintf(stderr, "pilot: restore: cannot start a fresh process: %s\n", std::strerror(rc));
     return -1;
@@ -282,7 +288,11 @@ int RunSingle(const RunOptions& o, const Config& cfg, const Pins& pins, SingleSt
   std::fprintf(stderr, "pilot: single: restore: a fresh process resumes step %d -> %d\n",
                cfg_copy.checkpoint.at_step, cfg_copy.training.steps);
   const std::string report = o.out + "/resume.json";
-  const int child_rc = SpawnResume(o, ckpt_path, ref_path);
+  std::vector<std::string> child_env;
+  if (std::optional<int64_t> held = DeviceUsedBytes(dev)) {
+    child_env.push_back(std::string(kDeviceBaselineEnv) + "=" + std::to_string(*held));
+  }
+  const int child_rc = SpawnResume(o, ckpt_path, ref_path, child_env);
   const bool equal = CompareRestore(cfg_copy, cuda, child_rc, report, records, st);
   if (!o.keep_reference) {
     std::error_code ec;

@@ -265,6 +265,10 @@ Status RunSteps(Session& s, int64_t first, int64_t last, const LoopHooks& hooks,
   };
 
   std::unique_ptr<Loader> loader = s.MakeLoader(first, last);
+  // A step that ends in a synchronisation (memory measured, a pause for
+  // eval or checkpoint) and the one after it (the device starts it with an
+  // empty queue) are not steady steps: their times stay out of the means.
+  bool after_sync = false;
   for (int64_t step = first; step <= last; ++step) {
     const bool measure = Contains(hooks.measure, step);
     const bool pause = Contains(hooks.pause_at, step);
@@ -280,7 +284,9 @@ Status RunSteps(Session& s, int64_t first, int64_t last, const LoopHooks& hooks,
     StepTimer* timer = hooks.instrument ? timers[step % 2].get() : nullptr;
     PILOT_ASSIGN_OR_RETURN(StepResult r, s.Step(*loader, step, timer));
     if (pend) finalize(*pend, start);
-    pend = Pending{step, std::move(r), timer, start, !measure && step >= first + warmup};
+    const bool steady = !measure && !pause && !after_sync;
+    pend = Pending{step, std::move(r), timer, start, steady && step >= first + warmup};
+    after_sync = measure || pause;
     if (measure) {
       Synchronize(dev);
       MemoryStats mem = Snapshot(dev, step);
@@ -288,6 +294,7 @@ Status RunSteps(Session& s, int64_t first, int64_t last, const LoopHooks& hooks,
       finalize(*pend, Clock::now());
       pend.reset();
     } else if (pause) {
+      Synchronize(dev);
       finalize(*pend, Clock::now());
       pend.reset();
     }

@@ -145,7 +145,7 @@ struct StepRecord {
   double fb_ms = 0;
   double opt_ms = 0;
   double step_ms = 0;       // wall clock, start to start of the next step
-  bool timed = true;        // false when eval/checkpoint/memory pauses were inside
+  bool timed = true;        // false in warm-up, at a measured or paused step and the next
 };
 
 // Drives steps [first, last] with deferred reads (the loss of step s is read
