@@ -12,6 +12,8 @@
 # samples, so a difference of clocks between the processes shows.
 # The GPU is the first of CUDA_VISIBLE_DEVICES (default 0).
 # Usage: bench/gpu-throughput.sh [ANCHOR_SCRIPT]   (default .carry/py_gpt_step.py)
+#        PILOT_TP_RUNS="clip" bench/gpu-throughput.sh   (only these runner runs;
+#            the traces and their comparison need noclip)
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export PYTHONUNBUFFERED=1
@@ -92,14 +94,17 @@ PY
   sample_stop "$name"
 }
 anchor_run before
-runner_run clip
-runner_run torchalloc --set 'training.alloc_conf=""'
-runner_run noclip --set training.grad_clip=0 --trace "$work/runner-trace.json"
+runs=" ${PILOT_TP_RUNS:-clip torchalloc noclip} "
+[[ $runs == *" clip "* ]] && runner_run clip
+[[ $runs == *" torchalloc "* ]] && runner_run torchalloc --set 'training.alloc_conf=""'
+[[ $runs == *" noclip "* ]] && runner_run noclip --set training.grad_clip=0 --trace "$work/runner-trace.json"
 anchor_run after
-timeout 120 python3 bench/anchor_trace.py "$anchor" "$work/anchor-trace.json" \
-  --layers 24 --dmodel 2048 --heads 16 --seq 2048 --mb 8 2>&1 | tail -1 | tee -a "$out/throughput.log"
-python3 bench/trace_summary.py --steps 3 --top 14 "$work/anchor-trace.json" "$work/runner-trace.json" |
-  tee -a "$out/throughput.log"
+if [[ $runs == *" noclip "* ]]; then
+  timeout 120 python3 bench/anchor_trace.py "$anchor" "$work/anchor-trace.json" \
+    --layers 24 --dmodel 2048 --heads 16 --seq 2048 --mb 8 2>&1 | tail -1 | tee -a "$out/throughput.log"
+  python3 bench/trace_summary.py --steps 3 --top 14 "$work/anchor-trace.json" "$work/runner-trace.json" |
+    tee -a "$out/throughput.log"
+fi
 python3 - "$work" <<'PY' | tee -a "$out/throughput.log"
 import json, sys, os
 w = sys.argv[1]

@@ -346,4 +346,14 @@ double StepTimer::ElapsedMs(int from, int to) {
   return std::chrono::duration<double, std::milli>(impl_->host[to] - impl_->host[from]).count();
 }
 
+double StepTimer::ElapsedMsTo(int from, StepTimer& later, int to) {
+#ifdef PILOT_RUNNER_CUDA
+  if (impl_->cuda && later.impl_->cuda) {
+    later.impl_->events[to]->synchronize();
+    return impl_->events[from]->elapsed_time(*later.impl_->events[to]);
+  }
+#endif
+  return std::chrono::duration<double, std::milli>(later.impl_->host[to] - impl_->host[from]).count();
+}
+
 }  // namespace pilot::runner

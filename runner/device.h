@@ -70,6 +70,8 @@ class StepTimer {
   ~StepTimer();
   void Mark(int i);
   double ElapsedMs(int from, int to);
+  // From mark `from` of this timer to mark `to` of `later` (same device).
+  double ElapsedMsTo(int from, StepTimer& later, int to);
 
  private:
   struct Impl;

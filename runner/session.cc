@@ -222,21 +222,33 @@ Status RunSteps(Session& s, int64_t first, int64_t last, const LoopHooks& hooks,
   double ms_sum = 0;
   int ms_n = 0;
   const int64_t every = (last - first) > 100 ? 10 : 1;
-  auto finalize = [&](Pending& p, Clock::time_point end) {
+  // `next`: the timer of the step queued after p's, when there is one.
+  auto finalize = [&](Pending& p, Clock::time_point end, StepTimer* next) {
     StepRecord rec;
     rec.step = p.step;
     rec.lr = p.r.lr;
     rec.data_wait_ms = p.r.data_wait_ms;
     rec.timed = p.timed;
+    rec.step_ms = std::chrono::duration<double, std::milli>(end - p.start).count();
     if (hooks.instrument) {
       rec.loss = p.r.loss.item<double>();
       rec.grad_norm = p.r.grad_norm.item<double>();
       rec.fb_ms = p.timer->ElapsedMs(0, 1);
       rec.opt_ms = p.timer->ElapsedMs(1, 2);
+      // The device's time from this step's start to the next one's: what a
+      // long run spends per step, whatever the host's lead (the host's
+      // interval between two launches shrinks and stretches with it). A
+      // step followed by a synchronisation has no next start: its own span,
+      // and no place in the means.
+      if (next != nullptr) {
+        rec.step_ms = p.timer->ElapsedMsTo(0, *next, 0);
+      } else {
+        rec.step_ms = p.timer->ElapsedMs(0, 2);
+        rec.timed = false;
+      }
     } else {
       rec.loss = rec.grad_norm = std::nan("");
     }
-    rec.step_ms = std::chrono::duration<double, std::milli>(end - p.start).count();
     records->push_back(rec);
     if (!hooks.instrument) return;
     ms_sum += rec.step_ms;
@@ -275,7 +287,7 @@ Status RunSteps(Session& s, int64_t first, int64_t last, const LoopHooks& hooks,
     if (measure) {
       Synchronize(dev);
       if (pend) {
-        finalize(*pend, Clock::now());
+        finalize(*pend, Clock::now(), nullptr);
         pend.reset();
       }
       ResetPeak(dev);
@@ -283,7 +295,7 @@ Status RunSteps(Session& s, int64_t first, int64_t last, const LoopHooks& hooks,
     const auto start = Clock::now();
     StepTimer* timer = hooks.instrument ? timers[step % 2].get() : nullptr;
     PILOT_ASSIGN_OR_RETURN(StepResult r, s.Step(*loader, step, timer));
-    if (pend) finalize(*pend, start);
+    if (pend) finalize(*pend, start, timer);
     const bool steady = !measure && !pause && !after_sync;
     pend = Pending{step, std::move(r), timer, start, steady && step >= first + warmup};
     after_sync = measure || pause;
@@ -291,17 +303,17 @@ Status RunSteps(Session& s, int64_t first, int64_t last, const LoopHooks& hooks,
       Synchronize(dev);
       MemoryStats mem = Snapshot(dev, step);
       if (hooks.on_memory) hooks.on_memory(step, mem);
-      finalize(*pend, Clock::now());
+      finalize(*pend, Clock::now(), nullptr);
       pend.reset();
     } else if (pause) {
       Synchronize(dev);
-      finalize(*pend, Clock::now());
+      finalize(*pend, Clock::now(), nullptr);
       pend.reset();
     }
     if (pause && hooks.on_pause) PILOT_RETURN_IF_ERROR(hooks.on_pause(step));
   }
   Synchronize(dev);
-  if (pend) finalize(*pend, Clock::now());
+  if (pend) finalize(*pend, Clock::now(), nullptr);
   return Status::Ok();
 }
 
