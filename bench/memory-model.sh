@@ -10,7 +10,9 @@
 # by `pilot plan` (bench/RESULTS.md shows the table):
 #   calib.json (micro-batch 8, checkpointing off, calibrated by its own
 #   micro-batch 4 steps) predicts every shape; shapes with checkpointing on
-#   come from the model's rule ("by rule"). ac8.json (checkpointing on,
+#   come from the model's rule anchored to calib's recompute check (its
+#   steps with checkpointing on; "by rule" for results of runners before
+#   the check ran both ways). ac8.json (checkpointing on,
 #   calibrated by its own micro-batch 4 steps) predicts the checkpointing
 #   shapes as measured.
 #
@@ -95,7 +97,7 @@ for s in "${shapes[@]}"; do
     --set run.micro_batch="$mb" --set run.seq_len="$seq" \
     --set training.activation_checkpointing="$ac" --set training.steps=6 \
     --set checkpoint.at_step=3 --set training.warmup_steps=2 \
-    --set training.precision_check_steps=0 --set training.recompute_check_steps=0 \
+    --set training.precision_check_steps=0 --set training.recompute_check_steps=3 \
     --set training.memory_calibration_steps=2 \
     --set "checkpoint.dir=\"$work/ck-$name\"" --out "$work/$name" >"$out/$name.log" 2>&1
   rc=$?

@@ -157,6 +157,17 @@ MemoryBreakdown SplitMemory(const SingleStage& s, const Workload& w,
                               static_cast<double>(b.StaticBytes() + b.activation_bytes));
     b.notes.push_back("allocator workspace assumed 5% (not measured)");
   }
+  const RecomputeCheck& rc = s.recompute_check;
+  const int64_t* other_alloc = nullptr;
+  if (rc.ran && rc.measured) {
+    const auto& peak = *rc.measured == "with" ? rc.peak_bytes_with : rc.peak_bytes_without;
+    if (peak && *peak > 0) other_alloc = &*peak;
+  }
+  if (s.device == "cuda" && other_alloc && rc.peak_reserved_bytes && *rc.peak_reserved_bytes >= *other_alloc) {
+    b.other_setting = MemoryBreakdown::OtherSetting{
+        *rc.measured == "with", *other_alloc,
+        static_cast<double>(*rc.peak_reserved_bytes - *other_alloc) / static_cast<double>(*other_alloc)};
+  }
   if (device && reserved && *device >= *reserved) {
     b.runtime_bytes = *device - *reserved;
   } else {
@@ -167,6 +178,27 @@ MemoryBreakdown SplitMemory(const SingleStage& s, const Workload& w,
 }
 
 MemoryPrediction PredictPeak(const MemoryBreakdown& b, const Workload& w, const MemoryQuery& q) {
+  if (q.activation_checkpointing != b.activation_checkpointing && b.other_setting &&
+      b.other_setting->activation_checkpointing == q.activation_checkpointing) {
+    // The rule, anchored: at the measured shape it must give the allocated
+    // peak the recompute check measured; the workspace is that setting's.
+    MemoryBreakdown rule = b;
+    rule.other_setting.reset();
+    MemoryQuery at_measured;
+    at_measured.seq_len = b.seq_len;
+    at_measured.micro_batch = b.micro_batch;
+    at_measured.activation_checkpointing = q.activation_checkpointing;
+    const MemoryPrediction ref = PredictPeak(rule, w, at_measured);
+    const int64_t shift = b.other_setting->allocated_bytes - (ref.static_bytes + ref.activation_bytes);
+    MemoryPrediction p = PredictPeak(rule, w, q);
+    p.activation_bytes = std::max<int64_t>(0, p.activation_bytes + shift);
+    p.workspace_bytes = Bytes(b.other_setting->workspace_fraction *
+                              static_cast<double>(p.static_bytes + p.activation_bytes));
+    p.total_bytes = p.static_bytes + p.activation_bytes + p.workspace_bytes + p.runtime_bytes;
+    p.basis = b.source + ", activation checkpointing " + (q.activation_checkpointing ? "on" : "off") +
+              " from the recompute check";
+    return p;
+  }
   MemoryPrediction p;
   const int layers = std::max(1, w.layers);
   const double eb = ComputeBytes(w.precision);

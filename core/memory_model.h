@@ -112,6 +112,15 @@ struct MemoryBreakdown {
   // gradients freed by zero_grad(set_to_none) before the forward pass).
   int64_t calibration_offset_bytes = 0;
   int64_t measured_peak_bytes = 0;  // the largest device figure measured (0 on CPU)
+  // The other activation-checkpointing setting at the measured shape, as the
+  // runner's recompute check measured it (its allocated and reserved peaks,
+  // cached blocks released first); nullopt without allocator figures.
+  struct OtherSetting {
+    bool activation_checkpointing = false;
+    int64_t allocated_bytes = 0;
+    double workspace_fraction = 0;
+  };
+  std::optional<OtherSetting> other_setting;
   std::string source;               // "calibrated" | "residual" | "analytic"
   std::vector<std::string> notes;
   int64_t StaticBytes() const { return params_bytes + grads_bytes + optimizer_bytes; }
@@ -145,7 +154,9 @@ struct MemoryPrediction {
   int64_t total_bytes = 0;  // predicted device bytes per GPU
   // The breakdown's source, plus ", activation checkpointing on|off by rule"
   // when the query's setting differs from the measured one (that part is
-  // the model's rule, never measured).
+  // the model's rule), or "... from the recompute check" when the runner
+  // measured that setting too (the rule's activations shifted to match its
+  // allocated peak at the measured shape, and its allocator workspace).
   std::string basis;
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 namespace pilot {
 
@@ -115,10 +116,21 @@ Result<Plan> MakePlan(const SingleStage& s, const Config& cfg, const HardwareCat
   }
   plan.notes.push_back("memory: " + plan.breakdown.source + " activations");
   if (mq.activation_checkpointing != plan.breakdown.activation_checkpointing) {
-    plan.notes.push_back(std::string("memory: activation checkpointing ") +
-                         (mq.activation_checkpointing ? "on" : "off") +
-                         " predicted by the model's rule, not measured (the pilot ran with it " +
-                         (plan.breakdown.activation_checkpointing ? "on" : "off") + ")");
+    const auto& other = plan.breakdown.other_setting;
+    if (other && other->activation_checkpointing == mq.activation_checkpointing) {
+      char gib[32];
+      std::snprintf(gib, sizeof(gib), "%.1f GiB", static_cast<double>(other->allocated_bytes) / (1 << 30));
+      plan.notes.push_back(std::string("memory: activation checkpointing ") +
+                           (mq.activation_checkpointing ? "on" : "off") +
+                           ": the model's rule anchored to the recompute check's step at the pilot's shape (" +
+                           gib + std::string(" allocated, workspace ") +
+                           std::to_string(static_cast<int>(std::lround(100 * other->workspace_fraction))) + "%)");
+    } else {
+      plan.notes.push_back(std::string("memory: activation checkpointing ") +
+                           (mq.activation_checkpointing ? "on" : "off") +
+                           " predicted by the model's rule, not measured (the pilot ran with it " +
+                           (plan.breakdown.activation_checkpointing ? "on" : "off") + ")");
+    }
   }
   for (const auto& n : plan.breakdown.notes) plan.notes.push_back("memory: " + n);
   if (s.device == "cuda") {

@@ -122,6 +122,7 @@ void Fields(V& v, S& s, std::type_identity<PrecisionCheck>) {
 template <class V, class S>
 void Fields(V& v, S& s, std::type_identity<RecomputeCheck>) {
   v("ran", s.ran);
+  v("measured", s.measured, kMayBeAbsent);
   v("fits_without", s.fits_without);
   v("steps", s.steps);
   v("step_ms_with", s.step_ms_with);
@@ -130,6 +131,7 @@ void Fields(V& v, S& s, std::type_identity<RecomputeCheck>) {
   v("peak_bytes_with", s.peak_bytes_with);
   v("peak_bytes_without", s.peak_bytes_without);
   v("memory_saved_bytes", s.memory_saved_bytes);
+  v("peak_reserved_bytes", s.peak_reserved_bytes, kMayBeAbsent);
   v("detail", s.detail);
 }
 

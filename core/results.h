@@ -128,8 +128,14 @@ struct PrecisionCheck {
   bool operator==(const PrecisionCheck&) const = default;
 };
 
+// Activation checkpointing, measured both ways: the pilot's own steps at its
+// setting, and a few steps from the checkpoint at the other one.
 struct RecomputeCheck {
   bool ran = false;
+  // Which setting the check's own steps ran: "without" (the pilot
+  // checkpoints) or "with" (it does not). Null in files of earlier runners,
+  // whose checks ran only "without".
+  std::optional<std::string> measured;
   bool fits_without = false;       // steps without recompute fit in memory
   int steps = 0;
   double step_ms_with = 0;
@@ -138,6 +144,9 @@ struct RecomputeCheck {
   std::optional<int64_t> peak_bytes_with;
   std::optional<int64_t> peak_bytes_without;
   std::optional<int64_t> memory_saved_bytes;
+  // The allocator's reserved peak of the check's measured step, its cached
+  // blocks released before the check (null on a CPU and in older files).
+  std::optional<int64_t> peak_reserved_bytes;
   std::string detail;
   bool operator==(const RecomputeCheck&) const = default;
 };

@@ -87,35 +87,49 @@ void PrecisionCheckRun(Session& s, const std::string& ckpt, const std::vector<St
   }
 }
 
+// Activation checkpointing, the other way: k steps from the checkpoint at
+// the setting the pilot did not use, so both are measured at the run's
+// shape. With it on in the pilot, the steps run without it (when they fit):
+// the recompute cost and the memory it saves. With it off, they run with
+// it: what it would save and cost, and the memory model's point for
+// predicting the checkpointed layout. The allocator's cached blocks are
+// released first so the reserved peak belongs to the check's setting; the
+// last step is measured (the ones before it are timed).
 void RecomputeCheckRun(Session& s, const std::string& ckpt, SingleStage* st, FILE* metrics) {
   const Config& c = s.cfg();
   RecomputeCheck& rc = st->recompute_check;
   const int64_t at = c.checkpoint.at_step;
   const int64_t k = std::min<int64_t>(c.training.recompute_check_steps, c.training.steps - at);
-  if (!c.training.activation_checkpointing || k <= 0) {
-    rc.detail = !c.training.activation_checkpointing ? "activation checkpointing is off" : "no steps asked for";
+  const bool on = c.training.activation_checkpointing;  // the pilot's setting
+  if (k <= 0) {
+    rc.detail = "no steps asked for";
     return;
   }
   rc.ran = true;
   rc.steps = static_cast<int>(k);
-  rc.step_ms_with = st->timings.step_ms;
-  rc.peak_bytes_with = PeakOf(st->memory);
+  rc.measured = on ? "without" : "with";
+  (on ? rc.step_ms_with : rc.step_ms_without) = st->timings.step_ms;
+  (on ? rc.peak_bytes_with : rc.peak_bytes_without) = PeakOf(st->memory);
+  std::optional<int64_t>& check_peak = on ? rc.peak_bytes_without : rc.peak_bytes_with;
   try {
     Status r = Reload(s, ckpt);
     if (!r.ok()) {
       rc.detail = r.Message();
       return;
     }
-    s.model().SetActivationCheckpointing(false);
+    ReleaseCachedMemory(s.device());
+    s.model().SetActivationCheckpointing(!on);
     LoopHooks hooks;
     hooks.process = "recompute_check";
     hooks.warmup = 1;
-    // Step at+2 is measured: step at+1 already holds the optimizer state.
-    hooks.measure = {std::min(at + 2, at + k)};
-    hooks.on_memory = [&](int64_t, const MemoryStats& m) { rc.peak_bytes_without = PeakOf(m); };
+    hooks.measure = {at + k};
+    hooks.on_memory = [&](int64_t, const MemoryStats& m) {
+      check_peak = PeakOf(m);
+      rc.peak_reserved_bytes = m.peak_reserved_bytes;
+    };
     std::vector<StepRecord> recs;
     r = RunSteps(s, at + 1, at + k, hooks, &recs, metrics);
-    s.model().SetActivationCheckpointing(true);
+    s.model().SetActivationCheckpointing(on);
     if (!r.ok()) {
       rc.detail = r.Message();
       return;
@@ -129,19 +143,26 @@ void RecomputeCheckRun(Session& s, const std::string& ckpt, SingleStage* st, FIL
         ++n;
       }
     }
-    rc.step_ms_without = n ? sum / n : recs.back().step_ms;
+    (on ? rc.step_ms_without : rc.step_ms_with) = n ? sum / n : recs.back().step_ms;
     rc.cost_fraction = rc.step_ms_without > 0 ? rc.step_ms_with / rc.step_ms_without - 1.0 : 0.0;
     if (rc.peak_bytes_with && rc.peak_bytes_without) {
       rc.memory_saved_bytes = *rc.peak_bytes_without - *rc.peak_bytes_with;
     }
-    std::fprintf(stderr, "pilot: single: recompute check: %.0f ms with, %.0f ms without (%+.1f%%)\n",
-                 rc.step_ms_with, rc.step_ms_without, 100.0 * rc.cost_fraction);
+    std::fprintf(stderr,
+                 "pilot: single: recompute check: %.0f ms with activation checkpointing, %.0f ms without "
+                 "(%+.1f%%); peak %s with, %s without\n",
+                 rc.step_ms_with, rc.step_ms_without, 100.0 * rc.cost_fraction,
+                 rc.peak_bytes_with ? FormatBytes(static_cast<double>(*rc.peak_bytes_with)).c_str() : "n/a",
+                 rc.peak_bytes_without ? FormatBytes(static_cast<double>(*rc.peak_bytes_without)).c_str()
+                                       : "n/a");
   } catch (const std::exception& e) {
-    s.model().SetActivationCheckpointing(true);
+    s.model().SetActivationCheckpointing(on);
     Recover(s);
-    rc.fits_without = false;
-    rc.detail = IsOutOfMemory(e) ? "steps without activation checkpointing do not fit in device memory"
-                                 : std::string(e.what()).substr(0, 300);
+    const bool oom = IsOutOfMemory(e);
+    rc.fits_without = !on;
+    rc.detail = oom ? std::string("steps ") + (on ? "without" : "with") +
+                          " activation checkpointing do not fit in device memory"
+                    : std::string(e.what()).substr(0, 300);
   }
 }
 

@@ -241,6 +241,38 @@ TEST(MemoryModel, CalibratedPredictsTheMeasuredCheckpointedPeaksWithin3Percent) 
   }
 }
 
+// With the recompute check's step at the other setting (runner since the
+// third round), the checkpointed layout is the rule anchored to that step.
+// Figures of the third round (bench/RESULTS.md, expandable segments): the
+// pilot without checkpointing at micro-batch 8 (53.64 GiB allocated, 55.33
+// reserved, 56.08 device; 35.43 at micro-batch 4), and with checkpointing
+// 27.36 allocated / 30.44 reserved at micro-batch 8 and 45.00 GiB device
+// used at micro-batch 16.
+TEST(MemoryModel, RecomputeCheckAnchorsTheOtherSetting) {
+  auto [s, w] = H200Gpt1b();
+  s.memory.peak_reserved_bytes = static_cast<int64_t>(55.33 * kG);
+  s.memory.device_used_bytes = static_cast<int64_t>(56.08 * kG);
+  s.recompute_check.ran = true;
+  s.recompute_check.measured = "with";
+  s.recompute_check.peak_bytes_with = static_cast<int64_t>(27.36 * kG);
+  s.recompute_check.peak_reserved_bytes = static_cast<int64_t>(30.44 * kG);
+  MemoryCalibration cal{8, *s.memory.peak_allocated_bytes, 4, static_cast<int64_t>(35.43 * kG)};
+  MemoryBreakdown b = SplitMemory(s, w, cal);
+  ASSERT_TRUE(b.other_setting);
+  EXPECT_TRUE(b.other_setting->activation_checkpointing);
+  MemoryPrediction at8 = PredictPeak(b, w, {2048, 8, true, "single", 1});
+  EXPECT_EQ(at8.basis, "calibrated, activation checkpointing on from the recompute check");
+  EXPECT_NEAR(static_cast<double>(at8.static_bytes + at8.activation_bytes), 27.36 * kG, 2);
+  EXPECT_NEAR(static_cast<double>(at8.total_bytes) / kG, 30.44 + 0.75, 0.01);
+  MemoryPrediction at16 = PredictPeak(b, w, {2048, 16, true, "single", 1});
+  EXPECT_NEAR(static_cast<double>(at16.total_bytes) / (45.00 * kG), 1.0, 0.03) << at16.total_bytes / kG;
+  // The pilot's own setting is untouched by the check.
+  EXPECT_EQ(PredictPeak(b, w, {2048, 8, false, "single", 1}).basis, "calibrated");
+  // A check of an earlier runner (no "measured") is not used.
+  s.recompute_check.measured.reset();
+  EXPECT_FALSE(SplitMemory(s, w, cal).other_setting);
+}
+
 TEST(MemoryModel, CpuPilotIsAnalytic) {
   SingleStage s = Measured();
   s.device = "cpu";

@@ -123,6 +123,7 @@ def test_memory_calibration():
     s = results(out)["stages"]["single"]
     check_calibration(s, micro_batch=2, checkpointing=True)
     require(s["recompute_check"]["ran"] and s["instrumentation"]["ran"], "checks ran")
+    require(s["recompute_check"]["measured"] == "without", str(s["recompute_check"]))
     require(s["restore"]["equal"], "restore equal")
     # Micro-batch 1: no smaller one at the same seq_len.
     out = fresh("calibration-mb1")
@@ -130,11 +131,19 @@ def test_memory_calibration():
     c = results(out)["stages"]["single"]["memory_calibration"]
     require(c["status"] == "skipped" and c["steps"] == 0 and "micro_batch is 1" in c["detail"], str(c))
     require(c["process_peak_rss_bytes"] is None, str(c))
+    # Without checkpointing the recompute check runs steps with it.
     out = fresh("calibration-off")
-    run(["run", "--config", CONFIG, "--out", out, "--set", "training.memory_calibration_steps=0"],
-        expect=0)
-    c = results(out)["stages"]["single"]["memory_calibration"]
+    run(["run", "--config", CONFIG, "--out", out, "--set", "training.memory_calibration_steps=0",
+         "--set", "training.recompute_check_steps=3"], expect=0)
+    s = results(out)["stages"]["single"]
+    c = s["memory_calibration"]
     require(c["status"] == "skipped" and c["detail"] == "no steps asked for", str(c))
+    rc = s["recompute_check"]
+    require(rc["ran"] and rc["measured"] == "with" and rc["fits_without"] and rc["steps"] == 3, str(rc))
+    require(rc["step_ms_with"] > 0 and rc["step_ms_without"] == s["timings"]["step_ms"], str(rc))
+    require(rc["peak_bytes_with"] > 0 and rc["peak_bytes_without"] > 0, str(rc))
+    require(rc["peak_reserved_bytes"] is None, "no allocator on a CPU")
+    require(s["restore"]["equal"], "restore equal after the check")
 
 
 def test_skip_optimizer():
