@@ -138,7 +138,8 @@ Result<std::unique_ptr<NodeEngine>> NodeEngine::Create(Session* s, Comm* comm, c
       if (g.block >= 0) most = std::max(most, g.size);
     }
     for (int k = 0; k < 2; ++k) e->gather_bufs_.push_back(at::empty({W * most}, opts.requires_grad(false)));
-    for (int k = 0; k < 3; ++k) e->rs_bufs_.push_back(at::empty({W * most}, opts.requires_grad(false)));
+    e->rs_bufs_.resize(3);  // made by a step's first reduction
+    e->rs_numel_ = W * most;
     e->Release();
   } else {
     const int64_t cap = std::max<int64_t>(1, static_cast<int64_t>(s->cfg().parallel.bucket_mb) * 1024 * 1024 / 4);
@@ -248,6 +249,9 @@ void NodeEngine::FinishReduction() {
     Launch(g);
   }
   comm_->WaitAll();
+  // Out of the next forward pass and its peak (the allocator keeps the
+  // blocks for the next backward).
+  for (at::Tensor& b : rs_bufs_) b = at::Tensor();
 }
 
 void NodeEngine::Gather() {
@@ -345,6 +349,7 @@ void NodeEngine::OnBlockGrads(int group, const std::vector<at::Tensor>& grads) {
   f.group = group;
   // Three launches ago: drained (waited for) by now, see below.
   const int64_t slot = rs_next_++ % 3;
+  if (!rs_bufs_[slot].defined()) rs_bufs_[slot] = at::empty({rs_numel_}, g.shard.options().requires_grad(false));
   f.buf = rs_bufs_[slot].narrow(0, 0, world_ * g.size);
   f.buf.zero_();
   at::Tensor rows = f.buf.view({world_, g.size});

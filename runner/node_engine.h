@@ -175,8 +175,11 @@ class NodeEngine {
   // flight and the one being packed). A collective's Work keeps its tensors
   // until it is known to have finished on the device, which with NCCL is
   // well after the host moved on: fresh buffers per block would pile up.
+  // The reduce-scatter ones exist from a step's first reduction to the end
+  // of its backward, so the forward pass's peak does not hold them.
   std::vector<at::Tensor> gather_bufs_, rs_bufs_;
   int64_t gather_next_ = 0, rs_next_ = 0;
+  int64_t rs_numel_ = 0;
   at::Tensor graph_anchor_;               // puts gathered blocks in the graph
 };
 
