@@ -7,6 +7,7 @@
 #include <torch/version.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -19,6 +20,7 @@
 #include <ATen/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAGuard.h>
 #include <cuda_runtime_api.h>
 #endif
 
@@ -137,27 +139,49 @@ void ResetPeak(const at::Device& dev) {
 #ifdef PILOT_RUNNER_CUDA
 namespace {
 
-int64_t DeviceBaseline() {
-  static const int64_t bytes = [] {
-    const char* v = std::getenv(kDeviceBaselineEnv);
-    return v ? std::max<int64_t>(0, std::strtoll(v, nullptr, 10)) : int64_t{0};
-  }();
-  return bytes;
+int IndexOf(const at::Device& dev) { return dev.has_index() ? dev.index() : c10::cuda::current_device(); }
+
+std::string BusId(int index) {
+  char id[64] = {0};
+  if (cudaDeviceGetPCIBusId(id, static_cast<int>(sizeof(id)) - 1, index) != cudaSuccess) return "";
+  std::string s(id);
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+std::optional<int64_t> UsedOnDevice(int index) {
+  c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(index));
+  size_t free_b = 0, total_b = 0;
+  if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) return std::nullopt;
+  return static_cast<int64_t>(total_b - free_b);
+}
+
+// What the starting process held on this device, when the environment says
+// so for this device's bus id.
+int64_t DeviceBaseline(int index) {
+  const char* v = std::getenv(kDeviceBaselineEnv);
+  if (v == nullptr) return 0;
+  const std::string s(v);
+  const size_t eq = s.rfind('=');
+  if (eq == std::string::npos || s.substr(0, eq) != BusId(index)) return 0;
+  return std::max<int64_t>(0, std::strtoll(s.c_str() + eq + 1, nullptr, 10));
 }
 
 }  // namespace
 #endif
 
-std::optional<int64_t> DeviceUsedBytes(const at::Device& dev) {
+std::string DeviceBaselineFor(const at::Device& dev) {
 #ifdef PILOT_RUNNER_CUDA
   if (dev.is_cuda()) {
-    size_t free_b = 0, total_b = 0;
-    if (cudaMemGetInfo(&free_b, &total_b) == cudaSuccess) return static_cast<int64_t>(total_b - free_b);
+    const int index = IndexOf(dev);
+    const std::string id = BusId(index);
+    const std::optional<int64_t> used = UsedOnDevice(index);
+    if (!id.empty() && used) return id + "=" + std::to_string(*used);
   }
 #else
   (void)dev;
 #endif
-  return std::nullopt;
+  return "";
 }
 
 MemoryStats Snapshot(const at::Device& dev, int64_t step) {
@@ -176,7 +200,7 @@ MemoryStats Snapshot(const at::Device& dev, int64_t step) {
     size_t free_b = 0, total_b = 0;
     if (cudaMemGetInfo(&free_b, &total_b) == cudaSuccess) {
       m.device_used_bytes =
-          std::max<int64_t>(0, static_cast<int64_t>(total_b - free_b) - DeviceBaseline());
+          std::max<int64_t>(0, static_cast<int64_t>(total_b - free_b) - DeviceBaseline(IndexOf(dev)));
       m.device_total_bytes = static_cast<int64_t>(total_b);
       m.runtime_overhead_bytes = *m.device_used_bytes - stats.reserved_bytes[0].current;
     }

@@ -34,14 +34,16 @@ bool CudaAvailable();
 Result<at::Device> ResolveDevice(const std::string& wanted);
 
 void Synchronize(const at::Device& dev);
-// Bytes in use on the device as the system reports it (all processes), or
-// nullopt on the CPU.
-std::optional<int64_t> DeviceUsedBytes(const at::Device& dev);
-// The fresh restore process starts while the reference process still holds
-// its context on the same device; the reference passes what was in use then
-// (kDeviceBaselineEnv, bytes) and Snapshot's device figures leave it out, so
-// they are the fresh process's own.
-inline constexpr const char* kDeviceBaselineEnv = "PILOT_DEVICE_BASELINE_BYTES";
+// Processes the runner starts can share a device with it: the fresh restore
+// process starts while the reference process still holds its context, and
+// in `--stage all` the ranks start while the single stage's process does.
+// The starting process puts DeviceBaselineFor(its device) in the children's
+// environment under kDeviceBaselineEnv ("PCI-BUS-ID=BYTES": what was in use
+// on that device then); a child on the same device (by PCI bus id, which
+// does not depend on CUDA_VISIBLE_DEVICES) leaves it out of Snapshot's
+// device figures, so they are its own. "" on the CPU.
+inline constexpr const char* kDeviceBaselineEnv = "PILOT_DEVICE_BASELINE";
+std::string DeviceBaselineFor(const at::Device& dev);
 void ResetPeak(const at::Device& dev);
 MemoryStats Snapshot(const at::Device& dev, int64_t step);
 // Returns cached blocks to the driver (CUDA) so another process can use them.

@@ -13,6 +13,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -289,9 +290,8 @@ int RunSingle(const RunOptions& o, const Config& cfg, const Pins& pins, SingleSt
                cfg_copy.checkpoint.at_step, cfg_copy.training.steps);
   const std::string report = o.out + "/resume.json";
   std::vector<std::string> child_env;
-  if (std::optional<int64_t> held = DeviceUsedBytes(dev)) {
-    child_env.push_back(std::string(kDeviceBaselineEnv) + "=" + std::to_string(*held));
-  }
+  const std::string held = DeviceBaselineFor(dev);
+  if (!held.empty()) child_env.push_back(std::string(kDeviceBaselineEnv) + "=" + held);
   const int child_rc = SpawnResume(o, ckpt_path, ref_path, child_env);
   const bool equal = CompareRestore(cfg_copy, cuda, child_rc, report, records, st);
   if (!o.keep_reference) {
@@ -353,6 +353,12 @@ int RunPilot(const RunOptions& o) {
     std::optional<double> single_tps;
     if (res.single && res.single->tokens_per_second > 0) single_tps = res.single->tokens_per_second;
     NodeStage node;
+    // This process keeps its context on the single stage's device while the
+    // ranks run: the rank on that device leaves it out of its figures.
+    if (res.single && res.single->device == "cuda") {
+      const std::string held = DeviceBaselineFor(at::Device(at::kCUDA));
+      if (!held.empty()) ::setenv(kDeviceBaselineEnv, held.c_str(), 1);
+    }
     res.exit_code = RunNodeStage(o, cfg, o.nproc, single_tps, &node);
     res.node = node;
   }
