@@ -141,12 +141,16 @@ namespace {
 
 int IndexOf(const at::Device& dev) { return dev.has_index() ? dev.index() : c10::cuda::current_device(); }
 
-std::string BusId(int index) {
+// "host/pci-bus-id": the device, whatever CUDA_VISIBLE_DEVICES says, and
+// not a device of the same bus id on another node.
+std::string DeviceKey(int index) {
   char id[64] = {0};
   if (cudaDeviceGetPCIBusId(id, static_cast<int>(sizeof(id)) - 1, index) != cudaSuccess) return "";
   std::string s(id);
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
+  char host[256] = {0};
+  ::gethostname(host, sizeof(host) - 1);
+  return std::string(host) + "/" + s;
 }
 
 std::optional<int64_t> UsedOnDevice(int index) {
@@ -163,7 +167,7 @@ int64_t DeviceBaseline(int index) {
   if (v == nullptr) return 0;
   const std::string s(v);
   const size_t eq = s.rfind('=');
-  if (eq == std::string::npos || s.substr(0, eq) != BusId(index)) return 0;
+  if (eq == std::string::npos || s.substr(0, eq) != DeviceKey(index)) return 0;
   return std::max<int64_t>(0, std::strtoll(s.c_str() + eq + 1, nullptr, 10));
 }
 
@@ -174,7 +178,7 @@ std::string DeviceBaselineFor(const at::Device& dev) {
 #ifdef PILOT_RUNNER_CUDA
   if (dev.is_cuda()) {
     const int index = IndexOf(dev);
-    const std::string id = BusId(index);
+    const std::string id = DeviceKey(index);
     const std::optional<int64_t> used = UsedOnDevice(index);
     if (!id.empty() && used) return id + "=" + std::to_string(*used);
   }

@@ -38,10 +38,10 @@ void Synchronize(const at::Device& dev);
 // process starts while the reference process still holds its context, and
 // in `--stage all` the ranks start while the single stage's process does.
 // The starting process puts DeviceBaselineFor(its device) in the children's
-// environment under kDeviceBaselineEnv ("PCI-BUS-ID=BYTES": what was in use
-// on that device then); a child on the same device (by PCI bus id, which
-// does not depend on CUDA_VISIBLE_DEVICES) leaves it out of Snapshot's
-// device figures, so they are its own. "" on the CPU.
+// environment under kDeviceBaselineEnv ("HOST/PCI-BUS-ID=BYTES": what was in
+// use on that device then); a child on the same device (same host and PCI
+// bus id, which does not depend on CUDA_VISIBLE_DEVICES) leaves it out of
+// Snapshot's device figures, so they are its own. "" on the CPU.
 inline constexpr const char* kDeviceBaselineEnv = "PILOT_DEVICE_BASELINE";
 std::string DeviceBaselineFor(const at::Device& dev);
 void ResetPeak(const at::Device& dev);
