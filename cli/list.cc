@@ -20,13 +20,9 @@ int RunList(const Invocation& inv) {
   if (vm.count("user") && vm["all"].as<bool>()) {
     return UsageError(inv, "--user and --all exclude each other");
   }
-  bool policy_failed = false;
-  Result<Store> store = OpenStore(vm["policy"].as<std::string>(), &policy_failed);
-  if (!store.ok()) {
-    inv.err << store.status().ToString() << "\n";
-    return policy_failed ? kExitUsage : kExitNo;
-  }
-  const std::vector<StoredVerdict>& all = store->verdicts;
+  Store store;
+  if (auto rc = OpenStore(inv, vm["policy"].as<std::string>(), &store)) return *rc;
+  const std::vector<StoredVerdict>& all = store.verdicts;
   std::string user = vm.count("user") ? vm["user"].as<std::string>() : CallerName();
   bool every = vm["all"].as<bool>();
   inv.out << "JOB       USER         RUN                  DECISION  ISSUED                "
@@ -41,7 +37,7 @@ int RunList(const Invocation& inv) {
             << col(DecisionName(v.decision), 10) << col(v.issued, 22) << v.expires
             << (v.signature.empty() ? "  (unsigned)" : "") << "\n";
   }
-  for (const std::string& s : store->skipped) inv.err << "pilot: list: skipped " << s << "\n";
+  for (const std::string& s : store.skipped) inv.err << "pilot: list: skipped " << s << "\n";
   return kExitOk;
 }
 

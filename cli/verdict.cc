@@ -96,13 +96,9 @@ int RunVerdict(const Invocation& inv) {
   po::variables_map vm;
   if (auto rc = ParseCommandArgs(inv, cl, vm)) return *rc;
 
-  bool policy_failed = false;
-  Result<Store> store = OpenStore(vm["policy"].as<std::string>(), &policy_failed);
-  if (!store.ok()) {
-    inv.err << store.status().ToString() << "\n";
-    return policy_failed ? kExitUsage : kExitNo;
-  }
-  const std::vector<StoredVerdict>& all = store->verdicts;
+  Store store;
+  if (auto rc = OpenStore(inv, vm["policy"].as<std::string>(), &store)) return *rc;
+  const std::vector<StoredVerdict>& all = store.verdicts;
   const StoredVerdict* found = nullptr;
   std::string path;
   if (vm.count("job")) {
@@ -110,7 +106,7 @@ int RunVerdict(const Invocation& inv) {
     if (id.empty() || id.size() > 12 || id.find_first_not_of("0123456789") != std::string::npos) {
       return UsageError(inv, "JOBID must be a number, got " + Quote(id));
     }
-    path = VerdictPath(store->policy.state_dir, std::stoll(id));
+    path = VerdictPath(store.policy.state_dir, std::stoll(id));
     for (const StoredVerdict& sv : all) {
       if (sv.path == path) found = &sv;
     }
@@ -119,7 +115,7 @@ int RunVerdict(const Invocation& inv) {
       Result<Verdict> v = ReadVerdict(path);
       Status s = v.ok() ? Status::NotFound(path) : v.status();
       if (s.code() == Code::kNotFound) {
-        s = Status::NotFound("job " + id, "no verdict in " + store->policy.state_dir + "/verdicts")
+        s = Status::NotFound("job " + id, "no verdict in " + store.policy.state_dir + "/verdicts")
                 .WithHint("the epilog writes it when the pilot job ends; see 'pilot list'");
       }
       inv.err << s.ToString() << "\n";
@@ -132,7 +128,7 @@ int RunVerdict(const Invocation& inv) {
     }
     if (found == nullptr) {
       inv.err << Status::NotFound("verdict", "no verdict of user " + me + " in " +
-                                                 store->policy.state_dir + "/verdicts")
+                                                 store.policy.state_dir + "/verdicts")
                      .WithHint("pass a JOBID, or see 'pilot list'")
                      .ToString()
               << "\n";
@@ -140,7 +136,7 @@ int RunVerdict(const Invocation& inv) {
     }
   }
   bool bad = false;
-  std::string sig = SignatureState(found->verdict, store->policy, &bad);
+  std::string sig = SignatureState(found->verdict, store.policy, &bad);
   if (vm["json"].as<bool>()) {
     Result<std::string> text = ReadFileLimited(found->path, kMaxVerdictBytes);
     if (!text.ok()) {

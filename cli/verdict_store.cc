@@ -19,13 +19,20 @@ Result<Policy> LoadCliPolicy(const std::string& flag_value) {
   return LoadPolicy(DefaultPolicyPath(), /*missing_ok=*/true);
 }
 
-Result<Store> OpenStore(const std::string& policy_flag, bool* policy_failed) {
-  Store s;
-  *policy_failed = true;
-  PILOT_ASSIGN_OR_RETURN(s.policy, LoadCliPolicy(policy_flag));
-  *policy_failed = false;
-  PILOT_ASSIGN_OR_RETURN(s.verdicts, ListStoredVerdicts(s.policy.state_dir, &s.skipped));
-  return s;
+std::optional<int> OpenStore(const Invocation& inv, const std::string& policy_flag, Store* out) {
+  Result<Policy> policy = LoadCliPolicy(policy_flag);
+  if (!policy.ok()) {
+    inv.err << policy.status().ToString() << "\n";
+    return kExitUsage;
+  }
+  out->policy = std::move(policy).value();
+  Result<std::vector<StoredVerdict>> verdicts = ListStoredVerdicts(out->policy.state_dir, &out->skipped);
+  if (!verdicts.ok()) {
+    inv.err << verdicts.status().ToString() << "\n";
+    return kExitNo;
+  }
+  out->verdicts = std::move(verdicts).value();
+  return std::nullopt;
 }
 
 std::string VerdictPath(const std::string& state_dir, int64_t job_id) {

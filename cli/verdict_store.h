@@ -5,9 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "cli/commands.h"
 #include "core/policy.h"
 #include "core/status.h"
 #include "core/verdict.h"
@@ -31,14 +33,15 @@ Result<std::vector<StoredVerdict>> ListStoredVerdicts(const std::string& state_d
                                                       std::vector<std::string>* skipped);
 
 // What `pilot verdict` and `pilot list` open first: the policy and every
-// stored verdict. Errors keep their source: the policy's status, or
-// ListStoredVerdicts's kIoError (`policy_failed` says which).
+// stored verdict.
 struct Store {
   Policy policy;
   std::vector<StoredVerdict> verdicts;
   std::vector<std::string> skipped;
 };
-Result<Store> OpenStore(const std::string& policy_flag, bool* policy_failed);
+// Fills *out, or says why on inv.err and returns the exit status: usage
+// (the policy) or kExitNo (the store cannot be listed).
+std::optional<int> OpenStore(const Invocation& inv, const std::string& policy_flag, Store* out);
 
 // STATE/verdicts/JOBID.json
 std::string VerdictPath(const std::string& state_dir, int64_t job_id);
