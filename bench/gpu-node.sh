@@ -18,19 +18,12 @@
 # node-ddp.json, node-sharded.json (results.json of each run), anchors.jsonl
 # (one line per anchor run, with "run" naming it).
 # Usage: bench/gpu-node.sh [ANCHOR_SCRIPT]   (default .carry/py_gpt_step.py)
-set -uo pipefail
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-export PYTHONUNBUFFERED=1
+source "$(dirname "$0")/lib.sh"
 # Anchors run with torch's default allocator unless a step says otherwise;
 # the runner sets its own (training.alloc_conf).
 unset PYTORCH_ALLOC_CONF PYTORCH_CUDA_ALLOC_CONF
-cd "$(dirname "$0")/.." || exit 1
-out=${OUT:-/tmp/pilot-bench-out}
-anchor=${1:-.carry/py_gpt_step.py}
-work=/tmp/pilot-node-bench
 deadline=$((SECONDS + ${PILOT_BENCH_SECONDS:-530}))
-rm -rf "$work"
-mkdir -p "$out" "$work"
+fresh_work /tmp/pilot-node-bench
 : >"$out/anchors.jsonl"
 log() { echo "bench: $*" | tee -a "$out/bench.log"; }
 

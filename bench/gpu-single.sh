@@ -10,15 +10,8 @@
 #   6. the ratios against the targets in bench/RESULTS.md.
 # Logs and JSON go to $OUT (default /tmp/pilot-bench-out).
 # Usage: bench/gpu-single.sh [ANCHOR_SCRIPT]   (default .carry/py_gpt_step.py)
-set -uo pipefail
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-export PYTHONUNBUFFERED=1
-cd "$(dirname "$0")/.."
-out=${OUT:-/tmp/pilot-bench-out}
-anchor=${1:-.carry/py_gpt_step.py}
-work=/tmp/pilot-bench
-rm -rf "$work"
-mkdir -p "$out" "$work"
+source "$(dirname "$0")/lib.sh"
+fresh_work /tmp/pilot-bench
 log() { echo "bench: $*" | tee -a "$out/bench.log"; }
 
 log "date $(date -u +%FT%TZ) host $(hostname)"

@@ -14,18 +14,11 @@
 # Usage: bench/gpu-throughput.sh [ANCHOR_SCRIPT]   (default .carry/py_gpt_step.py)
 #        PILOT_TP_RUNS="clip" bench/gpu-throughput.sh   (only these runner runs;
 #            the traces and their comparison need noclip)
-set -uo pipefail
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-export PYTHONUNBUFFERED=1
+source "$(dirname "$0")/lib.sh"
 # The anchor runs with torch's default allocator; the runner sets its own
 # (training.alloc_conf).
 unset PYTORCH_ALLOC_CONF PYTORCH_CUDA_ALLOC_CONF
-cd "$(dirname "$0")/.." || exit 1
-out=${OUT:-/tmp/pilot-bench-out}
-anchor=${1:-.carry/py_gpt_step.py}
-work=/tmp/pilot-throughput
-rm -rf "$work"
-mkdir -p "$out" "$work"
+fresh_work /tmp/pilot-throughput
 log() { echo "throughput: $*" | tee -a "$out/throughput.log"; }
 gpu=${CUDA_VISIBLE_DEVICES:-0}
 gpu=${gpu%%,*}
