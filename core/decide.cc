@@ -7,6 +7,7 @@
 
 #include "core/plan.h"
 #include "core/rfc3339.h"
+#include "core/strings.h"
 
 namespace pilot {
 namespace {
@@ -18,10 +19,6 @@ __attribute__((format(printf, 1, 2))) std::string Fmt(const char* fmt, ...) {
   std::vsnprintf(buf, sizeof buf, fmt, ap);
   va_end(ap);
   return buf;
-}
-
-std::string GiB(int64_t bytes) {
-  return Fmt("%.1f GiB", static_cast<double>(bytes) / (1024.0 * 1024 * 1024));
 }
 
 std::string Sci(double v) { return Fmt("%.3g", v); }
@@ -93,8 +90,8 @@ const SingleStage* CheckCompleted(const DecideInput& in, std::vector<Check>* out
     const FailureInfo& f = *s.failure;
     std::string mem;
     if (f.memory.peak_allocated_bytes)
-      mem = ", peak allocated " + GiB(*f.memory.peak_allocated_bytes);
-    if (f.memory.device_total_bytes) mem += " of " + GiB(*f.memory.device_total_bytes);
+      mem = ", peak allocated " + FormatGiB(*f.memory.peak_allocated_bytes);
+    if (f.memory.device_total_bytes) mem += " of " + FormatGiB(*f.memory.device_total_bytes);
     std::string what = f.kind == "oom" ? "out of memory" : "error";
     return fail(what + " at step " + std::to_string(f.step) + " (" + f.phase + ")",
                 what + " in " + f.phase + " at step " + std::to_string(f.step) + mem +
@@ -274,7 +271,7 @@ void CheckMemory(const SingleStage& s, const Config& cfg, const DecideInput& in,
     where = s.device_name;
   }
   if (mem <= 0) {
-    out->push_back(MakeCheck("memory_headroom", CheckStatus::kWarn, GiB(*peak), want,
+    out->push_back(MakeCheck("memory_headroom", CheckStatus::kWarn, FormatGiB(*peak), want,
                              "no GPU memory size known to compare with",
                              VerifiedBy::kSelfReported));
     return;
@@ -283,7 +280,7 @@ void CheckMemory(const SingleStage& s, const Config& cfg, const DecideInput& in,
   bool ok = free >= need;
   out->push_back(MakeCheck(
       "memory_headroom", ok ? CheckStatus::kPass : CheckStatus::kFail,
-      GiB(*peak) + " of " + GiB(mem) + " on " + where + Fmt(" (%.0f%% free)", free * 100), want,
+      FormatGiB(*peak) + " of " + FormatGiB(mem) + " on " + where + Fmt(" (%.0f%% free)", free * 100), want,
       ok ? "the measured peak fits with headroom" : "too little memory left at the peak",
       VerifiedBy::kSelfReported));
 }
@@ -362,7 +359,7 @@ void CheckMemoryFit(const Plan& plan, const Policy& p, std::vector<Check>* out) 
   const MemoryQuery& q = plan.memory_query;
   std::string layout = q.mode + (q.gpus > 1 ? Fmt(" x%d", q.gpus) : "") +
                        (q.activation_checkpointing ? ", recompute" : "");
-  std::string measured = GiB(o.memory.total_bytes) + " of " + GiB(o.gpu.memory_bytes) + " on " +
+  std::string measured = FormatGiB(o.memory.total_bytes) + " of " + FormatGiB(o.gpu.memory_bytes) + " on " +
                          o.gpu.name + " (" + layout + ", " + o.memory.basis + ")";
   std::string detail = "the run's shape fits " + o.gpu.name + " with headroom";
   if (!o.fit.fits) {

@@ -2,7 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
+
+#include "core/strings.h"
 
 namespace pilot {
 
@@ -117,18 +118,14 @@ Result<Plan> MakePlan(const SingleStage& s, const Config& cfg, const HardwareCat
   plan.notes.push_back("memory: " + plan.breakdown.source + " activations");
   if (mq.activation_checkpointing != plan.breakdown.activation_checkpointing) {
     const auto& other = plan.breakdown.other_setting;
+    const std::string what =
+        std::string("memory: activation checkpointing ") + (mq.activation_checkpointing ? "on" : "off");
     if (other && other->activation_checkpointing == mq.activation_checkpointing) {
-      char gib[32];
-      std::snprintf(gib, sizeof(gib), "%.1f GiB", static_cast<double>(other->allocated_bytes) / (1 << 30));
-      plan.notes.push_back(std::string("memory: activation checkpointing ") +
-                           (mq.activation_checkpointing ? "on" : "off") +
-                           ": the model's rule anchored to the recompute check's step at the pilot's shape (" +
-                           gib + std::string(" allocated, workspace ") +
+      plan.notes.push_back(what + ": the model's rule anchored to the recompute check's step at the pilot's shape (" +
+                           FormatGiB(other->allocated_bytes) + " allocated, workspace " +
                            std::to_string(static_cast<int>(std::lround(100 * other->workspace_fraction))) + "%)");
     } else {
-      plan.notes.push_back(std::string("memory: activation checkpointing ") +
-                           (mq.activation_checkpointing ? "on" : "off") +
-                           " predicted by the model's rule, not measured (the pilot ran with it " +
+      plan.notes.push_back(what + " predicted by the model's rule, not measured (the pilot ran with it " +
                            (plan.breakdown.activation_checkpointing ? "on" : "off") + ")");
     }
   }

@@ -76,6 +76,12 @@ std::string Quote(std::string_view s) {
   return out;
 }
 
+std::string FormatGiB(int64_t bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes) / (1024.0 * 1024 * 1024));
+  return buf;
+}
+
 std::string FormatDouble(double v) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";

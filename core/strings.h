@@ -33,6 +33,9 @@ std::string Quote(std::string_view s);
 // "1e-08"); "nan" / "inf" / "-inf" for the non-finite values.
 std::string FormatDouble(double v);
 
+// Bytes in GiB with one decimal ("53.6 GiB").
+std::string FormatGiB(int64_t bytes);
+
 // Items joined by `sep`.
 std::string Join(const std::vector<std::string>& items, std::string_view sep);
 
