@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
+#include <map>
 #include <new>
 #include <fstream>
 #include <sstream>
@@ -161,14 +162,22 @@ std::optional<int64_t> UsedOnDevice(int index) {
 }
 
 // What the starting process held on this device, when the environment says
-// so for this device's bus id.
+// so for this device's key. Neither changes during the process: worked out
+// once per device, not at every snapshot (one a step for the progress line).
 int64_t DeviceBaseline(int index) {
-  const char* v = std::getenv(kDeviceBaselineEnv);
-  if (v == nullptr) return 0;
-  const std::string s(v);
-  const size_t eq = s.rfind('=');
-  if (eq == std::string::npos || s.substr(0, eq) != DeviceKey(index)) return 0;
-  return std::max<int64_t>(0, std::strtoll(s.c_str() + eq + 1, nullptr, 10));
+  static std::map<int, int64_t> known;
+  auto it = known.find(index);
+  if (it != known.end()) return it->second;
+  int64_t bytes = 0;
+  if (const char* v = std::getenv(kDeviceBaselineEnv)) {
+    const std::string s(v);
+    const size_t eq = s.rfind('=');
+    if (eq != std::string::npos && s.substr(0, eq) == DeviceKey(index)) {
+      bytes = std::max<int64_t>(0, std::strtoll(s.c_str() + eq + 1, nullptr, 10));
+    }
+  }
+  known.emplace(index, bytes);
+  return bytes;
 }
 
 }  // namespace
