@@ -108,6 +108,7 @@ class Decoder : public Workload {
   const NamedTensors& Parameters() const override { return params_.list(); }
   void SetComputeDtype(at::ScalarType dtype) override { dt_ = dtype; }
   void SetActivationCheckpointing(bool on) override { ckpt_ = on; }
+  bool ActivationCheckpointing() const override { return ckpt_; }
   int Blocks() const override { return static_cast<int>(blocks_.size()); }
   void SetBlockParams(BlockParams provider) override { block_params_ = std::move(provider); }
 

@@ -50,6 +50,7 @@ class Workload {
   virtual void SetComputeDtype(at::ScalarType dtype) = 0;
   // Recompute each block's activations in backward instead of keeping them.
   virtual void SetActivationCheckpointing(bool on) = 0;
+  virtual bool ActivationCheckpointing() const = 0;
 
   // The transformer blocks, 0..Blocks()-1; block l's parameters are the
   // ones named with the prefix "<family>.<l>." in Parameters() order.

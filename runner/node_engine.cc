@@ -137,9 +137,9 @@ Result<std::unique_ptr<NodeEngine>> NodeEngine::Create(Session* s, Comm* comm, c
     for (const Group& g : e->groups_) {
       if (g.block >= 0) most = std::max(most, g.size);
     }
-    for (int k = 0; k < 2; ++k) e->gather_bufs_.push_back(at::empty({W * most}, opts.requires_grad(false)));
-    e->rs_bufs_.resize(3);  // made by a step's first reduction
-    e->rs_numel_ = W * most;
+    e->gather_bufs_.resize(2);  // made by a step's first gather
+    e->rs_bufs_.resize(3);      // made by a step's first reduction
+    e->unit_numel_ = W * most;
     e->Release();
   } else {
     const int64_t cap = std::max<int64_t>(1, static_cast<int64_t>(s->cfg().parallel.bucket_mb) * 1024 * 1024 / 4);
@@ -252,6 +252,7 @@ void NodeEngine::FinishReduction() {
   // Out of the next forward pass and its peak (the allocator keeps the
   // blocks for the next backward).
   for (at::Tensor& b : rs_bufs_) b = at::Tensor();
+  for (at::Tensor& b : gather_bufs_) b = at::Tensor();
 }
 
 void NodeEngine::Gather() {
@@ -292,7 +293,9 @@ void NodeEngine::LaunchGather(int group) {
   f.group = group;
   // The buffer's previous gather was copied out by work already queued on
   // this stream, which the collective waits for.
-  f.buf = gather_bufs_[gather_next_++ % 2].narrow(0, 0, world_ * groups_[group].size);
+  at::Tensor& buf = gather_bufs_[gather_next_++ % 2];
+  if (!buf.defined()) buf = at::empty({unit_numel_}, groups_[group].shard.options());
+  f.buf = buf.narrow(0, 0, world_ * groups_[group].size);
   f.h = comm_->AllGatherAsync(f.buf, groups_[group].shard);
   gathers_.emplace(group, std::move(f));
 }
@@ -339,6 +342,11 @@ std::vector<at::Tensor> NodeEngine::BlockParams(int block) {
     }
   }
   f.buf = at::Tensor();
+  // The last block's forward without recomputation: no more gathers this
+  // step (the copies above are queued before any reuse of the memory).
+  if (dir > 0 && next == static_cast<int>(block_group_.size()) && !s_->model().ActivationCheckpointing()) {
+    for (at::Tensor& b : gather_bufs_) b = at::Tensor();
+  }
   return GatherBlock::apply(graph_anchor_, this, static_cast<int64_t>(group), &whole);
 }
 
@@ -349,7 +357,7 @@ void NodeEngine::OnBlockGrads(int group, const std::vector<at::Tensor>& grads) {
   f.group = group;
   // Three launches ago: drained (waited for) by now, see below.
   const int64_t slot = rs_next_++ % 3;
-  if (!rs_bufs_[slot].defined()) rs_bufs_[slot] = at::empty({rs_numel_}, g.shard.options().requires_grad(false));
+  if (!rs_bufs_[slot].defined()) rs_bufs_[slot] = at::empty({unit_numel_}, g.shard.options().requires_grad(false));
   f.buf = rs_bufs_[slot].narrow(0, 0, world_ * g.size);
   f.buf.zero_();
   at::Tensor rows = f.buf.view({world_, g.size});
@@ -438,6 +446,7 @@ NodeStepOut NodeEngine::Step(int64_t step) {
       last_block_ = -1;
       at::Tensor loss = s_->model().Loss(b->x, b->y);
       reduce_now_ = k == n_local - 1;
+      if (reduce_now_) out.forward_peak_allocated_bytes = PeakAllocatedSoFar(dev);
       s_->set_phase("backward");
       (loss / divisor).backward();
       reduce_now_ = false;

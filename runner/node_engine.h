@@ -44,6 +44,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,10 @@ struct NodeStepOut {
   double compute_ms = 0;    // forward + backward (host clock, synchronised)
   double comm_exposed_ms = 0;  // waiting for collectives with nothing else to do
   double optimizer_ms = 0;
+  // The allocator's peak allocated bytes when the last micro-batch's
+  // forward pass (loss included) had been issued: with the peak reset
+  // before the step, where the step's peak lies. CUDA only.
+  std::optional<int64_t> forward_peak_allocated_bytes;
 };
 
 class NodeEngine {
@@ -175,11 +180,15 @@ class NodeEngine {
   // flight and the one being packed). A collective's Work keeps its tensors
   // until it is known to have finished on the device, which with NCCL is
   // well after the host moved on: fresh buffers per block would pile up.
-  // The reduce-scatter ones exist from a step's first reduction to the end
-  // of its backward, so the forward pass's peak does not hold them.
+  // Each kind exists only while the step uses it: the gather buffers from
+  // the first block's gather to the last block's forward (to the end of
+  // backward with activation checkpointing, whose recomputation gathers
+  // again), the reduce-scatter ones from the first reduction to the end of
+  // backward. So the loss and the start of backward, where the activations
+  // peak, hold neither.
   std::vector<at::Tensor> gather_bufs_, rs_bufs_;
   int64_t gather_next_ = 0, rs_next_ = 0;
-  int64_t rs_numel_ = 0;
+  int64_t unit_numel_ = 0;  // W * the largest block unit's shard
   at::Tensor graph_anchor_;               // puts gathered blocks in the graph
 };
 
