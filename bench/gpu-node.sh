@@ -3,11 +3,12 @@
 #   1. build (scripts/gpu-build, with NCCL);
 #   2. the single stage on configs/gpt-1b.toml at seq 2048, micro-batch 8,
 #      no accumulation (the scaling baseline);
-#   3. the node stage, 2 local processes, DDP, the same shape per GPU;
-#   4. the node stage, sharded;
-#   5. the anchor (plain PyTorch, same model and shape) on 1 GPU, with DDP
-#      and with FSDP2 on 2 GPUs (torch.distributed.run), FSDP2 also with
-#      the runner's allocator settings (expandable segments);
+#   3. the node stage, 2 local processes, sharded, the same shape per GPU,
+#      then the anchor (plain PyTorch, same model and shape) with FSDP2 on
+#      2 GPUs (torch.distributed.run);
+#   4. the node stage in DDP, then the anchor on 1 GPU and with DDP on 2;
+#   5. FSDP2 again with the runner's allocator settings (expandable
+#      segments);
 #   6. a summary: per-GPU tokens/s, scaling efficiency against each one's
 #      own single-GPU figure, sharded against FSDP2 (tokens/s and peak
 #      memory per rank), communication and restore figures.
@@ -100,20 +101,21 @@ run_anchor() {
   fi
 }
 
-# PILOT_BENCH_ONLY="a b ...": run only these of single, node-ddp, anchor-single,
-# anchor-ddp, node-sharded, anchor-fsdp, anchor-fsdp-exp (default: all, in
-# this order).
-only=" ${PILOT_BENCH_ONLY:-single node-ddp anchor-single anchor-ddp node-sharded anchor-fsdp anchor-fsdp-exp} "
+# PILOT_BENCH_ONLY="a b ...": run only these of single, node-sharded,
+# anchor-fsdp, node-ddp, anchor-single, anchor-ddp, anchor-fsdp-exp (default:
+# all, in this order; the whole takes about 9.5 minutes, so give
+# PILOT_BENCH_SECONDS=575 or the last is skipped).
+only=" ${PILOT_BENCH_ONLY:-single node-sharded anchor-fsdp node-ddp anchor-single anchor-ddp anchor-fsdp-exp} "
 want() { [[ $only == *" $1 "* ]]; }
 dist=(python3 -m torch.distributed.run --standalone --nproc-per-node=2)
 want single && run_runner single 120 --stage single
+want node-sharded && run_runner node-sharded 170 --stage node --nproc 2 --set parallel.nproc=2 \
+  --set 'parallel.mode="sharded"' --set 'parallel.launcher="local"'
+want anchor-fsdp && run_anchor fsdp 100 "${dist[@]}" "$anchor" --fsdp
 want node-ddp && run_runner node-ddp 170 --stage node --nproc 2 --set parallel.nproc=2 \
   --set 'parallel.mode="ddp"' --set 'parallel.launcher="local"'
 want anchor-single && run_anchor single 90 python3 "$anchor"
 want anchor-ddp && run_anchor ddp 100 "${dist[@]}" "$anchor"
-want node-sharded && run_runner node-sharded 170 --stage node --nproc 2 --set parallel.nproc=2 \
-  --set 'parallel.mode="sharded"' --set 'parallel.launcher="local"'
-want anchor-fsdp && run_anchor fsdp 100 "${dist[@]}" "$anchor" --fsdp
 want anchor-fsdp-exp && PYTORCH_ALLOC_CONF=expandable_segments:True \
   run_anchor fsdp-exp 100 "${dist[@]}" "$anchor" --fsdp
 log "total $SECONDS s"
@@ -173,7 +175,9 @@ for mode in ("ddp", "sharded"):
           f"buckets {cm['buckets']}, units {cm['units']}; data stall {n['data_stall_ms_per_step']:.2f} ms")
     res = [((x.get("memory") or {}).get("peak_reserved_bytes") or 0) / GiB for x in n["ranks"]]
     dev = [((x.get("memory") or {}).get("device_used_bytes") or 0) / GiB for x in n["ranks"]]
-    print(f"  memory: peak alloc per rank {', '.join(format(p, '.2f') for p in peaks)} GiB, reserved "
+    fwd = [((x.get("memory") or {}).get("forward_peak_allocated_bytes") or 0) / GiB for x in n["ranks"]]
+    print(f"  memory: peak alloc per rank {', '.join(format(p, '.2f') for p in peaks)} GiB "
+          f"(up to the loss {', '.join(format(p, '.2f') for p in fwd)}), reserved "
           f"{', '.join(format(p, '.2f') for p in res)}, device used {', '.join(format(p, '.2f') for p in dev)} "
           f"(allocator {(r or {}).get('alloc_conf') or 'torch default'}); "
           f"fresh max {fmt((mem.get('fresh_peak_bytes') or 0) / GiB, '.2f')}, "

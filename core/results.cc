@@ -214,6 +214,7 @@ void Fields(V& v, S& s, std::type_identity<NodeMemoryStats>) {
   v("peak_reserved_bytes", s.peak_reserved_bytes);
   v("process_peak_rss_bytes", s.process_peak_rss_bytes);
   v("device_used_bytes", s.device_used_bytes, kMayBeAbsent);
+  v("forward_peak_allocated_bytes", s.forward_peak_allocated_bytes, kMayBeAbsent);
 }
 
 template <class V, class S>

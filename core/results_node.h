@@ -19,6 +19,7 @@ struct NodeMemoryStats {
   std::optional<int64_t> peak_reserved_bytes;
   std::optional<int64_t> process_peak_rss_bytes;
   std::optional<int64_t> device_used_bytes;  // the rank's device, as the system reports it
+  std::optional<int64_t> forward_peak_allocated_bytes;  // peak up to the end of the forward pass
   bool operator==(const NodeMemoryStats&) const = default;
 };
 

@@ -197,6 +197,16 @@ std::string DeviceBaselineFor(const at::Device& dev) {
   return "";
 }
 
+std::optional<int64_t> PeakAllocatedSoFar(const at::Device& dev) {
+#ifdef PILOT_RUNNER_CUDA
+  if (dev.is_cuda()) {
+    return c10::cuda::CUDACachingAllocator::getDeviceStats(dev.index()).allocated_bytes[0].peak;
+  }
+#endif
+  (void)dev;
+  return std::nullopt;
+}
+
 MemoryStats Snapshot(const at::Device& dev, int64_t step) {
   MemoryStats m;
   m.step = step;

@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,9 @@ inline constexpr const char* kDeviceBaselineEnv = "PILOT_DEVICE_BASELINE";
 std::string DeviceBaselineFor(const at::Device& dev);
 void ResetPeak(const at::Device& dev);
 MemoryStats Snapshot(const at::Device& dev, int64_t step);
+// The allocator's peak allocated bytes since ResetPeak, without waiting for
+// the device (the allocator counts on the host's timeline). CUDA only.
+std::optional<int64_t> PeakAllocatedSoFar(const at::Device& dev);
 // Returns cached blocks to the driver (CUDA) so another process can use them.
 void ReleaseCachedMemory(const at::Device& dev);
 std::string DeviceName(const at::Device& dev);

@@ -297,6 +297,7 @@ std::optional<NodeMemoryStats> MemoryOf(const json& rep) {
   s.peak_reserved_bytes = get("peak_reserved_bytes");
   s.process_peak_rss_bytes = get("process_peak_rss_bytes");
   s.device_used_bytes = get("device_used_bytes");
+  s.forward_peak_allocated_bytes = get("forward_peak_allocated_bytes");
   return s;
 }
 

@@ -204,7 +204,12 @@ int RunNodeRank(const RunOptions& o) {
       const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       int64_t colls = 0;
       const double busy = comm->TakeBusySeconds(&colls);
-      if (mem) rep["memory"] = MemoryJson(Snapshot(s->device(), step));
+      if (mem) {
+        rep["memory"] = MemoryJson(Snapshot(s->device(), step));
+        if (r.forward_peak_allocated_bytes) {
+          rep["memory"]["forward_peak_allocated_bytes"] = *r.forward_peak_allocated_bytes;
+        }
+      }
       losses.push_back(r.loss);
       norms.push_back(r.grad_norm);
       const bool is_timed = !mem && step != at && step >= first + (resume ? 1 : c.training.warmup_steps);

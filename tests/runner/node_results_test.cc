@@ -28,7 +28,7 @@ NodeStage Sample() {
   r.data_wait_ms = 0.5;
   r.comm_total_ms = 4;
   r.comm_exposed_ms = 1.5;
-  r.memory = NodeMemoryStats{3, 1 << 20, 2 << 20, std::nullopt, 3 << 20};
+  r.memory = NodeMemoryStats{3, 1 << 20, 2 << 20, std::nullopt, 3 << 20, 1 << 19};
   n.ranks = {r};
   n.scaling = {2469, 1234.5, 1300, 0.95};
   n.comm = {"nccl", 4, 1.5, 0.03, 8, 0, 3};
