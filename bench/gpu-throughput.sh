@@ -20,36 +20,7 @@ source "$(dirname "$0")/lib.sh"
 unset PYTORCH_ALLOC_CONF PYTORCH_CUDA_ALLOC_CONF
 fresh_work /tmp/pilot-throughput
 log() { echo "throughput: $*" | tee -a "$out/throughput.log"; }
-gpu=${CUDA_VISIBLE_DEVICES:-0}
-gpu=${gpu%%,*}
-smi_pid=
-sample_start() {
-  nvidia-smi -i "$gpu" --query-gpu=clocks.sm,power.draw,temperature.gpu \
-    --format=csv,noheader,nounits -lms 200 >"$work/smi-$1.csv" 2>/dev/null &
-  smi_pid=$!
-}
-sample_stop() {
-  [[ -n $smi_pid ]] && kill "$smi_pid" 2>/dev/null && wait "$smi_pid" 2>/dev/null
-  smi_pid=
-  python3 - "$work/smi-$1.csv" "$1" <<'PY' | tee -a "$out/throughput.log"
-import statistics, sys
-rows = []
-for line in open(sys.argv[1]):
-    try:
-        clk, pw, temp = (float(x) for x in line.split(","))
-        rows.append((clk, pw, temp))
-    except ValueError:
-        pass
-busy = [r for r in rows if r[1] > 250]
-if not busy:
-    print(f"throughput: gpu {sys.argv[2]}: no busy samples ({len(rows)} in all)")
-else:
-    print(f"throughput: gpu {sys.argv[2]}: {len(busy)} busy samples: SM clock median "
-          f"{statistics.median(r[0] for r in busy):.0f} MHz (min {min(r[0] for r in busy):.0f}), "
-          f"power median {statistics.median(r[1] for r in busy):.0f} W, temperature max "
-          f"{max(r[2] for r in busy):.0f} C")
-PY
-}
+smi_log=$out/throughput.log
 t0=$SECONDS
 if ! timeout 240 scripts/gpu-build build-gpu >"$out/build.log" 2>&1; then
   tail -60 "$out/build.log"
@@ -65,16 +36,16 @@ shape=(--config configs/gpt-1b.toml --set run.grad_accum=1 --set training.steps=
        --set checkpoint.at_step=7 --set training.warmup_steps=3 --set training.precision_check_steps=0
        --set training.recompute_check_steps=0 --set training.memory_calibration_steps=0)
 anchor_run() {
-  sample_start "anchor-$1"
+  smi_start "anchor-$1"
   timeout 120 python3 "$anchor" --layers 24 --dmodel 2048 --heads 16 --seq 2048 --mb 8 \
     --warmup 5 --steps 20 2>>"$work/anchor.err" | tail -1 >"$work/anchor-$1.json"
   log "anchor $1: $(cat "$work/anchor-$1.json")"
-  sample_stop "anchor-$1"
+  smi_stop "anchor-$1"
 }
 runner_run() {
   local name=$1
   shift
-  sample_start "$name"
+  smi_start "$name"
   timeout 200 "$runner" run "${shape[@]}" --set "checkpoint.dir=\"$work/ck-$name\"" --out "$work/$name" "$@" 2>&1 |
     grep -v " step " | tail -4 | tee -a "$out/throughput.log"
   rm -rf "$work/ck-$name"
@@ -87,7 +58,7 @@ ref = [r for r in rows if r.get("process") == "reference"]
 print(f"throughput: runner {sys.argv[2]} step ms (* = timed): " +
       " ".join(f"{r['step']}:{r['step_ms']:.1f}{'*' if r.get('timed') else ''}" for r in ref))
 PY
-  sample_stop "$name"
+  smi_stop "$name"
 }
 anchor_run before
 runs=" ${PILOT_TP_RUNS:-clip torchalloc noclip} "

@@ -4,7 +4,11 @@
 #   out     the folder that comes back ($OUT, default /tmp/pilot-bench-out)
 #   anchor  the anchor script (the caller's first argument, default
 #           .carry/py_gpt_step.py)
-# and gives fresh_work DIR: an empty work folder in $work, and $out.
+# and gives fresh_work DIR: an empty work folder in $work, and $out;
+# smi_start NAME / smi_stop NAME: while a run works, nvidia-smi samples the
+# SM clock, power and temperature of the first GPU of CUDA_VISIBLE_DEVICES
+# (read only) every 200 ms; smi_stop prints their medians over the busy
+# samples (and appends them to $smi_log when set).
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export PYTHONUNBUFFERED=1
@@ -15,4 +19,35 @@ fresh_work() {
   work=$1
   rm -rf "$work"
   mkdir -p "$out" "$work"
+}
+
+gpu=${CUDA_VISIBLE_DEVICES:-0}
+gpu=${gpu%%,*}
+smi_pid=
+smi_start() {
+  nvidia-smi -i "$gpu" --query-gpu=clocks.sm,power.draw,temperature.gpu \
+    --format=csv,noheader,nounits -lms 200 >"$work/smi-$1.csv" 2>/dev/null &
+  smi_pid=$!
+}
+smi_stop() {
+  [[ -n $smi_pid ]] && kill "$smi_pid" 2>/dev/null && wait "$smi_pid" 2>/dev/null
+  smi_pid=
+  python3 - "$work/smi-$1.csv" "$1" <<'PY' | tee -a "${smi_log:-/dev/null}"
+import statistics, sys
+rows = []
+for line in open(sys.argv[1]):
+    try:
+        clk, pw, temp = (float(x) for x in line.split(","))
+        rows.append((clk, pw, temp))
+    except ValueError:
+        pass
+busy = [r for r in rows if r[1] > 250]
+if not busy:
+    print(f"gpu {sys.argv[2]}: no busy samples ({len(rows)} in all)")
+else:
+    print(f"gpu {sys.argv[2]}: {len(busy)} busy samples: SM clock median "
+          f"{statistics.median(r[0] for r in busy):.0f} MHz (min {min(r[0] for r in busy):.0f}), "
+          f"power median {statistics.median(r[1] for r in busy):.0f} W, temperature max "
+          f"{max(r[2] for r in busy):.0f} C")
+PY
 }

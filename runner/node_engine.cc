@@ -201,6 +201,16 @@ void NodeEngine::OnGrad(size_t i, const at::Tensor& grad) {
   Slot& sl = slots_[i];
   Group& g = groups_[sl.group];
   const at::Tensor& p = s_->model().Parameters()[i].second;
+  if (sharded_ && g.remaining > 1) {
+    // The rest unit (a block's gradients come through OnBlockGrads): its
+    // whole-gradient buffer is made when its last gradient arrives, at the
+    // end of backward, instead of with its first (the final norm's, at the
+    // start, where activations peak). Until then each gradient is the
+    // parameter's own .grad, which autograd sets right after this hook.
+    sl.deferred = true;
+    --g.remaining;
+    return;
+  }
   Pack(g, sl, p.grad().defined() ? p.grad() + grad : grad);
   if (--g.remaining == 0) Launch(g);
 }
@@ -218,6 +228,14 @@ void NodeEngine::Pack(Group& g, Slot& sl, const at::Tensor& total) {
 void NodeEngine::Launch(Group& g) {
   if (g.launched) return;
   g.launched = true;
+  const NamedTensors& params = s_->model().Parameters();
+  for (size_t i : g.params) {
+    Slot& sl = slots_[i];
+    if (!sl.deferred) continue;
+    const at::Tensor& p = params[i].second;
+    Pack(g, sl, p.grad().defined() ? p.grad() : at::zeros(p.sizes(), p.options().requires_grad(false)));
+    sl.deferred = false;
+  }
   if (sharded_ && !g.grad_shard.defined()) {
     g.grad_shard = at::empty({g.size}, g.shard.options().requires_grad(false));
   }
@@ -242,7 +260,7 @@ void NodeEngine::FinishReduction() {
     if (g.launched) continue;
     for (size_t i : g.params) {
       Slot& sl = slots_[i];
-      if (sl.filled) continue;
+      if (sl.filled || sl.deferred) continue;
       const at::Tensor& p = params[i].second;
       Pack(g, sl, p.grad().defined() ? p.grad() : at::zeros(p.sizes(), p.options().requires_grad(false)));
     }
@@ -425,7 +443,7 @@ NodeStepOut NodeEngine::Step(int64_t step) {
     g.remaining = static_cast<int>(g.params.size());
     if (!sharded_ && !g.flat.defined()) g.flat = at::empty({g.size}, params[0].second.options().requires_grad(false));
   }
-  for (Slot& sl : slots_) sl.filled = false;
+  for (Slot& sl : slots_) sl.filled = sl.deferred = false;
   const auto tc = Clock::now();
   // Waits inside forward and backward (a block's gather, a reduction past
   // those allowed in flight) stall the compute stream, not the host: timed
