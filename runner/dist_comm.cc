@@ -45,6 +45,21 @@ using Group = c10d::ProcessGroup;
 
 using Clock = std::chrono::steady_clock;
 
+// What the timing keeps of a collective's work. NCCL: a copy of the work,
+// which has its timing events but not its tensors (WorkNCCL's copy leaves
+// them out), so a buffer the caller lets go after Wait is freed there, on
+// the host's timeline, and not only once a later call sees the collective
+// finished (the host runs far ahead of the device: the sharded forward's
+// gather buffers were still held at the start of backward).
+c10::intrusive_ptr<c10d::Work> TimingOnly(const c10::intrusive_ptr<c10d::Work>& w) {
+#ifdef PILOT_HAVE_NCCL
+  if (auto* n = dynamic_cast<c10d::ProcessGroupNCCL::WorkNCCL*>(w.get())) {
+    return c10::make_intrusive<c10d::ProcessGroupNCCL::WorkNCCL>(*n);
+  }
+#endif
+  return w;
+}
+
 }  // namespace
 
 struct Comm::Impl {
@@ -55,8 +70,9 @@ struct Comm::Impl {
   // NCCL: a collective's future completes when it is enqueued, not when it
   // ends, so busy time is the sum of the collectives' own durations (CUDA
   // events that NCCL records around each one on its stream; one stream, so
-  // they never overlap). Works stay here until they have finished on the
-  // device, and are let go as soon as a later call sees them finished.
+  // they never overlap). Their timing parts (TimingOnly) stay here until
+  // they have finished on the device, and are let go as soon as a later
+  // call sees them finished.
   bool device_timing = false;
   std::list<c10::intrusive_ptr<c10d::Work>> in_flight;
   double device_busy_ms = 0;
@@ -108,7 +124,7 @@ struct Comm::Impl {
     if (device_timing) {
       Harvest(false);
       ++count;
-      in_flight.push_back(w);
+      in_flight.push_back(TimingOnly(w));
       const size_t id = next++;
       pending[id] = Pending{std::move(w), std::move(what), std::move(from), std::move(to)};
       return Handle{id};

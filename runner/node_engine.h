@@ -178,10 +178,8 @@ class NodeEngine {
   int last_block_ = -1;                   // direction of travel for prefetch
   // Reused buffers (sized for the largest block unit): two for all-gathers
   // (the one in use and the prefetch), three for reduce-scatters (two in
-  // flight and the one being packed). A collective's Work keeps its tensors
-  // until it is known to have finished on the device, which with NCCL is
-  // well after the host moved on: fresh buffers per block would pile up.
-  // Each kind exists only while the step uses it: the gather buffers from
+  // flight and the one being packed). A collective holds its tensors until
+  // it is waited for (Comm keeps only its timing after that). Each kind exists only while the step uses it: the gather buffers from
   // the first block's gather to the last block's forward (to the end of
   // backward with activation checkpointing, whose recomputation gathers
   // again), the reduce-scatter ones from the first reduction to the end of
