@@ -84,7 +84,8 @@ Result<Command> ParseCommandLine(const std::vector<std::string>& args) {
         ("overhead-steps", po::value(&r.overhead_steps)->default_value(0), "instrumentation check")
         ("nproc", po::value(&r.nproc)->default_value(0), "node stage: local processes (0 = parallel.nproc)")
         ("keep-reference", po::bool_switch(&r.keep_reference), "keep reference-final.safetensors")
-        ("trace", po::value(&r.trace), "write a Chrome trace of 3 steady steps to FILE")
+        ("trace", po::value(&r.trace), "write a Chrome trace of steady steps to FILE")
+        ("trace-steps", po::value(&r.trace_steps)->default_value(3), "steps in the trace (1-100)")
         ("resume-from", po::value(&r.resume_checkpoint), "internal: restore this checkpoint")
         ("reference", po::value(&r.reference_params), "internal: reference parameters");
     if (WantsHelp(rest)) {
@@ -98,6 +99,9 @@ Result<Command> ParseCommandLine(const std::vector<std::string>& args) {
     }
     if (r.overhead_steps < 0 || r.overhead_steps > 10000) {
       return Status::Invalid("run: --overhead-steps", "must be between 0 and 10000");
+    }
+    if (r.trace_steps < 1 || r.trace_steps > 100) {
+      return Status::Invalid("run: --trace-steps", "must be between 1 and 100");
     }
     if (r.nproc < 0 || r.nproc > 1024) {
       return Status::Invalid("run: --nproc", "must be between 0 and 1024");

@@ -274,7 +274,7 @@ int RunSingle(const RunOptions& o, const Config& cfg, const Pins& pins, SingleSt
     }
     RunChecks(*s, o, ckpt_path, records, st, metrics);
     if (!o.trace.empty()) {
-      Status tr = TraceSteps(*s, o.trace, 3);
+      Status tr = TraceSteps(*s, o.trace, o.trace_steps);
       if (!tr.ok()) std::fprintf(stderr, "%s\n", tr.ToString().c_str());
     }
   } catch (const std::exception& e) {

@@ -49,6 +49,7 @@ struct RunOptions {
   int nproc = 0;                   // --nproc: node stage processes (0 = parallel.nproc)
   bool keep_reference = false;     // --keep-reference
   std::string trace;               // --trace: Chrome trace of steady steps
+  int trace_steps = 3;             // --trace-steps: how many
   // Internal (the fresh process of the restore test):
   std::string resume_checkpoint;   // --resume-from
   std::string reference_params;    // --reference

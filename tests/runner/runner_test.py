@@ -316,7 +316,9 @@ def test_trace():
     # and its figures do not include the traced steps.
     out = fresh("trace")
     trace = os.path.join(out, "trace.json")
-    p = run(["run", "--config", CONFIG, "--out", out, "--trace", trace], expect=0)
+    bad = run(["run", "--config", CONFIG, "--out", out, "--trace", trace, "--trace-steps", "0"], expect=2)
+    require("pilot: run: --trace-steps: must be between 1 and 100" in bad.stderr, bad.stderr)
+    p = run(["run", "--config", CONFIG, "--out", out, "--trace", trace, "--trace-steps", "2"], expect=0)
     s = results(out)["stages"]["single"]
     require(s["status"] == "ok" and s["restore"]["equal"], "pilot complete")
     require(len(s["losses"]) == 12, "the traced steps are not in the losses")
@@ -324,7 +326,7 @@ def test_trace():
         with open(trace) as f:
             events = json.load(f)["traceEvents"]
         require(any(e.get("ph") == "X" for e in events), "trace has timed events")
-        require("trace of 3 steps written" in p.stderr, p.stderr[-1500:])
+        require("trace of 2 steps written" in p.stderr, p.stderr[-1500:])
     else:
         require("pilot: trace: " in p.stderr, f"no trace and no reason\n{p.stderr[-1500:]}")
 
