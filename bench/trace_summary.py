@@ -69,7 +69,17 @@ def split_steps(gpu):
         in_opt = opt
     if cur:
         steps.append(cur)
-    return steps
+    # A step whose optimizer runs in several groups with other kernels
+    # between them is cut more than once: pieces of few kernels join the
+    # piece before them.
+    most = max((len(st) for st in steps), default=0)
+    merged = []
+    for st in steps:
+        if merged and len(st) < 0.1 * most:
+            merged[-1].extend(st)
+        else:
+            merged.append(st)
+    return merged
 
 
 def per_step(gpu, top):
