@@ -14,6 +14,10 @@
 # Usage: bench/gpu-throughput.sh [ANCHOR_SCRIPT]   (default .carry/py_gpt_step.py)
 #        PILOT_TP_RUNS="clip" bench/gpu-throughput.sh   (only these runner runs;
 #            the traces and their comparison need noclip)
+#        PILOT_TP_ANCHOR_WINDOW="3 27" bench/gpu-throughput.sh   (the anchor's
+#            warm-up and timed steps, default "5 20"; "3 27" times the same
+#            stretch of a run as the runner's timed steps, 4 to 30, so both
+#            see the GPU equally long at its power cap)
 source "$(dirname "$0")/lib.sh"
 # The anchor runs with torch's default allocator; the runner sets its own
 # (training.alloc_conf).
@@ -35,10 +39,11 @@ runner=build-gpu/runner/pilot-runner
 shape=(--config configs/gpt-1b.toml --set run.grad_accum=1 --set training.steps=30
        --set checkpoint.at_step=7 --set training.warmup_steps=3 --set training.precision_check_steps=0
        --set training.recompute_check_steps=0 --set training.memory_calibration_steps=0)
+read -r anchor_warmup anchor_steps <<<"${PILOT_TP_ANCHOR_WINDOW:-5 20}"
 anchor_run() {
   smi_start "anchor-$1"
   timeout 120 python3 "$anchor" --layers 24 --dmodel 2048 --heads 16 --seq 2048 --mb 8 \
-    --warmup 5 --steps 20 2>>"$work/anchor.err" | tail -1 >"$work/anchor-$1.json"
+    --warmup "$anchor_warmup" --steps "$anchor_steps" 2>>"$work/anchor.err" | tail -1 >"$work/anchor-$1.json"
   log "anchor $1: $(cat "$work/anchor-$1.json")"
   smi_stop "anchor-$1"
 }
