@@ -163,7 +163,7 @@ std::optional<int64_t> UsedOnDevice(int index) {
 
 // What the starting process held on this device, when the environment says
 // so for this device's key. Neither changes during the process: worked out
-// once per device, not at every snapshot (one a step for the progress line).
+// once per device, not at every snapshot.
 int64_t DeviceBaseline(int index) {
   static std::map<int, int64_t> known;
   auto it = known.find(index);

@@ -33,11 +33,11 @@ std::string Rate(double tok_s) {
 }
 
 std::optional<int64_t> PeakNow(const at::Device& dev) {
-  // Cheap per-step figure for the progress line; full Snapshot() is for
-  // the measured steps.
-  MemoryStats m = Snapshot(dev, 0);
-  if (m.peak_allocated_bytes) return m.peak_allocated_bytes;
-  return m.process_peak_rss_bytes;
+  // Cheap per-step figure for the progress line: the allocator's counter on
+  // CUDA (no driver or NVML query), the process's peak RSS on the CPU; the
+  // full Snapshot() is for the measured steps.
+  if (std::optional<int64_t> peak = PeakAllocatedSoFar(dev)) return peak;
+  return Snapshot(dev, 0).process_peak_rss_bytes;
 }
 
 }  // namespace
