@@ -38,13 +38,8 @@ log "date $(date -u +%FT%TZ) host $(hostname)"
 nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv,noheader | tee -a "$out/bench.log"
 nvidia-smi topo -m 2>&1 | head -6 | tee -a "$out/bench.log"
 log "NCCL_NVLS_ENABLE=$NCCL_NVLS_ENABLE TORCH_SYMM_MEM_DISABLE_MULTICAST=$TORCH_SYMM_MEM_DISABLE_MULTICAST NVSHMEM_DISABLE_NVLS=$NVSHMEM_DISABLE_NVLS"
-t0=$SECONDS
-if ! timeout 240 scripts/gpu-build build-gpu >"$out/build.log" 2>&1; then
-  tail -60 "$out/build.log"
-  log "build FAILED"
-  exit 1
-fi
-log "build ok in $((SECONDS - t0)) s; $(grep -E 'pilot-runner: (NCCL|no NCCL)' "$out/build.log" | head -1)"
+gpu_build
+log "$(grep -E 'pilot-runner: (NCCL|no NCCL)' "$out/build.log" | head -1)"
 runner=build-gpu/runner/pilot-runner
 "$runner" --versions --json 2>&1 | tee -a "$out/bench.log"
 

@@ -11,13 +11,7 @@ source "$(dirname "$0")/lib.sh"
 fresh_work /tmp/pilot-step-trace
 smi_log=$out/step-trace.log
 log() { echo "step-trace: $*" | tee -a "$smi_log"; }
-t0=$SECONDS
-if ! timeout 240 scripts/gpu-build build-gpu >"$out/build.log" 2>&1; then
-  tail -60 "$out/build.log"
-  log "build FAILED"
-  exit 1
-fi
-log "build ok in $((SECONDS - t0)) s"
+gpu_build
 smi_start runner
 timeout 200 build-gpu/runner/pilot-runner run --config configs/gpt-1b.toml --set run.grad_accum=1 \
   --set training.steps=6 --set checkpoint.at_step=5 --set training.warmup_steps=2 \

@@ -25,13 +25,7 @@ unset PYTORCH_ALLOC_CONF PYTORCH_CUDA_ALLOC_CONF
 fresh_work /tmp/pilot-throughput
 log() { echo "throughput: $*" | tee -a "$out/throughput.log"; }
 smi_log=$out/throughput.log
-t0=$SECONDS
-if ! timeout 240 scripts/gpu-build build-gpu >"$out/build.log" 2>&1; then
-  tail -60 "$out/build.log"
-  log "build FAILED"
-  exit 1
-fi
-log "build ok in $((SECONDS - t0)) s"
+gpu_build
 runner=build-gpu/runner/pilot-runner
 # 30 steps: after the warm-up and the steps around the two synchronisations
 # (memory measured, checkpoint) about 22 are timed, so one slow step moves

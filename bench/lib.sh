@@ -5,6 +5,9 @@
 #   anchor  the anchor script (the caller's first argument, default
 #           .carry/py_gpt_step.py)
 # and gives fresh_work DIR: an empty work folder in $work, and $out;
+# gpu_build: builds build-gpu (scripts/gpu-build, 240 s at most, log in
+# $out/build.log), says how long through the caller's `log`, and on failure
+# shows the log's end and exits;
 # smi_start NAME / smi_stop NAME: while a run works, nvidia-smi samples the
 # SM clock, power and temperature of the first GPU of CUDA_VISIBLE_DEVICES
 # (read only) every 200 ms; smi_stop prints their medians over the busy
@@ -19,6 +22,15 @@ fresh_work() {
   work=$1
   rm -rf "$work"
   mkdir -p "$out" "$work"
+}
+gpu_build() {
+  local t0=$SECONDS
+  if ! timeout 240 scripts/gpu-build build-gpu >"$out/build.log" 2>&1; then
+    tail -60 "$out/build.log"
+    log "build FAILED"
+    exit 1
+  fi
+  log "build ok in $((SECONDS - t0)) s"
 }
 
 gpu=${CUDA_VISIBLE_DEVICES:-0}
