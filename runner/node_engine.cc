@@ -246,7 +246,6 @@ void NodeEngine::Launch(Group& g) {
 // zeros or what was accumulated) and waits for every reduction.
 void NodeEngine::FinishReduction() {
   c10::NoGradGuard no_grad;
-  const NamedTensors& params = s_->model().Parameters();
   while (!reductions_.empty()) DrainOneReduction();
   // Prefetches nobody used (the recomputation's last one): complete them so
   // every rank's collectives stay in step.
@@ -258,11 +257,9 @@ void NodeEngine::FinishReduction() {
       continue;
     }
     if (g.launched) continue;
+    // Launch packs what backward left (the parameter's .grad, or zeros).
     for (size_t i : g.params) {
-      Slot& sl = slots_[i];
-      if (sl.filled || sl.deferred) continue;
-      const at::Tensor& p = params[i].second;
-      Pack(g, sl, p.grad().defined() ? p.grad() : at::zeros(p.sizes(), p.options().requires_grad(false)));
+      if (!slots_[i].filled) slots_[i].deferred = true;
     }
     Launch(g);
   }

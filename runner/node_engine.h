@@ -121,7 +121,7 @@ class NodeEngine {
     int64_t numel = 0, chunk = 0, off = 0;  // off: in the unit's shard / the bucket
     int group = 0;                          // unit or bucket
     bool filled = false;
-    bool deferred = false;  // sharded rest unit: packed from .grad at Launch
+    bool deferred = false;  // packed from .grad (or zeros) at Launch
   };
   struct Group {
     std::vector<size_t> params;
