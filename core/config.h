@@ -101,6 +101,7 @@ struct TrainingConfig {
   int64_t schedule_steps = 0; // horizon of the schedule; 0 = run's total steps
   std::string precision = "bf16";  // "fp32" | "bf16" | "fp16"
   bool activation_checkpointing = false;
+  bool fused_loss = true;     // output layer + loss as one function (bf16, fp32)
   double grad_clip = 1.0;     // max global grad norm; 0 = off
   int64_t seed = -1;          // -1 = derived from the job id by the prolog
   bool deterministic = false; // ask torch for deterministic kernels

@@ -71,6 +71,7 @@ const std::vector<KeySpec>& Schema() {
       {PILOT_KEY(training, schedule_steps), .ilo = 0, .ihi = kBig},
       {PILOT_KEY(training, precision), .choices = {"fp32", "bf16", "fp16"}},
       {PILOT_KEY(training, activation_checkpointing)},
+      {PILOT_KEY(training, fused_loss)},
       {PILOT_KEY(training, grad_clip), .dlo = 0, .dhi = 1e6},
       {PILOT_KEY(training, seed), .ilo = -1, .ihi = std::numeric_limits<int64_t>::max()},
       {PILOT_KEY(training, deterministic)},

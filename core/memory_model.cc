@@ -7,9 +7,14 @@ namespace pilot {
 namespace {
 
 // Output-layer bytes per token: the logits in the compute precision and
-// their fp32 copy for the loss (6 x vocab; fp32: 8 x vocab). Not split by
-// layer, so activation checkpointing leaves them as they are.
+// their fp32 copy for the loss (6 x vocab; fp32: 8 x vocab), or with the
+// fused loss the one buffer that holds the logits and then their gradient
+// (2 x vocab; fp32: 4 x vocab). Not split by layer, so activation
+// checkpointing leaves them as they are.
 double LogitsBytesPerToken(const Workload& w) {
+  if (w.fused_loss && w.precision != "fp16") {
+    return (w.precision == "fp32" ? 4.0 : 2.0) * static_cast<double>(w.vocab);
+  }
   return (w.precision == "fp32" ? 8.0 : 6.0) * static_cast<double>(w.vocab);
 }
 
@@ -70,6 +75,7 @@ Workload WorkloadFrom(const SingleStage& s, const Config* cfg) {
   w.params = s.shape.params;
   w.precision = s.shape.precision.empty() ? "fp32" : s.shape.precision;
   w.optimizer = s.shape.optimizer.empty() ? "adamw" : s.shape.optimizer;
+  w.fused_loss = s.shape.fused_loss.value_or(false);
   if (cfg != nullptr) {
     w.layers = std::max(1, cfg->model.layers);
     w.d_model = cfg->model.d_model;

@@ -31,7 +31,9 @@
 //     layer (logits in the compute precision and an fp32 copy for the
 //     loss: 6 x vocab bytes per token, 8 x vocab in fp32; not
 //     checkpointed) and its gradient (as much again) are live, or one
-//     layer's recomputed activations if those are larger. Measured on an
+//     layer's recomputed activations if those are larger. The fused loss
+//     (training.fused_loss) keeps one buffer, the logits and then in place
+//     their gradient: 2 x vocab bytes per token, 4 x vocab in fp32. Measured on an
 //     H200 (bench/RESULTS.md): -1.6% on the allocated peak at two
 //     micro-batches.
 //   - DDP adds one copy of the gradients in its communication buckets
@@ -83,6 +85,7 @@ struct Workload {
   int vocab = 0;
   std::string precision = "bf16";   // "fp32" | "bf16" | "fp16"
   std::string optimizer = "adamw";  // "adamw" | "sgd"
+  bool fused_loss = false;          // output layer and loss as one function
 };
 
 // The workload from the results' shape and (when present) the config's

@@ -52,6 +52,7 @@ void Fields(V& v, S& s, std::type_identity<ShapeInfo>) {
   v("tokens_per_step", s.tokens_per_step);
   v("precision", s.precision);
   v("activation_checkpointing", s.activation_checkpointing);
+  v("fused_loss", s.fused_loss, kMayBeAbsent);
   v("optimizer", s.optimizer);
   v("fused_optimizer", s.fused_optimizer);
   v("optimizer_state_included", s.optimizer_state_included);

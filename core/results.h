@@ -62,6 +62,9 @@ struct ShapeInfo {
   std::string optimizer;           // "adamw" | "sgd"
   bool fused_optimizer = false;    // fused device kernel used
   bool optimizer_state_included = true;
+  // The output layer and loss ran as one function (training.fused_loss);
+  // null in files written before the field existed (the unfused loss).
+  std::optional<bool> fused_loss;
   bool operator==(const ShapeInfo&) const = default;
 };
 

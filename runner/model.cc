@@ -3,6 +3,8 @@
 // heads, D = C / H (head size), V = vocabulary, F = MLP hidden size.
 #include "runner/model.h"
 
+#include "runner/head_loss.h"
+
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/version.h>
@@ -108,6 +110,7 @@ class Decoder : public Workload {
   const NamedTensors& Parameters() const override { return params_.list(); }
   void SetComputeDtype(at::ScalarType dtype) override { dt_ = dtype; }
   void SetActivationCheckpointing(bool on) override { ckpt_ = on; }
+  void SetFusedLoss(bool on) override { fused_loss_ = on; }
   bool ActivationCheckpointing() const override { return ckpt_; }
   int Blocks() const override { return static_cast<int>(blocks_.size()); }
   void SetBlockParams(BlockParams provider) override { block_params_ = std::move(provider); }
@@ -130,8 +133,14 @@ class Decoder : public Workload {
     return x;
   }
 
-  // logits (B, T, V) -> mean cross-entropy in float32.
-  static at::Tensor CrossEntropy(const at::Tensor& logits, const at::Tensor& targets) {
+  // The output layer w (V, C) over x (B, T, C) float32 and the mean
+  // cross-entropy against targets (B, T), in float32: fused where it can
+  // be (head_loss.h), else logits in the compute dtype and a float32 copy.
+  at::Tensor HeadLoss(const at::Tensor& x, const at::Tensor& w, const at::Tensor& targets) const {
+    if (fused_loss_ && FusedHeadLossSupports(dt_)) {
+      return FusedHeadLoss(x.to(dt_).reshape({-1, x.size(-1)}), w, targets.reshape({-1}));
+    }
+    at::Tensor logits = Linear(x, w, {}, dt_);  // (B, T, V)
     const int64_t V = logits.size(-1);
     return at::cross_entropy_loss(logits.to(at::kFloat).view({-1, V}), targets.reshape({-1}));
   }
@@ -142,6 +151,7 @@ class Decoder : public Workload {
   BlockParams block_params_;
   at::ScalarType dt_ = at::kFloat;
   bool ckpt_ = false;
+  bool fused_loss_ = false;
 };
 
 // ---- GPT-2 style ---------------------------------------------------------------
@@ -190,8 +200,7 @@ class Gpt : public Decoder {
     at::Tensor x = at::embedding(wte_, idx) + at::embedding(wpe_, pos);  // (B, T, C)
     x = RunBlocks(x);
     x = at::layer_norm(x, {cfg_.d_model}, lnf_w_, lnf_b_, 1e-5);
-    at::Tensor logits = Linear(x, wte_, {}, dt_);  // (B, T, V)
-    return CrossEntropy(logits, targets);
+    return HeadLoss(x, wte_, targets);
   }
 
  private:
@@ -265,8 +274,7 @@ class Llama : public Decoder {
   at::Tensor Loss(const at::Tensor& idx, const at::Tensor& targets) override {
     at::Tensor x = at::embedding(tok_, idx);  // (B, T, C)
     x = RunBlocks(x);
-    at::Tensor logits = Linear(RmsNorm(x, norm_), out_, {}, dt_);  // (B, T, V)
-    return CrossEntropy(logits, targets);
+    return HeadLoss(RmsNorm(x, norm_), out_, targets);
   }
 
  private:

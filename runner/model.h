@@ -51,6 +51,10 @@ class Workload {
   // Recompute each block's activations in backward instead of keeping them.
   virtual void SetActivationCheckpointing(bool on) = 0;
   virtual bool ActivationCheckpointing() const = 0;
+  // The output layer and the loss as one function (head_loss.h) where the
+  // compute dtype allows it; off: logits, then cross entropy on a float32
+  // copy, as most training programs write it.
+  virtual void SetFusedLoss(bool on) = 0;
 
   // The transformer blocks, 0..Blocks()-1; block l's parameters are the
   // ones named with the prefix "<family>.<l>." in Parameters() order.

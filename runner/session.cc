@@ -12,9 +12,14 @@
 
 #include "core/lock.h"
 #include "core/rfc3339.h"
+#include "runner/head_loss.h"
 
 namespace pilot::runner {
 namespace {
+
+at::ScalarType ComputeDtype(const std::string& precision) {
+  return precision == "bf16" ? at::kBFloat16 : precision == "fp16" ? at::kHalf : at::kFloat;
+}
 
 bool Contains(const std::vector<int64_t>& v, int64_t x) {
   return std::find(v.begin(), v.end(), x) != v.end();
@@ -100,10 +105,11 @@ Result<std::unique_ptr<Session>> Session::Create(const Config& cfg, const Pins& 
   if (t.deterministic) at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/true);
   s->seed_ = pins.seed;
   s->horizon_ = t.schedule_steps > 0 ? t.schedule_steps : std::max<int64_t>(t.steps, 1);
-  s->dtype_ = t.precision == "bf16" ? at::kBFloat16 : t.precision == "fp16" ? at::kHalf : at::kFloat;
+  s->dtype_ = ComputeDtype(t.precision);
   PILOT_ASSIGN_OR_RETURN(s->model_, BuildWorkload(cfg.model, t.seq_len, s->seed_, s->dev_));
   s->model_->SetComputeDtype(s->dtype_);
   s->model_->SetActivationCheckpointing(t.activation_checkpointing);
+  s->model_->SetFusedLoss(t.fused_loss);
   s->optim_ = std::make_unique<Optimizer>(s->model_->Parameters(), t);
   PILOT_ASSIGN_OR_RETURN(s->data_, TokenSource::Open(cfg.data, cfg.model.vocab, t.seq_len, t.micro_batch,
                                                      s->seed_, /*rank=*/0, pins.train_sha256,
@@ -135,6 +141,8 @@ ShapeInfo Session::Shape() const {
   sh.tokens_per_step = tokens_per_step();
   sh.precision = cfg_.training.precision;
   sh.activation_checkpointing = cfg_.training.activation_checkpointing;
+  sh.fused_loss =
+      cfg_.training.fused_loss && FusedHeadLossSupports(ComputeDtype(cfg_.training.precision));
   sh.optimizer = optim_->kind();
   sh.fused_optimizer = optim_->fused();
   sh.optimizer_state_included = true;

@@ -285,6 +285,31 @@ TEST(MemoryModel, CpuPilotIsAnalytic) {
   ASSERT_FALSE(b.notes.empty());
 }
 
+TEST(MemoryModel, FusedLossKeepsOneLogitsBuffer) {
+  // Analytic split: the output layer counts 6 x vocab bytes per token in
+  // bf16 the usual way, 2 x vocab with the fused loss; 8 and 4 in fp32.
+  SingleStage s = Measured();
+  s.device = "cpu";
+  s.memory = MemoryStats{};
+  s.memory_first_step = MemoryStats{};
+  Workload w = W();
+  const double plain = SplitMemory(s, w, std::nullopt).activation_bytes_per_token;
+  w.fused_loss = true;
+  EXPECT_DOUBLE_EQ(plain - SplitMemory(s, w, std::nullopt).activation_bytes_per_token, 4.0 * 50304);
+  w.precision = "fp32";
+  const double fused32 = SplitMemory(s, w, std::nullopt).activation_bytes_per_token;
+  w.fused_loss = false;
+  EXPECT_DOUBLE_EQ(SplitMemory(s, w, std::nullopt).activation_bytes_per_token - fused32, 4.0 * 50304);
+  w.precision = "fp16";  // fp16 is never fused
+  const double half = SplitMemory(s, w, std::nullopt).activation_bytes_per_token;
+  w.fused_loss = true;
+  EXPECT_DOUBLE_EQ(SplitMemory(s, w, std::nullopt).activation_bytes_per_token, half);
+  // The results' shape says which ran; files without the field: unfused.
+  EXPECT_FALSE(WorkloadFrom(s, nullptr).fused_loss);
+  s.shape.fused_loss = true;
+  EXPECT_TRUE(WorkloadFrom(s, nullptr).fused_loss);
+}
+
 TEST(MemoryModel, FitRuleUsesHeadroom) {
   GpuType g;
   g.name = "X-100";

@@ -310,6 +310,33 @@ def test_alloc_conf():
             p.stderr)
 
 
+def test_fused_loss():
+    # training.fused_loss (on by default) against the unfused loss, same seed
+    # and data: the first step's loss agrees to float32 rounding in fp32 and
+    # bf16 (both read the same logits), later steps to the rounding of the
+    # logits' gradient; results.json records which ran; restores stay bitwise.
+    short = ["--set", "training.steps=6", "--set", "checkpoint.at_step=3"]
+    losses = {}
+    for prec in ("fp32", "bf16"):
+        for fused in (True, False):
+            out = fresh(f"fused_loss_{prec}_{fused}")
+            run(["run", "--config", CONFIG, "--out", out, "--set", f'training.precision="{prec}"',
+                 "--set", f"training.fused_loss={str(fused).lower()}"] + short, expect=0)
+            s = results(out)["stages"]["single"]
+            require(s["shape"]["fused_loss"] is fused, f"{prec} fused={fused}: shape {s['shape']}")
+            require(s["restore"]["equal"] and s["restore"]["max_abs_loss_diff"] == 0,
+                    f"{prec} fused={fused}: restore {s['restore']}")
+            losses[prec, fused] = s["losses"], s["grad_norms"]
+    for prec, tol in (("fp32", 1e-5), ("bf16", 1e-3)):
+        for i, what in enumerate(("loss", "gradient norm")):
+            a, b = losses[prec, True][i], losses[prec, False][i]
+            require(len(a) == len(b) == 6, f"{prec}: 6 of each")
+            require(abs(a[0] - b[0]) <= 1e-5 * abs(b[0]), f"{prec}: first {what} {a[0]} vs {b[0]}")
+            worst = max(abs(x - y) / abs(y) for x, y in zip(a, b))
+            require(worst <= tol, f"{prec}: {what} fused {a} vs unfused {b} (worst relative {worst:.2e})")
+            print(f"{prec}: worst relative {what} difference {worst:.2e}")
+
+
 def test_trace():
     # --trace writes a Chrome trace of a few steady steps, or says plainly
     # that this libtorch cannot (no Kineto); either way the pilot completes
