@@ -6,13 +6,16 @@
 #   anchor eager -> runner (as configured: clipping, expandable segments)
 #   -> runner with torch's default allocator (training.alloc_conf = "")
 #   -> runner without clipping (the anchor does not clip), traced
+#   -> runner with the unfused loss (training.fused_loss = false), whose
+#      losses are compared with the first run's step by step
 #   -> anchor eager -> anchor traced -> summary.
 # While each run works, nvidia-smi samples the GPU's SM clock and power
 # (read only) every 200 ms; the log gives their medians over the busy
 # samples, so a difference of clocks between the processes shows.
 # The GPU is the first of CUDA_VISIBLE_DEVICES (default 0).
 # Usage: bench/gpu-throughput.sh [ANCHOR_SCRIPT]   (default .carry/py_gpt_step.py)
-#        PILOT_TP_RUNS="clip" bench/gpu-throughput.sh   (only these runner runs;
+#        PILOT_TP_RUNS="clip" bench/gpu-throughput.sh   (only these runner runs,
+#            of clip torchalloc noclip eagerloss; default the first three;
 #            the traces and their comparison need noclip)
 #        PILOT_TP_ANCHOR_WINDOW="3 27" bench/gpu-throughput.sh   (the anchor's
 #            warm-up and timed steps, default "5 20"; "3 27" times the same
@@ -64,6 +67,7 @@ runs=" ${PILOT_TP_RUNS:-clip torchalloc noclip} "
 [[ $runs == *" clip "* ]] && runner_run clip
 [[ $runs == *" torchalloc "* ]] && runner_run torchalloc --set 'training.alloc_conf=""'
 [[ $runs == *" noclip "* ]] && runner_run noclip --set training.grad_clip=0 --trace "$work/runner-trace.json"
+[[ $runs == *" eagerloss "* ]] && runner_run eagerloss --set training.fused_loss=false
 anchor_run after
 if [[ $runs == *" noclip "* ]]; then
   timeout 120 python3 bench/anchor_trace.py "$anchor" "$work/anchor-trace.json" \
@@ -83,10 +87,20 @@ a = [x["tokens_per_s"] for x in (j("anchor-before.json"), j("anchor-after.json")
 if a:
     mean = sum(a) / len(a)
     print(f"summary: anchor eager {a} tok/s, mean {mean:.0f}, spread {100 * (max(a) - min(a)) / mean:.2f}%")
-    for name in ("clip", "torchalloc", "noclip"):
+    for name in ("clip", "torchalloc", "noclip", "eagerloss"):
         r = j(f"{name}/results.json")
         if r:
             t = r["stages"]["single"]["tokens_per_second"]
             print(f"summary: runner {name} {t:.0f} tok/s = {t / mean:.3f} x anchor mean "
                   f"({t / max(a):.3f} x the faster anchor run)")
+f, e = j("clip/results.json"), j("eagerloss/results.json")
+if f and e:
+    fl, el = f["stages"]["single"]["losses"], e["stages"]["single"]["losses"]
+    rel = [abs(x - y) / abs(y) for x, y in zip(fl, el)]
+    print(f"summary: fused against unfused loss: first step {fl[0]:.6f} vs {el[0]:.6f}, "
+          f"last {fl[-1]:.4f} vs {el[-1]:.4f}, worst relative difference {max(rel):.2e} "
+          f"over {len(rel)} steps")
+    for k in ("peak_allocated_bytes", "peak_reserved_bytes"):
+        print(f"summary: {k} fused {f['stages']['single']['memory'][k] / 2**30:.2f} GiB, "
+              f"unfused {e['stages']['single']['memory'][k] / 2**30:.2f} GiB")
 PY
