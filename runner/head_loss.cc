@@ -57,6 +57,8 @@ struct HeadLossFunction : public torch::autograd::Function<HeadLossFunction> {
     TORCH_CHECK(x.dim() == 2 && w.dim() == 2 && x.size(1) == w.size(1) && targets.dim() == 1 &&
                     targets.size(0) == x.size(0),
                 "fused loss: shapes x ", x.sizes(), ", w ", w.sizes(), ", targets ", targets.sizes());
+    TORCH_CHECK(FusedHeadLossSupports(x.scalar_type()), "fused loss: compute dtype ", x.scalar_type(),
+                " (bfloat16 or float32 only)");
     at::Tensor wc = w.to(x.scalar_type());
     at::Tensor g = at::mm(x, wc.t());  // (N, V): logits, then their gradient
     at::Tensor loss = SoftmaxGradInPlace(g, targets).mean();
