@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/plan.h"
+#include "core/strings.h"
 
 namespace pilot {
 namespace {
@@ -221,6 +222,27 @@ TEST(Decide, CalibratedCheckpointingAndTheRuleForTheOther) {
         n.find("activation checkpointing off predicted by the model's rule") != std::string::npos;
   }
   EXPECT_TRUE(noted);
+}
+
+// A pilot measured with the fused loss says what the usual loss would add.
+TEST(Decide, PlanNotesTheFusedLoss) {
+  DecideInput in = Good();
+  auto note = [&]() -> std::string {
+    Result<Plan> p = MakePlan(*in.results->single, *in.config, Catalog(), TestPolicy());
+    EXPECT_TRUE(p.ok()) << p.status().ToString();
+    for (const auto& n : p->notes) {
+      if (n.find("measured with the fused loss") != std::string::npos) return n;
+    }
+    return "";
+  };
+  EXPECT_EQ(note(), "");  // results without the field: the unfused loss
+  in.results->single->shape.fused_loss = true;
+  const Config& c = *in.config;
+  const int64_t extra = int64_t{4} * c.model.vocab * c.run.seq_len * c.run.micro_batch;
+  EXPECT_NE(note().find("holds about " + FormatGiB(extra) + " more per GPU"), std::string::npos)
+      << note();
+  in.results->single->shape.fused_loss = false;
+  EXPECT_EQ(note(), "");
 }
 
 TEST(Decide, MemoryFitFailsOnTheWantedType) {
