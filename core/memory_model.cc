@@ -48,6 +48,12 @@ int64_t Bytes(double v) { return v <= 0 ? 0 : static_cast<int64_t>(std::llround(
 
 }  // namespace
 
+double UnfusedLossExtraBytesPerToken(const Workload& w) {
+  Workload unfused = w;
+  unfused.fused_loss = false;
+  return LogitsBytesPerToken(unfused) - LogitsBytesPerToken(w);
+}
+
 std::optional<MemoryCalibration> CalibrationFrom(const SingleStage& s, std::string* why_not) {
   auto no = [&](std::string why) -> std::optional<MemoryCalibration> {
     if (why_not != nullptr) *why_not = std::move(why);

@@ -88,6 +88,10 @@ struct Workload {
   bool fused_loss = false;          // output layer and loss as one function
 };
 
+// Bytes per token the output layer holds more with the unfused loss than
+// this workload measured (0 unless it ran the fused loss).
+double UnfusedLossExtraBytesPerToken(const Workload& w);
+
 // The workload from the results' shape and (when present) the config's
 // [model]. Without a config, layers/d_model/heads stay unknown (1/0/1).
 Workload WorkloadFrom(const SingleStage& s, const Config* cfg);

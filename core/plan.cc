@@ -136,10 +136,9 @@ Result<Plan> MakePlan(const SingleStage& s, const Config& cfg, const HardwareCat
                              : "memory: measured with PYTORCH_ALLOC_CONF=" + cfg.training.alloc_conf +
                                    "; the training job needs the same setting for these figures");
   }
-  if (plan.workload.fused_loss && plan.workload.precision != "fp16") {
-    // The unfused loss keeps a float32 copy of the logits (4 bytes per
-    // vocabulary entry and token) on top of the one buffer measured.
-    const double extra = 4.0 * plan.workload.vocab * mq.seq_len * mq.micro_batch;
+  if (const double extra = UnfusedLossExtraBytesPerToken(plan.workload) *
+                           static_cast<double>(mq.seq_len) * mq.micro_batch;
+      extra > 0) {
     plan.notes.push_back(
         "memory: measured with the fused loss (training.fused_loss); a training program that takes "
         "cross entropy on a float32 copy of the logits holds about " +
