@@ -30,11 +30,8 @@ for ((r = 1; r <= ${PILOT_INIT_ROUNDS:-2}; ++r)); do
 done
 if [[ ${PILOT_INIT_RUNNER:-1} != 0 ]]; then
   smi_start runner
-  timeout 200 build-gpu/runner/pilot-runner run --config configs/gpt-1b.toml --set run.grad_accum=1 \
-    --set training.steps=30 --set checkpoint.at_step=7 --set training.warmup_steps=3 \
-    --set training.precision_check_steps=0 --set training.recompute_check_steps=0 \
-    --set training.memory_calibration_steps=0 --set "checkpoint.dir=\"$work/ck\"" --out "$work/runner" \
-    >"$work/runner.log" 2>&1
+  timeout 200 build-gpu/runner/pilot-runner run "${throughput_shape[@]}" \
+    --set "checkpoint.dir=\"$work/ck\"" --out "$work/runner" >"$work/runner.log" 2>&1
   smi_stop runner
   python3 -c "import json,sys; s=json.load(open(sys.argv[1]))['stages']['single']; print('anchor-init: runner', round(s['tokens_per_second']), 'tok/s, step', round(s['timings']['step_ms'], 2), 'ms, median', round(s['timings']['step_ms_median'], 2))" \
     "$work/runner/results.json" | tee -a "$smi_log"

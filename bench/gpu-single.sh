@@ -19,13 +19,7 @@ log() { echo "bench: $*" | tee -a "$out/bench.log"; }
 
 log "date $(date -u +%FT%TZ) host $(hostname)"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee -a "$out/bench.log"
-t0=$SECONDS
-if ! scripts/gpu-build build-gpu >"$out/build.log" 2>&1; then
-  tail -60 "$out/build.log"
-  log "build FAILED"
-  exit 1
-fi
-log "build ok in $((SECONDS - t0)) s"
+gpu_build
 runner=build-gpu/runner/pilot-runner
 "$runner" --versions --json | tee -a "$out/bench.log"
 

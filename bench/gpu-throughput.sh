@@ -30,12 +30,6 @@ log() { echo "throughput: $*" | tee -a "$out/throughput.log"; }
 smi_log=$out/throughput.log
 gpu_build
 runner=build-gpu/runner/pilot-runner
-# 30 steps: after the warm-up and the steps around the two synchronisations
-# (memory measured, checkpoint) about 22 are timed, so one slow step moves
-# the mean by well under 1%.
-shape=(--config configs/gpt-1b.toml --set run.grad_accum=1 --set training.steps=30
-       --set checkpoint.at_step=7 --set training.warmup_steps=3 --set training.precision_check_steps=0
-       --set training.recompute_check_steps=0 --set training.memory_calibration_steps=0)
 read -r anchor_warmup anchor_steps <<<"${PILOT_TP_ANCHOR_WINDOW:-5 20}"
 anchor_run() {
   smi_start "anchor-$1"
@@ -48,7 +42,7 @@ runner_run() {
   local name=$1
   shift
   smi_start "$name"
-  timeout 200 "$runner" run "${shape[@]}" --set "checkpoint.dir=\"$work/ck-$name\"" --out "$work/$name" "$@" 2>&1 |
+  timeout 200 "$runner" run "${throughput_shape[@]}" --set "checkpoint.dir=\"$work/ck-$name\"" --out "$work/$name" "$@" 2>&1 |
     grep -v " step " | tail -4 | tee -a "$out/throughput.log"
   rm -rf "$work/ck-$name"
   python3 -c "import json,sys; s=json.load(open(sys.argv[1]))['stages']['single']; t=s['timings']; print('throughput: runner', sys.argv[2], round(s['tokens_per_second']), 'tok/s, step', round(t['step_ms'], 2), 'ms, median', round(t['step_ms_median'], 2), 'fb', round(t['forward_backward_ms'], 2), 'opt', round(t['optimizer_ms'], 2), '; memory GiB alloc/reserved/device', *(round((s['memory'].get(k) or 0) / 2**30, 2) for k in ('peak_allocated_bytes', 'peak_reserved_bytes', 'device_used_bytes')))" \

@@ -4,6 +4,8 @@
 #   out     the folder that comes back ($OUT, default /tmp/pilot-bench-out)
 #   anchor  the anchor script (the caller's first argument, default
 #           .carry/py_gpt_step.py)
+#   throughput_shape  the runner's flags for the 30-step gpt-1b run of
+#           gpu-throughput.sh and gpu-anchor-init.sh
 # and gives fresh_work DIR: an empty work folder in $work, and $out;
 # gpu_build: builds build-gpu (scripts/gpu-build, 240 s at most, log in
 # $out/build.log), says how long through the caller's `log`, and on failure
@@ -32,6 +34,15 @@ gpu_build() {
   fi
   log "build ok in $((SECONDS - t0)) s"
 }
+
+# The runner's throughput shape: configs/gpt-1b.toml at its micro-batch, no
+# accumulation, 30 steps with the checks off. After the warm-up and the
+# steps around the two synchronisations (memory measured, checkpoint) about
+# 22 are timed, so one slow step moves the mean by well under 1%.
+throughput_shape=(--config configs/gpt-1b.toml --set run.grad_accum=1 --set training.steps=30
+                  --set checkpoint.at_step=7 --set training.warmup_steps=3
+                  --set training.precision_check_steps=0 --set training.recompute_check_steps=0
+                  --set training.memory_calibration_steps=0)
 
 gpu=${CUDA_VISIBLE_DEVICES:-0}
 gpu=${gpu%%,*}
