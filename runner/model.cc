@@ -3,14 +3,14 @@
 // heads, D = C / H (head size), V = vocabulary, F = MLP hidden size.
 #include "runner/model.h"
 
-#include "runner/head_loss.h"
-
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/version.h>
 
 #include <cmath>
 #include <functional>
+
+#include "runner/head_loss.h"
 
 namespace pilot::runner {
 namespace {

@@ -179,12 +179,13 @@ class NodeEngine {
   // Reused buffers (sized for the largest block unit): two for all-gathers
   // (the one in use and the prefetch), three for reduce-scatters (two in
   // flight and the one being packed). A collective holds its tensors until
-  // it is waited for (Comm keeps only its timing after that). Each kind exists only while the step uses it: the gather buffers from
-  // the first block's gather to the last block's forward (to the end of
-  // backward with activation checkpointing, whose recomputation gathers
-  // again), the reduce-scatter ones from the first reduction to the end of
-  // backward. So the loss and the start of backward, where the activations
-  // peak, hold neither.
+  // it is waited for (Comm keeps only its timing after that). Each kind
+  // exists only while the step uses it: the gather buffers from the first
+  // block's gather to the last block's forward (to the end of backward with
+  // activation checkpointing, whose recomputation gathers again), the
+  // reduce-scatter ones from the first reduction to the end of backward. So
+  // the loss and the start of backward, where the activations peak, hold
+  // neither.
   std::vector<at::Tensor> gather_bufs_, rs_bufs_;
   int64_t gather_next_ = 0, rs_next_ = 0;
   int64_t unit_numel_ = 0;  // W * the largest block unit's shard
