@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/step_time.h"
 #include "core/strings.h"
 
 namespace pilot {
@@ -40,11 +41,31 @@ Result<Plan> MakePlan(const SingleStage& s, const Config& cfg, const HardwareCat
         }());
   }
 
-  // Tokens per optimizer step per GPU: the run's shape vs the pilot's.
-  SingleStage shaped = s;
+  // The pilot's step moved to the run's shape (core/step_time.h) on the GPU
+  // it ran on; ProjectThroughput moves it to each candidate type.
   const double run_tokens =
       static_cast<double>(mq.seq_len) * mq.micro_batch * std::max(1, cfg.run.grad_accum);
   const double pilot_tokens = static_cast<double>(std::max<int64_t>(1, s.shape.tokens_per_step));
+  const StepTimeEstimate step = EstimateStepTime(
+      StepTimeBasisFrom(s), plan.workload,
+      StepShape{mq.seq_len, mq.micro_batch, std::max(1, cfg.run.grad_accum), mq.activation_checkpointing});
+  SingleStage shaped = s;
+  const bool shape_model = step.step_ms > 0;
+  if (shape_model) {
+    shaped.shape.seq_len = mq.seq_len;
+    shaped.shape.micro_batch = mq.micro_batch;
+    shaped.shape.grad_accum = std::max(1, cfg.run.grad_accum);
+    shaped.shape.activation_checkpointing = mq.activation_checkpointing;
+    shaped.shape.tokens_per_step = static_cast<int64_t>(run_tokens);
+    shaped.timings.step_ms = step.step_ms;
+    shaped.timings.data_wait_ms = step.data_wait_ms;
+    shaped.tokens_per_second = run_tokens / step.step_ms * 1e3;
+    const double f_pilot = FlopsPerTokenAt(plan.workload, s.shape.seq_len);
+    if (s.flops_per_token > 0 && f_pilot > 0) {
+      shaped.flops_per_token =
+          s.flops_per_token * FlopsPerTokenAt(plan.workload, mq.seq_len) / f_pilot;
+    }
+  }
 
   std::vector<std::string> names = cfg.hardware.candidates;
   if (!q.gpu_type.empty() && std::find(names.begin(), names.end(), q.gpu_type) == names.end()) {
@@ -59,9 +80,13 @@ Result<Plan> MakePlan(const SingleStage& s, const Config& cfg, const HardwareCat
     o.memory = PredictPeak(plan.breakdown, plan.workload, mq);
     o.fit = FitOn(o.memory, *g, policy);
     o.throughput = ProjectThroughput(shaped, plan.workload, *g, cat, policy);
-    // Same per-token rate at the run's tokens per step.
-    o.throughput.compute_ms *= run_tokens / pilot_tokens;
-    o.throughput.data_wait_ms *= run_tokens / pilot_tokens;
+    if (!shape_model) {
+      // No step timings: the same per-token rate at the run's tokens per step.
+      o.throughput.compute_ms *= run_tokens / pilot_tokens;
+      o.throughput.data_wait_ms *= run_tokens / pilot_tokens;
+      const double ms = o.throughput.compute_ms + o.throughput.data_wait_ms;
+      o.throughput.tokens_per_second = ms > 0 ? run_tokens / ms * 1e3 : 0;
+    }
     o.scaling = ProjectScaling(o.throughput, plan.workload, *g, sq, policy, node);
     o.recommended_nodes = RecommendNodes(o.throughput, plan.workload, *g, sq, policy, node);
     plan.options.push_back(std::move(o));
@@ -113,6 +138,9 @@ Result<Plan> MakePlan(const SingleStage& s, const Config& cfg, const HardwareCat
     bi.currency = cat.currency;
     plan.budget = MakeBudget(bi, policy);
     plan.notes.push_back("throughput: " + o.throughput.basis);
+    if (shape_model) {
+      for (const std::string& a : step.assumptions) plan.notes.push_back("throughput: " + a);
+    }
     plan.notes.push_back("scaling: " + o.scaling.basis);
   }
   plan.notes.push_back("memory: " + plan.breakdown.source + " activations");

@@ -157,6 +157,7 @@ void Fields(V& v, S& s, std::type_identity<MemoryCalibrationCheck>) {
   v("peak_reserved_bytes", s.peak_reserved_bytes);
   v("device_used_bytes", s.device_used_bytes);
   v("process_peak_rss_bytes", s.process_peak_rss_bytes);
+  v("forward_backward_ms", s.forward_backward_ms, kMayBeAbsent);
   v("detail", s.detail);
 }
 

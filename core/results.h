@@ -181,6 +181,10 @@ struct MemoryCalibrationCheck {
   std::optional<int64_t> peak_reserved_bytes;
   std::optional<int64_t> device_used_bytes;
   std::optional<int64_t> process_peak_rss_bytes;  // VmHWM (CPU figure)
+  // One micro-batch's forward and backward, mean over the check's steps
+  // after its first: with the steady steps' figure, the step-time model's
+  // second point (core/step_time.h). Null in older files.
+  std::optional<double> forward_backward_ms;
   std::string detail;              // why skipped / failed, or what the figures are
   bool operator==(const MemoryCalibrationCheck&) const = default;
 };

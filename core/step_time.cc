@@ -1,0 +1,141 @@
+#include "core/step_time.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace pilot {
+namespace {
+
+std::string Ms(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, v >= 100 ? "%.0f ms" : "%.1f ms", v);
+  return buf;
+}
+
+// "x1.350"
+std::string Times(double factor) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "x%.3f", factor);
+  return buf;
+}
+
+std::string Percent(double fraction) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f%%", 100 * fraction);
+  return buf;
+}
+
+}  // namespace
+
+StepTimeBasis StepTimeBasisFrom(const SingleStage& s) {
+  StepTimeBasis b;
+  b.seq_len = s.shape.seq_len;
+  b.micro_batch = s.shape.micro_batch;
+  b.grad_accum = std::max(1, s.shape.grad_accum);
+  b.activation_checkpointing = s.shape.activation_checkpointing;
+  b.step_ms = s.timings.step_ms;
+  b.data_wait_ms = std::clamp(s.timings.data_wait_ms, 0.0, std::max(0.0, s.timings.step_ms));
+  b.forward_backward_ms = s.timings.forward_backward_ms;
+  b.optimizer_ms = s.timings.optimizer_ms;
+  if (const auto& c = s.memory_calibration;
+      c && c->status == "ok" && c->forward_backward_ms && *c->forward_backward_ms > 0 &&
+      c->micro_batch > 0 && c->micro_batch != b.micro_batch && c->seq_len == b.seq_len &&
+      c->activation_checkpointing == b.activation_checkpointing) {
+    b.second_micro_batch = c->micro_batch;
+    b.second_forward_backward_ms = *c->forward_backward_ms;
+  }
+  const RecomputeCheck& r = s.recompute_check;
+  if (r.ran && r.step_ms_with > 0 && r.step_ms_without > 0) {
+    b.recompute_cost_fraction = r.step_ms_with / r.step_ms_without - 1;
+  }
+  return b;
+}
+
+double FlopsPerTokenAt(const Workload& w, int seq_len) {
+  return 6.0 * static_cast<double>(w.params) +
+         12.0 * w.layers * static_cast<double>(w.d_model) * seq_len;
+}
+
+StepTimeEstimate EstimateStepTime(const StepTimeBasis& b, const Workload& w, const StepShape& q) {
+  StepTimeEstimate e;
+  const int accum_q = std::max(1, q.grad_accum);
+  e.tokens_per_step = static_cast<double>(q.seq_len) * q.micro_batch * accum_q;
+  if (b.step_ms <= 0 || b.seq_len <= 0 || b.micro_batch <= 0) return e;
+
+  // The pilot's step in parts that add up to its step time: data wait,
+  // optimizer, forward and backward (the compute not in the optimizer when
+  // the runner did not time it apart), and the rest.
+  const double wait_p = std::clamp(b.data_wait_ms, 0.0, b.step_ms);
+  const double compute_p = b.step_ms - wait_p;
+  const double opt_p = std::clamp(b.optimizer_ms, 0.0, compute_p);
+  const double fb_all_p = b.forward_backward_ms > 0 ? std::min(b.forward_backward_ms, compute_p - opt_p)
+                                                    : compute_p - opt_p;
+  const double rest = compute_p - opt_p - fb_all_p;
+  // One micro-batch's forward and backward at the pilot's shape.
+  const double n_p = static_cast<double>(b.seq_len) * b.micro_batch;
+  const double fb_p = fb_all_p / std::max(1, b.grad_accum);
+
+  // T(n) = alpha + beta n at the pilot's seq_len and setting.
+  double alpha = 0;
+  double beta = n_p > 0 ? fb_p / n_p : 0;
+  if (b.second_micro_batch && b.second_forward_backward_ms) {
+    const double n_c = static_cast<double>(b.seq_len) * *b.second_micro_batch;
+    const double slope = (fb_p - *b.second_forward_backward_ms) / (n_p - n_c);
+    const double a = fb_p - slope * n_p;
+    // A fit that says a micro-batch costs less than nothing, or more than
+    // all of its time, is noise: fall back to the proportional model.
+    if (slope > 0 && a >= 0 && a < fb_p) {
+      alpha = a;
+      beta = slope;
+      e.assumptions.push_back("micro-batch efficiency from micro-batches " +
+                              std::to_string(b.micro_batch) + " and " +
+                              std::to_string(*b.second_micro_batch) + ": " + Ms(alpha) +
+                              " fixed per micro-batch");
+    } else {
+      e.assumptions.push_back("micro-batch efficiency: the two timed micro-batches (" +
+                              std::to_string(b.micro_batch) + ", " +
+                              std::to_string(*b.second_micro_batch) +
+                              ") give no consistent fixed cost; time taken as proportional to the work");
+    }
+  } else {
+    e.assumptions.push_back(
+        "micro-batch efficiency not measured (one micro-batch size timed): time taken as "
+        "proportional to the work");
+  }
+
+  // FLOPs per token at the query's sequence length against the pilot's.
+  const double f_p = FlopsPerTokenAt(w, b.seq_len);
+  const double f_q = FlopsPerTokenAt(w, q.seq_len);
+  const double flops_ratio = f_p > 0 ? f_q / f_p : 1;
+  if (q.seq_len != b.seq_len) {
+    e.assumptions.push_back("seq_len " + std::to_string(b.seq_len) + " -> " +
+                            std::to_string(q.seq_len) + ": FLOPs per token " + Times(flops_ratio) + " (6N + 12 L d S: attention grows with the sequence)");
+  }
+
+  // Recomputing activations.
+  if (q.activation_checkpointing != b.activation_checkpointing) {
+    double cost = 1.0 / 3.0;
+    std::string source = "not measured: one more forward pass, 1/3 of forward and backward";
+    if (b.recompute_cost_fraction && *b.recompute_cost_fraction > -0.5) {
+      cost = *b.recompute_cost_fraction;
+      source = "the recompute check measured " + Percent(cost);
+    }
+    e.recompute_factor = q.activation_checkpointing ? 1 + cost : 1 / (1 + cost);
+    e.assumptions.push_back(std::string("activation checkpointing ") +
+                            (q.activation_checkpointing ? "on" : "off") + ": forward and backward " +
+                            Times(e.recompute_factor) + " (" + source + ")");
+  }
+
+  const double n_q = static_cast<double>(q.seq_len) * q.micro_batch;
+  const double t_q = (alpha + beta * n_q * flops_ratio) * e.recompute_factor;
+  e.alpha_ms = alpha;
+  e.forward_backward_ms = accum_q * t_q;
+  const double tokens_p = n_p * std::max(1, b.grad_accum);
+  e.data_wait_ms = tokens_p > 0 ? wait_p * e.tokens_per_step / tokens_p : 0;
+  e.compute_ms = e.forward_backward_ms + opt_p + rest;
+  e.step_ms = e.compute_ms + e.data_wait_ms;
+  return e;
+}
+
+}  // namespace pilot

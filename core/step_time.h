@@ -1,0 +1,95 @@
+// Step time at another shape: how long one optimizer step of the pilot's
+// workload takes, on the GPU type it ran on, at a sequence length,
+// micro-batch, accumulation and activation-checkpointing setting it may
+// not have run. ProjectThroughput (core/throughput.h) then moves the result
+// to other GPU types; MakePlan (core/plan.h) uses both for what-ifs.
+//
+// The model, per optimizer step (every term from the pilot's results.json):
+//   step(q)  = data wait(q) + A_q x T(q) + optimizer + rest
+//   T(q)     = alpha + beta x n_q x f(S_q) / f(S_p) x R(q)
+//              one micro-batch's forward and backward, n = micro_batch x
+//              seq_len tokens in it;
+//   f(S)     = 6 N + 12 L d S   FLOPs per trained token: the matrix products
+//              (6 N) and attention's score and value products, which grow
+//              with the sequence (flash/SDPA: no S^2 memory, S x FLOPs);
+//   alpha, beta  fitted through the two micro-batches the pilot timed at its
+//              own seq_len and checkpointing setting (the steady steps, and
+//              the memory calibration's smaller micro-batch): alpha is what a
+//              micro-batch costs whatever its size (launches, small-matrix
+//              inefficiency), beta the cost of a token's FLOPs. With one
+//              point, alpha = 0 (time proportional to the work) and the
+//              estimate says so;
+//   R(q)     = 1 at the pilot's checkpointing setting; turning it on
+//              multiplies by (1 + the recompute check's measured cost),
+//              turning it off divides by it; without that measurement the
+//              cost of one more forward pass, 1/3 of forward + backward;
+//   optimizer  the pilot's optimizer time (per step, shape-independent);
+//   rest       step time not in data wait, forward/backward or optimizer;
+//   data wait  the pilot's wait per token times the query's tokens per step.
+// The pilot's own shape reproduces its measured step time exactly.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/memory_model.h"
+#include "core/results.h"
+
+namespace pilot {
+
+// The step-time measurements of one pilot (its single stage).
+struct StepTimeBasis {
+  int seq_len = 0;
+  int micro_batch = 0;
+  int grad_accum = 1;
+  bool activation_checkpointing = false;
+  double step_ms = 0;              // whole optimizer step
+  double data_wait_ms = 0;         // per optimizer step
+  double forward_backward_ms = 0;  // all micro-batches of one step
+  double optimizer_ms = 0;
+  // A second micro-batch size timed at the same seq_len and checkpointing
+  // setting: forward and backward of one micro-batch, milliseconds.
+  std::optional<int> second_micro_batch;
+  std::optional<double> second_forward_backward_ms;
+  // The recompute check: step time with / without activation
+  // checkpointing - 1 (0.35 = recomputing costs 35% more).
+  std::optional<double> recompute_cost_fraction;
+};
+
+// The basis of a finished single stage. The second micro-batch comes from
+// the memory calibration when it ran ("ok") and timed its step; the
+// recompute cost from the recompute check when it ran with both timings.
+StepTimeBasis StepTimeBasisFrom(const SingleStage& s);
+
+// The shape to estimate.
+struct StepShape {
+  int seq_len = 0;
+  int micro_batch = 0;
+  int grad_accum = 1;
+  bool activation_checkpointing = false;
+};
+
+struct StepTimeEstimate {
+  double step_ms = 0;              // compute_ms + data_wait_ms
+  double compute_ms = 0;           // step without data wait
+  double data_wait_ms = 0;
+  double forward_backward_ms = 0;  // all micro-batches
+  double alpha_ms = 0;             // per micro-batch, whatever its size
+  double recompute_factor = 1;     // R(q)
+  double tokens_per_step = 0;
+  // The assumptions this estimate rests on, for people ("micro-batch
+  // efficiency from micro-batches 8 and 4: 1.9 ms fixed per micro-batch").
+  std::vector<std::string> assumptions;
+};
+
+// f(S) above: FLOPs of one trained token at sequence length `seq_len`.
+double FlopsPerTokenAt(const Workload& w, int seq_len);
+
+// REQUIRES: b.seq_len, b.micro_batch > 0 and q.seq_len, q.micro_batch > 0.
+// A basis without timings (step_ms <= 0) gives an estimate of zeros.
+StepTimeEstimate EstimateStepTime(const StepTimeBasis& b, const Workload& w, const StepShape& q);
+
+}  // namespace pilot

@@ -1,0 +1,222 @@
+#include "core/step_time.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/plan.h"
+
+namespace pilot {
+namespace {
+
+// A 1.3B GPT (24 layers, d_model 2048) measured at seq 2048, micro-batch 8.
+Workload Gpt1b() {
+  Workload w;
+  w.params = 1300000000;
+  w.layers = 24;
+  w.d_model = 2048;
+  w.heads = 16;
+  w.vocab = 50304;
+  return w;
+}
+
+// step 300 ms = wait 10 + forward/backward 250 + optimizer 30 + rest 10.
+StepTimeBasis Basis() {
+  StepTimeBasis b;
+  b.seq_len = 2048;
+  b.micro_batch = 8;
+  b.grad_accum = 1;
+  b.step_ms = 300;
+  b.data_wait_ms = 10;
+  b.forward_backward_ms = 250;
+  b.optimizer_ms = 30;
+  return b;
+}
+
+bool Says(const StepTimeEstimate& e, const std::string& text) {
+  for (const std::string& a : e.assumptions) {
+    if (a.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+TEST(StepTime, ThePilotsOwnShapeIsItsMeasuredStep) {
+  const StepTimeEstimate e = EstimateStepTime(Basis(), Gpt1b(), {2048, 8, 1, false});
+  EXPECT_DOUBLE_EQ(e.step_ms, 300);
+  EXPECT_DOUBLE_EQ(e.data_wait_ms, 10);
+  EXPECT_DOUBLE_EQ(e.forward_backward_ms, 250);
+  EXPECT_DOUBLE_EQ(e.recompute_factor, 1);
+  EXPECT_DOUBLE_EQ(e.tokens_per_step, 16384);
+}
+
+TEST(StepTime, OnePointIsProportionalToTheWork) {
+  const StepTimeEstimate e = EstimateStepTime(Basis(), Gpt1b(), {2048, 16, 2, false});
+  // Four times the tokens; the optimizer and the rest once per step.
+  EXPECT_DOUBLE_EQ(e.forward_backward_ms, 1000);
+  EXPECT_DOUBLE_EQ(e.data_wait_ms, 40);
+  EXPECT_DOUBLE_EQ(e.step_ms, 40 + 1000 + 30 + 10);
+  EXPECT_DOUBLE_EQ(e.alpha_ms, 0);
+  EXPECT_TRUE(Says(e, "proportional to the work")) << e.assumptions.front();
+}
+
+TEST(StepTime, TwoMicroBatchesGiveTheFixedCost) {
+  // T(n) = 10 ms + n x 240/16384 ms: micro-batch 4 took 10 + 120 ms.
+  StepTimeBasis b = Basis();
+  b.second_micro_batch = 4;
+  b.second_forward_backward_ms = 130;
+  const StepTimeEstimate e = EstimateStepTime(b, Gpt1b(), {2048, 2, 1, false});
+  EXPECT_NEAR(e.alpha_ms, 10, 1e-9);
+  EXPECT_NEAR(e.forward_backward_ms, 10 + 60, 1e-9);
+  EXPECT_TRUE(Says(e, "from micro-batches 8 and 4: 10.0 ms fixed per micro-batch"));
+  // Still exact at the pilot's own shape.
+  EXPECT_NEAR(EstimateStepTime(b, Gpt1b(), {2048, 8, 1, false}).step_ms, 300, 1e-9);
+}
+
+TEST(StepTime, AnInconsistentSecondPointFallsBackToProportional) {
+  StepTimeBasis b = Basis();
+  b.second_micro_batch = 4;
+  b.second_forward_backward_ms = 260;  // the smaller micro-batch was slower
+  const StepTimeEstimate e = EstimateStepTime(b, Gpt1b(), {2048, 16, 1, false});
+  EXPECT_DOUBLE_EQ(e.alpha_ms, 0);
+  EXPECT_DOUBLE_EQ(e.forward_backward_ms, 500);
+  EXPECT_TRUE(Says(e, "give no consistent fixed cost"));
+}
+
+TEST(StepTime, ALongerSequenceCostsMorePerToken) {
+  const Workload w = Gpt1b();
+  const double ratio = FlopsPerTokenAt(w, 4096) / FlopsPerTokenAt(w, 2048);
+  EXPECT_GT(ratio, 1.1);  // 12 L d S is 16% of 6N at 2048
+  // Same tokens per micro-batch (4096 x 4), more FLOPs per token.
+  const StepTimeEstimate e = EstimateStepTime(Basis(), w, {4096, 4, 1, false});
+  EXPECT_NEAR(e.forward_backward_ms, 250 * ratio, 1e-9);
+  EXPECT_DOUBLE_EQ(e.data_wait_ms, 10);
+  EXPECT_TRUE(Says(e, "seq_len 2048 -> 4096: FLOPs per token x"));
+}
+
+TEST(StepTime, RecomputeUsesTheMeasuredCost) {
+  StepTimeBasis b = Basis();
+  b.recompute_cost_fraction = 0.35;
+  StepTimeEstimate on = EstimateStepTime(b, Gpt1b(), {2048, 8, 1, true});
+  EXPECT_DOUBLE_EQ(on.recompute_factor, 1.35);
+  EXPECT_NEAR(on.forward_backward_ms, 250 * 1.35, 1e-9);
+  EXPECT_TRUE(Says(on, "the recompute check measured 35%"));
+
+  // A pilot that checkpointed: turning it off divides by the same cost.
+  b.activation_checkpointing = true;
+  StepTimeEstimate off = EstimateStepTime(b, Gpt1b(), {2048, 8, 1, false});
+  EXPECT_NEAR(off.forward_backward_ms, 250 / 1.35, 1e-9);
+
+  // Not measured: one more forward pass.
+  b = Basis();
+  on = EstimateStepTime(b, Gpt1b(), {2048, 8, 1, true});
+  EXPECT_NEAR(on.recompute_factor, 4.0 / 3.0, 1e-12);
+  EXPECT_TRUE(Says(on, "not measured"));
+}
+
+TEST(StepTime, ForwardBackwardNotTimedApartIsTheComputeBesideTheOptimizer) {
+  StepTimeBasis b = Basis();
+  b.forward_backward_ms = 0;
+  const StepTimeEstimate e = EstimateStepTime(b, Gpt1b(), {2048, 16, 1, false});
+  EXPECT_DOUBLE_EQ(e.forward_backward_ms, 2 * 260);
+  EXPECT_DOUBLE_EQ(e.step_ms, 20 + 520 + 30);
+}
+
+TEST(StepTime, NoTimingsNoEstimate) {
+  StepTimeBasis b;
+  b.seq_len = 128;
+  b.micro_batch = 2;
+  const StepTimeEstimate e = EstimateStepTime(b, Gpt1b(), {256, 2, 1, false});
+  EXPECT_EQ(e.step_ms, 0);
+  EXPECT_DOUBLE_EQ(e.tokens_per_step, 512);
+}
+
+TEST(StepTime, TheBasisReadsOnlyAMatchingCalibration) {
+  SingleStage s;
+  s.shape.seq_len = 2048;
+  s.shape.micro_batch = 8;
+  s.shape.grad_accum = 1;
+  s.timings.step_ms = 300;
+  s.timings.forward_backward_ms = 250;
+  MemoryCalibrationCheck c;
+  c.status = "ok";
+  c.micro_batch = 4;
+  c.seq_len = 2048;
+  c.forward_backward_ms = 130;
+  s.memory_calibration = c;
+  s.recompute_check.ran = true;
+  s.recompute_check.step_ms_with = 405;
+  s.recompute_check.step_ms_without = 300;
+
+  StepTimeBasis b = StepTimeBasisFrom(s);
+  ASSERT_TRUE(b.second_micro_batch.has_value());
+  EXPECT_EQ(*b.second_micro_batch, 4);
+  EXPECT_DOUBLE_EQ(*b.second_forward_backward_ms, 130);
+  ASSERT_TRUE(b.recompute_cost_fraction.has_value());
+  EXPECT_NEAR(*b.recompute_cost_fraction, 0.35, 1e-12);
+
+  s.memory_calibration->activation_checkpointing = true;  // another setting
+  EXPECT_FALSE(StepTimeBasisFrom(s).second_micro_batch.has_value());
+  s.memory_calibration->activation_checkpointing = false;
+  s.memory_calibration->forward_backward_ms.reset();  // an older file
+  EXPECT_FALSE(StepTimeBasisFrom(s).second_micro_batch.has_value());
+  s.recompute_check.ran = false;
+  EXPECT_FALSE(StepTimeBasisFrom(s).recompute_cost_fraction.has_value());
+}
+
+// The plan's what-if follows the shape: checkpointing and a longer sequence
+// cost more than the pilot's own tokens/s would say.
+TEST(StepTime, PlanWhatIfsFollowTheShape) {
+  HardwareCatalog cat;
+  cat.currency = "USD";
+  cat.gpus = {GpuType{"H200-141", int64_t{140} << 30, 4.8, 989, "NVLink 4", 900, "cuda", 4.0, "", "",
+                      true}};
+  Config cfg;
+  cfg.run.seq_len = 2048;
+  cfg.run.micro_batch = 8;
+  cfg.run.target_steps = 1000;
+  cfg.model.kind = "gpt";
+  cfg.model.layers = 24;
+  cfg.model.d_model = 2048;
+  cfg.model.heads = 16;
+  cfg.hardware.candidates = {"H200-141"};
+  SingleStage s;
+  s.status = "ok";
+  s.device = "cuda";
+  s.device_name = "NVIDIA H200";
+  s.shape.params = 1300000000;
+  s.shape.seq_len = 2048;
+  s.shape.micro_batch = 8;
+  s.shape.tokens_per_step = 16384;
+  s.shape.precision = "bf16";
+  s.timings.step_ms = 300;
+  s.timings.forward_backward_ms = 260;
+  s.timings.optimizer_ms = 30;
+  s.tokens_per_second = 16384 / 0.3;
+  s.recompute_check.ran = true;
+  s.recompute_check.step_ms_with = 405;
+  s.recompute_check.step_ms_without = 300;
+  Policy policy;
+
+  Result<Plan> same = MakePlan(s, cfg, cat, policy);
+  ASSERT_TRUE(same.ok()) << same.status().ToString();
+  EXPECT_NEAR(same->options[0].throughput.tokens_per_second, 16384 / 0.3, 1e-6);
+
+  PlanQuery q;
+  q.seq_len = 4096;
+  q.activation_checkpointing = true;
+  Result<Plan> what_if = MakePlan(s, cfg, cat, policy, q);
+  ASSERT_TRUE(what_if.ok()) << what_if.status().ToString();
+  const double expected_ms =
+      260 * 2 * 1.35 * FlopsPerTokenAt(WorkloadFrom(s, &cfg), 4096) /
+          FlopsPerTokenAt(WorkloadFrom(s, &cfg), 2048) +
+      40;
+  EXPECT_NEAR(what_if->options[0].throughput.tokens_per_second, 32768 / expected_ms * 1e3, 1e-6);
+  bool noted = false;
+  for (const std::string& n : what_if->notes) {
+    noted |= n.find("throughput: activation checkpointing on") != std::string::npos;
+  }
+  EXPECT_TRUE(noted);
+}
+
+}  // namespace
+}  // namespace pilot
