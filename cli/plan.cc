@@ -1,6 +1,8 @@
 // pilot plan JOBID|RESULTS.json [what-if flags]: hardware and budget what-ifs.
 #include "core/plan.h"
 
+#include "core/json_util.h"
+
 #include <cstdio>
 #include <optional>
 
@@ -91,6 +93,90 @@ void PrintPlan(std::ostream& out, const PilotInput& in, const Plan& p,
   for (const std::string& n : p.notes) out << "  - " << n << "\n";
 }
 
+// The same plan as one JSON object (pilot(1), plan --json).
+void PrintPlanJson(std::ostream& out, const PilotInput& in, const Plan& p,
+                   const std::string& calibration) {
+  const SingleStage& s = *in.results.single;
+  const MemoryBreakdown& b = p.breakdown;
+  const MemoryQuery& q = p.memory_query;
+  Json j = Json::object();
+  j["source"] = in.label;
+  j["measured"] = {{"device", s.device_name.empty() ? s.device : s.device_name},
+                   {"precision", p.workload.precision},
+                   {"params", s.shape.params},
+                   {"seq_len", s.shape.seq_len},
+                   {"micro_batch", s.shape.micro_batch},
+                   {"grad_accum", s.shape.grad_accum},
+                   {"activation_checkpointing", s.shape.activation_checkpointing},
+                   {"step_ms", s.timings.step_ms},
+                   {"tokens_per_second", s.tokens_per_second}};
+  j["memory_split"] = {{"source", b.source},
+                       {"params_bytes", b.params_bytes},
+                       {"grads_bytes", b.grads_bytes},
+                       {"optimizer_bytes", b.optimizer_bytes},
+                       {"activation_bytes", b.activation_bytes},
+                       {"activation_bytes_per_token", b.activation_bytes_per_token},
+                       {"workspace_bytes", b.workspace_bytes},
+                       {"runtime_bytes", b.runtime_bytes}};
+  j["memory_calibration"] = calibration;
+  j["what_if"] = {{"mode", q.mode},
+                  {"nodes", p.nodes},
+                  {"gpus_per_node", p.gpus_per_node},
+                  {"seq_len", q.seq_len},
+                  {"micro_batch", q.micro_batch},
+                  {"activation_checkpointing", q.activation_checkpointing}};
+  if (p.step_time) {
+    const StepTimeEstimate& t = *p.step_time;
+    j["step_time"] = {{"step_ms", t.step_ms},
+                      {"compute_ms", t.compute_ms},
+                      {"data_wait_ms", t.data_wait_ms},
+                      {"forward_backward_ms", t.forward_backward_ms},
+                      {"fixed_ms_per_micro_batch", t.alpha_ms},
+                      {"recompute_factor", t.recompute_factor},
+                      {"tokens_per_step", t.tokens_per_step}};
+  } else {
+    j["step_time"] = nullptr;
+  }
+  Json options = Json::array();
+  for (size_t i = 0; i < p.options.size(); ++i) {
+    const GpuOption& o = p.options[i];
+    options.push_back({{"gpu", o.gpu.name},
+                       {"budgeted", static_cast<int>(i) == p.chosen},
+                       {"memory_bytes", o.gpu.memory_bytes},
+                       {"predicted_bytes", o.memory.total_bytes},
+                       {"memory_basis", o.memory.basis},
+                       {"headroom", o.fit.headroom},
+                       {"fits", o.fit.fits},
+                       {"fit_note", o.fit.note},
+                       {"tokens_per_second_per_gpu", o.throughput.tokens_per_second},
+                       {"compute_ms", o.throughput.compute_ms},
+                       {"data_wait_ms", o.throughput.data_wait_ms},
+                       {"mfu", o.throughput.mfu},
+                       {"throughput_basis", o.throughput.basis},
+                       {"scaling_efficiency", o.scaling.efficiency},
+                       {"step_ms_at_scale", o.scaling.step_ms},
+                       {"comm_ms", o.scaling.comm_ms},
+                       {"max_nodes", o.recommended_nodes}});
+  }
+  j["options"] = options;
+  const Budget& bu = p.budget;
+  if (p.chosen >= 0 && bu.days > 0) {
+    Json parts = Json::object();
+    for (const auto& [k, v] : bu.breakdown) parts[k] = v;
+    j["budget"] = {{"gpu", p.options[static_cast<size_t>(p.chosen)].gpu.name},
+                   {"days", bu.days},
+                   {"term", bu.term},
+                   {"gpu_hours", bu.gpu_hours},
+                   {"cost", bu.cost},
+                   {"currency", bu.currency},
+                   {"days_by_part", parts}};
+  } else {
+    j["budget"] = nullptr;
+  }
+  j["assumptions"] = p.notes;
+  out << DumpJson(j, 2) << "\n";
+}
+
 }  // namespace
 
 int RunPlan(const Invocation& inv) {
@@ -112,7 +198,8 @@ int RunPlan(const Invocation& inv) {
       "two peaks")("config", po::value<std::string>()->default_value(""),
                    "the pilot's config (default: the job's copy, or results.json's config_path)")(
       "policy", po::value<std::string>()->default_value(""),
-      "site policy (default: $PILOT_POLICY, else the installed pilot.conf)");
+      "site policy (default: $PILOT_POLICY, else the installed pilot.conf)")(
+      "json", po::bool_switch(), "print the plan as one JSON object");
   cl.hidden.add_options()("source", po::value<std::string>(), "job id or results.json");
   cl.positional.add("source", 1);
   po::variables_map vm;
@@ -185,7 +272,11 @@ int RunPlan(const Invocation& inv) {
     inv.err << plan.status().ToString() << "\n";
     return kExitUsage;
   }
-  PrintPlan(inv.out, *in, *plan, cal_from);
+  if (vm["json"].as<bool>()) {
+    PrintPlanJson(inv.out, *in, *plan, cal_from);
+  } else {
+    PrintPlan(inv.out, *in, *plan, cal_from);
+  }
   return kExitOk;
 }
 

@@ -52,6 +52,7 @@ Result<Plan> MakePlan(const SingleStage& s, const Config& cfg, const HardwareCat
   SingleStage shaped = s;
   const bool shape_model = step.step_ms > 0;
   if (shape_model) {
+    plan.step_time = step;
     shaped.shape.seq_len = mq.seq_len;
     shaped.shape.micro_batch = mq.micro_batch;
     shaped.shape.grad_accum = std::max(1, cfg.run.grad_accum);

@@ -15,6 +15,7 @@
 #include "core/memory_model.h"
 #include "core/policy.h"
 #include "core/results.h"
+#include "core/step_time.h"
 #include "core/throughput.h"
 
 namespace pilot {
@@ -48,6 +49,9 @@ struct Plan {
   std::vector<GpuOption> options;  // the config's candidates found in the catalog
   int chosen = -1;                 // index into options; -1 = none
   Budget budget;                   // on the chosen type at `nodes`
+  // The pilot's step moved to the query's shape on the GPU it ran on
+  // (core/step_time.h); nullopt when the results hold no step timings.
+  std::optional<StepTimeEstimate> step_time;
   std::vector<std::string> notes;  // assumptions, for people
 };
 

@@ -48,6 +48,8 @@ StepTimeBasis StepTimeBasisFrom(const SingleStage& s) {
   const RecomputeCheck& r = s.recompute_check;
   if (r.ran && r.step_ms_with > 0 && r.step_ms_without > 0) {
     b.recompute_cost_fraction = r.step_ms_with / r.step_ms_without - 1;
+    b.recompute_step_ms_with = r.step_ms_with;
+    b.recompute_step_ms_without = r.step_ms_without;
   }
   return b;
 }
@@ -76,6 +78,19 @@ StepTimeEstimate EstimateStepTime(const StepTimeBasis& b, const Workload& w, con
   const double n_p = static_cast<double>(b.seq_len) * b.micro_batch;
   const double fb_p = fb_all_p / std::max(1, b.grad_accum);
 
+  e.assumptions.push_back("pilot's step: " + Ms(b.step_ms) + " at seq_len " +
+                          std::to_string(b.seq_len) + " x micro_batch " +
+                          std::to_string(b.micro_batch) + " x accumulation " +
+                          std::to_string(std::max(1, b.grad_accum)) +
+                          (b.activation_checkpointing ? ", activation checkpointing" : "") +
+                          " (forward/backward " + Ms(fb_all_p) + ", optimizer " + Ms(opt_p) +
+                          ", data wait " + Ms(wait_p) + ", rest " + Ms(rest) + ")");
+  if (b.recompute_step_ms_with && b.recompute_step_ms_without) {
+    e.assumptions.push_back("recompute check: " + Ms(*b.recompute_step_ms_with) +
+                            " per step with activation checkpointing, " +
+                            Ms(*b.recompute_step_ms_without) + " without");
+  }
+
   // T(n) = alpha + beta n at the pilot's seq_len and setting.
   double alpha = 0;
   double beta = n_p > 0 ? fb_p / n_p : 0;
@@ -89,8 +104,9 @@ StepTimeEstimate EstimateStepTime(const StepTimeBasis& b, const Workload& w, con
       alpha = a;
       beta = slope;
       e.assumptions.push_back("micro-batch efficiency from micro-batches " +
-                              std::to_string(b.micro_batch) + " and " +
-                              std::to_string(*b.second_micro_batch) + ": " + Ms(alpha) +
+                              std::to_string(b.micro_batch) + " (" + Ms(fb_p) + ") and " +
+                              std::to_string(*b.second_micro_batch) + " (" +
+                              Ms(*b.second_forward_backward_ms) + "): " + Ms(alpha) +
                               " fixed per micro-batch");
     } else {
       e.assumptions.push_back("micro-batch efficiency: the two timed micro-batches (" +

@@ -57,6 +57,9 @@ struct StepTimeBasis {
   // The recompute check: step time with / without activation
   // checkpointing - 1 (0.35 = recomputing costs 35% more).
   std::optional<double> recompute_cost_fraction;
+  // The recompute check's two step times (ms), for the assumptions.
+  std::optional<double> recompute_step_ms_with;
+  std::optional<double> recompute_step_ms_without;
 };
 
 // The basis of a finished single stage. The second micro-batch comes from
@@ -80,8 +83,10 @@ struct StepTimeEstimate {
   double alpha_ms = 0;             // per micro-batch, whatever its size
   double recompute_factor = 1;     // R(q)
   double tokens_per_step = 0;
-  // The assumptions this estimate rests on, for people ("micro-batch
-  // efficiency from micro-batches 8 and 4: 1.9 ms fixed per micro-batch").
+  // The measurements and assumptions this estimate rests on, for people
+  // ("pilot's step: 297 ms at ...", "micro-batch efficiency from
+  // micro-batches 8 (250.0 ms) and 4 (130.0 ms): 10.0 ms fixed per
+  // micro-batch").
   std::vector<std::string> assumptions;
 };
 

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "core/crypto.h"
+#include "core/json_util.h"
 #include "core/results.h"
 #include "core/rfc3339.h"
 #include "core/verdict.h"
@@ -218,6 +219,27 @@ TEST_F(GrantTest, PlanAndReportFromResults) {
   ASSERT_EQ(q.rc, 0) << q.output;
   EXPECT_NE(q.output.find("sharded on 2 node(s)"), std::string::npos) << q.output;
   EXPECT_NE(q.output.find("budget on H200-141"), std::string::npos) << q.output;
+  // --json: the same plan as one object.
+  Ran js = RunPilot("plan --json --policy " + dir_ + "/pilot.conf --config " + cfg +
+                    " --gpu H200-141 --nodes 2 --mode sharded --micro-batch 8 --seq-len 256 " +
+                    fx + "/results.json");
+  ASSERT_EQ(js.rc, 0) << js.output;
+  Json j = Json::parse(js.output);
+  EXPECT_EQ(j["what_if"]["mode"], "sharded");
+  EXPECT_EQ(j["what_if"]["nodes"], 2);
+  EXPECT_EQ(j["what_if"]["micro_batch"], 8);
+  EXPECT_EQ(j["what_if"]["seq_len"], 256);
+  EXPECT_EQ(j["budget"]["gpu"], "H200-141");
+  ASSERT_TRUE(j["step_time"].is_object()) << js.output;
+  EXPECT_DOUBLE_EQ(j["step_time"]["tokens_per_step"].get<double>(), 256.0 * 8);
+  bool budgeted = false;
+  for (const Json& o : j["options"]) budgeted |= o["gpu"] == "H200-141" && o["budgeted"] == true;
+  EXPECT_TRUE(budgeted) << js.output;
+  bool step_note = false;
+  for (const Json& a : j["assumptions"]) {
+    step_note |= a.get<std::string>().find("throughput: pilot's step:") != std::string::npos;
+  }
+  EXPECT_TRUE(step_note) << js.output;
   EXPECT_EQ(RunPilot("plan --policy " + dir_ + "/pilot.conf --config " + cfg + " --gpu B1 " + fx +
                      "/results.json")
                 .rc,
