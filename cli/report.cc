@@ -51,6 +51,7 @@ int RunReport(const Invocation& inv) {
     if (p.ok()) {
       plan = std::move(p).value();
       r.plan = &*plan;
+      r.policy = &in->policy;
     } else {
       r.plan_error = p.status().ToString();
     }

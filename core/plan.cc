@@ -72,6 +72,7 @@ Result<Plan> MakePlan(const SingleStage& s, const Config& cfg, const HardwareCat
   if (!q.gpu_type.empty() && std::find(names.begin(), names.end(), q.gpu_type) == names.end()) {
     names.push_back(q.gpu_type);
   }
+  plan.bucket_mb = cfg.parallel.bucket_mb;
   ScalingQuery sq{plan.nodes, plan.gpus_per_node, mode, cfg.parallel.bucket_mb};
   for (const std::string& name : names) {
     const GpuType* g = cat.Find(name);

@@ -46,6 +46,7 @@ struct Plan {
   MemoryQuery memory_query;  // the resolved shape and layout
   int nodes = 1;
   int gpus_per_node = 1;
+  int bucket_mb = 25;              // parallel.bucket_mb of the config
   std::vector<GpuOption> options;  // the config's candidates found in the catalog
   int chosen = -1;                 // index into options; -1 = none
   Budget budget;                   // on the chosen type at `nodes`

@@ -1,5 +1,6 @@
 #include "core/report.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -26,6 +27,34 @@ std::string Num(double v, int d) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", d, v);
   return buf;
+}
+
+// A count for people: digits in groups of three ("135,642,738").
+std::string Count(double v) {
+  const bool negative = v < 0;
+  std::string digits = Num(std::fabs(v), 0);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return (negative ? "-" : "") + out;
+}
+
+// A parameter count for people: "1.30 B", "124.4 M", "812 K".
+std::string Params(int64_t n) {
+  const double v = static_cast<double>(n);
+  if (v >= 1e9) return Num(v / 1e9, 2) + " B";
+  if (v >= 1e6) return Num(v / 1e6, 1) + " M";
+  if (v >= 1e3) return Num(v / 1e3, 0) + " K";
+  return std::to_string(n);
+}
+
+// "+1.4%": how far `predicted` is from `measured`.
+std::string Error(double predicted, double measured) {
+  if (measured == 0) return "n/a";
+  const double e = 100 * (predicted / measured - 1);
+  return (e >= 0 ? "+" : "") + Num(e, 1) + "%";
 }
 
 std::string G(std::optional<int64_t> b) {
@@ -256,6 +285,51 @@ std::vector<MetricRow> ParseMetricsJsonl(std::string_view text, size_t* skipped)
   return rows;
 }
 
+// Where a model and a measurement cover the same thing: the memory model at
+// the pilot's own shape against the device bytes it measured (fresh and
+// resumed process), and the analytic scaling model at the node stage's GPU
+// count against the node stage. (The step-time model reproduces the
+// pilot's own step by construction: nothing to compare.)
+std::string ProjectedAgainstMeasured(const Results& r, const Plan& p, const Policy& policy) {
+  const SingleStage& s = *r.single;
+  std::string rows;
+  auto row = [&](const std::string& what, const std::string& projected,
+                 const std::string& measured, const std::string& error) {
+    rows += "<tr><td>" + Escape(what) + "</td><td>" + Escape(projected) + "</td><td>" +
+            Escape(measured) + "</td><td>" + Escape(error) + "</td></tr>";
+  };
+  MemoryQuery own;
+  own.seq_len = s.shape.seq_len;
+  own.micro_batch = s.shape.micro_batch;
+  own.activation_checkpointing = s.shape.activation_checkpointing;
+  if (s.memory.device_used_bytes && own.seq_len > 0 && own.micro_batch > 0) {
+    const MemoryPrediction m = PredictPeak(p.breakdown, p.workload, own);
+    row("device memory at the pilot's shape (" + m.basis + ")", G(m.total_bytes),
+        G(s.memory.device_used_bytes),
+        Error(static_cast<double>(m.total_bytes), static_cast<double>(*s.memory.device_used_bytes)));
+    if (s.memory_resumed && s.memory_resumed->device_used_bytes) {
+      row("device memory at the pilot's shape, resumed process", G(m.total_bytes),
+          G(s.memory_resumed->device_used_bytes),
+          Error(static_cast<double>(m.total_bytes),
+                static_cast<double>(*s.memory_resumed->device_used_bytes)));
+    }
+  }
+  if (r.node && r.node->status == "ok" && r.node->world_size > 1 && r.node->scaling.efficiency &&
+      !p.options.empty()) {
+    const GpuOption& o = p.options[static_cast<size_t>(std::max(0, p.chosen))];
+    ScalingQuery q{1, r.node->world_size, r.node->mode, p.bucket_mb};
+    const ScalingEstimate e = ProjectScaling(o.throughput, p.workload, o.gpu, q, policy);
+    row("scaling at " + std::to_string(r.node->world_size) + " GPUs (analytic ring, " + o.gpu.name +
+            ")",
+        Num(e.efficiency * 100, 1) + "%", Num(*r.node->scaling.efficiency * 100, 1) + "%",
+        Error(e.efficiency, *r.node->scaling.efficiency));
+  }
+  if (rows.empty()) return "";
+  return "<h2>Projected against measured</h2><table><tr><th>what</th><th>projected</th>"
+         "<th>measured</th><th>error</th></tr>" +
+         rows + "</table>\n";
+}
+
 std::string RenderReportHtml(const ReportInput& in) {
   std::string title = "slurm-pilot report: " + in.label;
   std::string o =
@@ -295,10 +369,10 @@ std::string RenderReportHtml(const ReportInput& in) {
                         std::to_string(s.shape.grad_accum) + ", " + s.shape.precision + ", " +
                         s.shape.optimizer +
                         (s.shape.activation_checkpointing ? ", activation checkpointing" : ""));
-  o += Row("parameters", std::to_string(s.shape.params));
+  o += Row("parameters", Params(s.shape.params));
   o += Row("steps", std::to_string(s.steps) + " (" + std::to_string(s.warmup_steps) + " warm-up)");
   o += Row("throughput",
-           Num(s.tokens_per_second, 0) + " tokens/s, " + Num(s.tflops, 2) + " TFLOP/s");
+           Count(s.tokens_per_second) + " tokens/s, " + Num(s.tflops, 2) + " TFLOP/s");
   o += Row("memory (steady)", "allocated " + G(s.memory.peak_allocated_bytes) + ", reserved " +
                                   G(s.memory.peak_reserved_bytes) + ", device " +
                                   G(s.memory.device_used_bytes) + ", process RSS peak " +
@@ -330,15 +404,16 @@ std::string RenderReportHtml(const ReportInput& in) {
          "<th>scaling</th><th>max nodes</th><th>note</th></tr>";
     for (const GpuOption& g : p.options) {
       o += "<tr><td>" + Escape(g.gpu.name) + "</td><td>" + G(g.memory.total_bytes) + "</td><td>" +
-           (g.fit.fits ? "yes" : "no") + "</td><td>" + Num(g.throughput.tokens_per_second, 0) +
+           (g.fit.fits ? "yes" : "no") + "</td><td>" + Count(g.throughput.tokens_per_second) +
            "</td><td>" + Num(g.scaling.efficiency * 100, 0) + "%</td><td>" +
            std::to_string(g.recommended_nodes) + "</td><td>" + Escape(g.fit.note) + "</td></tr>";
     }
     o += "</table>\n<h2>Budget</h2>\n" + BudgetChart(p.budget) + "\n<p>" + Num(p.budget.days, 2) +
-         " days, " + Num(p.budget.gpu_hours, 0) + " GPU-hours" +
-         (p.budget.cost > 0 ? ", " + Num(p.budget.cost, 0) + " " + Escape(p.budget.currency) : "") +
+         " days, " + Count(p.budget.gpu_hours) + " GPU-hours" +
+         (p.budget.cost > 0 ? ", " + Count(p.budget.cost) + " " + Escape(p.budget.currency) : "") +
          " &rarr; " +
          Escape(p.budget.term == "none" ? "does not fit a 30-day term" : p.budget.term) + "</p>\n";
+    o += ProjectedAgainstMeasured(in.results, p, in.policy ? *in.policy : Policy{});
     o += "<h2>Assumptions</h2><ul class=\"notes\">";
     for (const std::string& n : p.notes) o += "<li>" + Escape(n) + "</li>";
     o += "</ul>\n";

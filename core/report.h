@@ -47,6 +47,7 @@ struct ReportInput {
   Results results;
   const Verdict* verdict = nullptr;  // optional
   const Plan* plan = nullptr;        // optional (needs the config)
+  const Policy* policy = nullptr;    // the plan's policy (nullptr: defaults)
   std::string plan_error;            // why there is no plan
   std::vector<MetricRow> metrics;
   int64_t checkpoint_interval = 0;  // run.checkpoint_interval (0 = unknown)

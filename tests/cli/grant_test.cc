@@ -252,6 +252,11 @@ TEST_F(GrantTest, PlanAndReportFromResults) {
                          "time-breakdown", "hardware-fit", "budget"}) {
     EXPECT_NE(html.find(std::string("id=\"") + id + "\""), std::string::npos) << id;
   }
+  // Numbers for people: grouped digits, parameters in K/M/B.
+  EXPECT_NE(html.find("<tr><th>parameters</th><td>137 K</td>"), std::string::npos);
+  EXPECT_NE(html.find("<tr><th>throughput</th><td>4,541 tokens/s"), std::string::npos);
+  // A CPU pilot has no device figure to hold a prediction against.
+  EXPECT_EQ(html.find("Projected against measured"), std::string::npos);
   EXPECT_EQ(html.find("<script"), std::string::npos);
   EXPECT_EQ(html.find("src=\"http"), std::string::npos);
   EXPECT_EQ(html.find("href=\"http"), std::string::npos);
@@ -287,6 +292,15 @@ TEST_F(GrantTest, PlanUsesTheCalibrationInTheResults) {
       << p.output;
   EXPECT_NE(p.output.find("predicted from: calibrated memory model"), std::string::npos)
       << p.output;
+  Ran h = RunPilot("report --policy " + dir_ + "/pilot.conf --config " + cfg + " -o " + dir_ +
+                   "/gpu.html " + dir_ + "/gpu.json");
+  ASSERT_EQ(h.rc, 0) << h.output;
+  const std::string html = Slurp(dir_ + "/gpu.html");
+  const size_t at = html.find("<h2>Projected against measured</h2>");
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_NE(html.find("device memory at the pilot&#39;s shape (calibrated)", at), std::string::npos)
+      << html.substr(at, 400);
+  EXPECT_NE(html.find("<td>0.88 GiB</td>", at), std::string::npos) << html.substr(at, 400);
   Ran on = RunPilot(plan + "--recompute on " + dir_ + "/gpu.json");
   ASSERT_EQ(on.rc, 0) << on.output;
   EXPECT_NE(on.output.find("predicted from: calibrated, activation checkpointing on by rule"),
