@@ -1,24 +1,26 @@
 #!/usr/bin/env bash
-# Memory-model accuracy on one GPU: runs pilot-runner at a calibration shape
-# and at other shapes of configs/gpt-1b.toml, and keeps each results.json
-# (under $OUT/memory-model/). Every run also measures its own memory
-# calibration (training.memory_calibration_steps: a few steps at half the
-# micro-batch), so each results.json carries the second point the
-# calibrated memory model needs.
+# Memory- and step-time-model accuracy on one GPU: runs pilot-runner at a
+# calibration shape and at other shapes of configs/gpt-1b.toml, and keeps
+# each results.json (under $OUT/memory-model/). Every run also measures its
+# own memory calibration (training.memory_calibration_steps: a few steps at
+# half the micro-batch, peaks and forward/backward time), so each
+# results.json carries the second point the calibrated models need.
 #
 # The predictions are made afterwards, from one run's results.json alone,
-# by `pilot plan` (bench/RESULTS.md shows the table):
+# by `pilot plan --json` (bench/RESULTS.md shows the tables): device memory
+# against each shape's measured device bytes, and tokens/s against each
+# shape's measured tokens/s.
 #   calib.json (micro-batch 8, checkpointing off, calibrated by its own
 #   micro-batch 4 steps) predicts every shape; shapes with checkpointing on
 #   come from the model's rule anchored to calib's recompute check (its
 #   steps with checkpointing on; "by rule" for results of runners before
-#   the check ran both ways). ac8.json (checkpointing on,
-#   calibrated by its own micro-batch 4 steps) predicts the checkpointing
-#   shapes as measured.
+#   the check ran both ways), and their step time from the check's measured
+#   recompute cost. ac8.json (checkpointing on, calibrated by its own
+#   micro-batch 4 steps) predicts the checkpointing shapes as measured.
 #
 # Usage: bench/memory-model.sh            (on the GPU machine; builds build-gpu)
 #        PILOT_MM_SHAPES="calib mb2" bench/memory-model.sh   (only these shapes;
-#            two calls on two GPUs may share $OUT)
+#            calls may share $OUT)
 #        bench/memory-model.sh predict [DIR] [PILOT]
 #            (anywhere `pilot` is built; DIR defaults to $OUT/memory-model,
 #            PILOT to build/cli/pilot)
@@ -27,12 +29,14 @@ cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/pilot-bench-out}/memory-model
 # name micro_batch seq_len recompute
 shapes=("calib 8 2048 false" "mb2 2 2048 false" "mb12 12 2048 false"
-        "seq1024 8 1024 false" "seq4096 4 4096 false" "ac8 8 2048 true" "ac16 16 2048 true")
+        "seq1024 8 1024 false" "seq4096 4 4096 false" "ac8 8 2048 true" "ac16 16 2048 true"
+        "mb16seq1024 16 1024 false" "ac4seq4096 4 4096 true" "ac16seq1024 16 1024 true")
 
-# Predicted device bytes of every shape from FROM.json's own calibration
-# against the measured device bytes of the shape's run.
+# Every shape predicted from FROM.json (pilot plan --json): device bytes
+# and tokens/s on the H200 against the shape's own measurements. KIND is
+# "memory" or "throughput" (the table printed).
 predict() {
-  local dir=$1 pilot=$2 from=$3 only_ac=$4
+  local dir=$1 pilot=$2 from=$3 only_ac=$4 kind=$5
   local policy
   policy=$(mktemp)
   printf 'state_dir = "%s"\nhardware_catalog = "%s"\n' "$(mktemp -d)" "$PWD/etc/hardware.toml" >"$policy"
@@ -42,26 +46,33 @@ predict() {
     [[ -f $dir/$name.json ]] || { echo "memory-model: $name: no results"; continue; }
     local rc=off
     [[ $ac == true ]] && rc=on
-    "$pilot" plan --policy "$policy" --config configs/gpt-1b.toml --nodes 1 --gpus-per-node 1 \
+    "$pilot" plan --json --policy "$policy" --config configs/gpt-1b.toml --nodes 1 --gpus-per-node 1 \
       --gpu H200-141 --micro-batch "$mb" --seq-len "$seq" --recompute "$rc" \
-      "$dir/$from.json" >"$dir/plan-$from-$name.txt" 2>&1
-    python3 - "$dir/plan-$from-$name.txt" "$dir/$name.json" "$from" "$name" "$mb" "$seq" "$rc" <<'PY'
-import json, re, sys
-plan, measured, src, name, mb, seq, rc = sys.argv[1:8]
-text = open(plan).read()
-basis = re.search(r"^predicted from: (.*) memory model$", text, re.M)
-cal = re.search(r"^memory calibration: (.*)$", text, re.M)
-row = re.search(r"^H200-141\*?\s+\S+ GiB\s+([0-9.]+) GiB", text, re.M)
-if not row:
-    print(f"memory-model: {name} from {src}: no prediction\n{text[-600:]}")
+      "$dir/$from.json" >"$dir/plan-$from-$name.json" 2>&1
+    python3 - "$dir/plan-$from-$name.json" "$dir/$name.json" "$from" "$name" "$mb" "$seq" "$rc" "$kind" <<'PY'
+import json, sys
+plan, measured, src, name, mb, seq, rc, kind = sys.argv[1:9]
+try:
+    p = json.load(open(plan))
+except ValueError:
+    print(f"memory-model: {name} from {src}: no prediction: {open(plan).read()[-400:]}")
     sys.exit(0)
-pred = float(row.group(1))
-m = json.load(open(measured))["stages"]["single"]["memory"]
-dev = (m.get("device_used_bytes") or 0) / 2**30
-err = (pred - dev) / dev * 100 if dev else float("nan")
-print(f"| {basis.group(1) if basis else '?'} | {name} (from {src}) | {mb} | {seq} | {rc} | "
-      f"{(m.get('peak_allocated_bytes') or 0) / 2**30:.2f} | {dev:.2f} | {pred:.1f} | {err:+.1f}% |"
-      f"  [{cal.group(1) if cal else '?'}]")
+o = next(x for x in p["options"] if x["gpu"] == "H200-141")
+s = json.load(open(measured))["stages"]["single"]
+if kind == "memory":
+    m = s["memory"]
+    dev = (m.get("device_used_bytes") or 0) / 2**30
+    pred = o["predicted_bytes"] / 2**30
+    err = (pred - dev) / dev * 100 if dev else float("nan")
+    print(f"| {o['memory_basis']} | {name} (from {src}) | {mb} | {seq} | {rc} | "
+          f"{(m.get('peak_allocated_bytes') or 0) / 2**30:.2f} | {dev:.2f} | {pred:.2f} | {err:+.1f}% |")
+else:
+    meas = s["tokens_per_second"]
+    pred = o["tokens_per_second_per_gpu"]
+    err = (pred - meas) / meas * 100 if meas else float("nan")
+    st = p.get("step_time") or {}
+    print(f"| {name} (from {src}) | {mb} | {seq} | {rc} | {s['timings']['step_ms']:.1f} | "
+          f"{st.get('step_ms', 0):.1f} | {meas:,.0f} | {pred:,.0f} | {err:+.1f}% |")
 PY
   done
   rm -f "$policy"
@@ -72,8 +83,12 @@ if [[ ${1:-} == predict ]]; then
   pilot=${3:-build/cli/pilot}
   echo "| basis | shape | micro-batch | seq_len | recompute | allocated GiB | device GiB | predicted GiB | error |"
   echo "|---|---|---|---|---|---|---|---|---|"
-  predict "$dir" "$pilot" calib false
-  predict "$dir" "$pilot" ac8 true
+  predict "$dir" "$pilot" calib false memory
+  predict "$dir" "$pilot" ac8 true memory
+  echo
+  echo "| shape | micro-batch | seq_len | recompute | step ms | predicted step ms | tokens/s | predicted tokens/s | error |"
+  echo "|---|---|---|---|---|---|---|---|---|"
+  predict "$dir" "$pilot" calib false throughput
   exit 0
 fi
 
@@ -88,14 +103,14 @@ if ! scripts/gpu-build build-gpu >"$out/build-$gpus.log" 2>&1; then
   exit 1
 fi
 runner=build-gpu/runner/pilot-runner
-only=" ${PILOT_MM_SHAPES:-calib mb2 mb12 seq1024 seq4096 ac8 ac16} "
+only=" ${PILOT_MM_SHAPES:-calib mb2 mb12 seq1024 seq4096 ac8 ac16 mb16seq1024 ac4seq4096 ac16seq1024} "
 for s in "${shapes[@]}"; do
   read -r name mb seq ac <<<"$s"
   [[ $only == *" $name "* ]] || continue
   t0=$SECONDS
   timeout 180 "$runner" run --config configs/gpt-1b.toml --set run.grad_accum=1 \
     --set run.micro_batch="$mb" --set run.seq_len="$seq" \
-    --set training.activation_checkpointing="$ac" --set training.steps=6 \
+    --set training.activation_checkpointing="$ac" --set training.steps=12 \
     --set checkpoint.at_step=3 --set training.warmup_steps=2 \
     --set training.precision_check_steps=0 --set training.recompute_check_steps=3 \
     --set training.memory_calibration_steps=2 \
