@@ -47,7 +47,7 @@ predict() {
     local rc=off
     [[ $ac == true ]] && rc=on
     "$pilot" plan --json --policy "$policy" --config configs/gpt-1b.toml --nodes 1 --gpus-per-node 1 \
-      --gpu H200-141 --micro-batch "$mb" --seq-len "$seq" --recompute "$rc" \
+      --gpu H200-141 --micro-batch "$mb" --seq-len "$seq" --grad-accum 1 --recompute "$rc" \
       "$dir/$from.json" >"$dir/plan-$from-$name.json" 2>&1
     python3 - "$dir/plan-$from-$name.json" "$dir/$name.json" "$from" "$name" "$mb" "$seq" "$rc" "$kind" <<'PY'
 import json, sys
@@ -112,7 +112,7 @@ for s in "${shapes[@]}"; do
     --set run.micro_batch="$mb" --set run.seq_len="$seq" \
     --set training.activation_checkpointing="$ac" --set training.steps=12 \
     --set checkpoint.at_step=3 --set training.warmup_steps=2 \
-    --set training.precision_check_steps=0 --set training.recompute_check_steps=3 \
+    --set training.precision_check_steps=0 --set training.recompute_check_steps=5 \
     --set training.memory_calibration_steps=2 \
     --set "checkpoint.dir=\"$work/ck-$name\"" --out "$work/$name" >"$out/$name.log" 2>&1
   rc=$?

@@ -50,7 +50,8 @@ void PrintPlan(std::ostream& out, const PilotInput& in, const Plan& p,
   out << "memory calibration: " << calibration << "\n";
   const MemoryQuery& q = p.memory_query;
   out << "what-if: " << q.mode << " on " << p.nodes << " node(s) x " << p.gpus_per_node
-      << " GPUs, seq_len " << q.seq_len << ", micro_batch " << q.micro_batch
+      << " GPUs, seq_len " << q.seq_len << ", micro_batch " << q.micro_batch << " x "
+      << p.grad_accum
       << (q.activation_checkpointing ? ", activation checkpointing" : "") << "\n";
   if (!p.options.empty()) {
     out << "predicted from: " << p.options[0].memory.basis << " memory model\n";
@@ -124,6 +125,7 @@ void PrintPlanJson(std::ostream& out, const PilotInput& in, const Plan& p,
                   {"gpus_per_node", p.gpus_per_node},
                   {"seq_len", q.seq_len},
                   {"micro_batch", q.micro_batch},
+                  {"grad_accum", p.grad_accum},
                   {"activation_checkpointing", q.activation_checkpointing}};
   if (p.step_time) {
     const StepTimeEstimate& t = *p.step_time;
@@ -190,6 +192,7 @@ int RunPlan(const Invocation& inv) {
       "gpus-per-node", po::value<int>()->default_value(0), "GPUs per node")(
       "micro-batch", po::value<int>()->default_value(0), "per-GPU micro-batch")(
       "seq-len", po::value<int>()->default_value(0), "sequence length")(
+      "grad-accum", po::value<int>()->default_value(0), "micro-batches per optimizer step")(
       "mode", po::value<std::string>()->default_value(""), "ddp or sharded")(
       "recompute", po::value<std::string>()->default_value(""),
       "activation checkpointing: on or off")(
@@ -211,9 +214,12 @@ int RunPlan(const Invocation& inv) {
   q.gpus_per_node = vm["gpus-per-node"].as<int>();
   q.micro_batch = vm["micro-batch"].as<int>();
   q.seq_len = vm["seq-len"].as<int>();
+  q.grad_accum = vm["grad-accum"].as<int>();
   q.mode = vm["mode"].as<std::string>();
-  if (q.nodes < 0 || q.gpus_per_node < 0 || q.micro_batch < 0 || q.seq_len < 0) {
-    return UsageError(inv, "--nodes, --gpus-per-node, --micro-batch and --seq-len must be > 0");
+  if (q.nodes < 0 || q.gpus_per_node < 0 || q.micro_batch < 0 || q.seq_len < 0 ||
+      q.grad_accum < 0) {
+    return UsageError(inv,
+                      "--nodes, --gpus-per-node, --micro-batch, --seq-len and --grad-accum must be > 0");
   }
   const std::string rc = vm["recompute"].as<std::string>();
   if (rc == "on")

@@ -107,7 +107,7 @@ struct TrainingConfig {
   bool deterministic = false; // ask torch for deterministic kernels
   std::string device = "auto";  // "auto" | "cpu" | "cuda"
   int precision_check_steps = 3;  // fp32 comparison steps (bf16/fp16 only)
-  int recompute_check_steps = 3;  // steps timed without activation ckpt
+  int recompute_check_steps = 3;  // steps at the other checkpointing setting
   int memory_calibration_steps = 2;  // steps at a smaller micro-batch (memory model)
   // The device allocator's settings (PYTORCH_ALLOC_CONF) for every process of
   // the pilot; "" keeps the environment's.

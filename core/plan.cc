@@ -43,19 +43,20 @@ Result<Plan> MakePlan(const SingleStage& s, const Config& cfg, const HardwareCat
 
   // The pilot's step moved to the run's shape (core/step_time.h) on the GPU
   // it ran on; ProjectThroughput moves it to each candidate type.
-  const double run_tokens =
-      static_cast<double>(mq.seq_len) * mq.micro_batch * std::max(1, cfg.run.grad_accum);
+  const int accum = std::max(1, q.grad_accum > 0 ? q.grad_accum : cfg.run.grad_accum);
+  plan.grad_accum = accum;
+  const double run_tokens = static_cast<double>(mq.seq_len) * mq.micro_batch * accum;
   const double pilot_tokens = static_cast<double>(std::max<int64_t>(1, s.shape.tokens_per_step));
   const StepTimeEstimate step = EstimateStepTime(
       StepTimeBasisFrom(s), plan.workload,
-      StepShape{mq.seq_len, mq.micro_batch, std::max(1, cfg.run.grad_accum), mq.activation_checkpointing});
+      StepShape{mq.seq_len, mq.micro_batch, accum, mq.activation_checkpointing});
   SingleStage shaped = s;
   const bool shape_model = step.step_ms > 0;
   if (shape_model) {
     plan.step_time = step;
     shaped.shape.seq_len = mq.seq_len;
     shaped.shape.micro_batch = mq.micro_batch;
-    shaped.shape.grad_accum = std::max(1, cfg.run.grad_accum);
+    shaped.shape.grad_accum = accum;
     shaped.shape.activation_checkpointing = mq.activation_checkpointing;
     shaped.shape.tokens_per_step = static_cast<int64_t>(run_tokens);
     shaped.timings.step_ms = step.step_ms;

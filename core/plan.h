@@ -27,6 +27,7 @@ struct PlanQuery {
   int gpus_per_node = 0;  // run.gpus_per_node
   int micro_batch = 0;    // run.micro_batch
   int seq_len = 0;        // run.seq_len
+  int grad_accum = 0;     // run.grad_accum
   std::string mode;       // "ddp" | "sharded"; "" = parallel.mode
   std::optional<bool> activation_checkpointing;  // training.activation_checkpointing
 };
@@ -46,6 +47,7 @@ struct Plan {
   MemoryQuery memory_query;  // the resolved shape and layout
   int nodes = 1;
   int gpus_per_node = 1;
+  int grad_accum = 1;              // micro-batches per optimizer step
   int bucket_mb = 25;              // parallel.bucket_mb of the config
   std::vector<GpuOption> options;  // the config's candidates found in the catalog
   int chosen = -1;                 // index into options; -1 = none

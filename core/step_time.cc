@@ -47,7 +47,15 @@ StepTimeBasis StepTimeBasisFrom(const SingleStage& s) {
   }
   const RecomputeCheck& r = s.recompute_check;
   if (r.ran && r.step_ms_with > 0 && r.step_ms_without > 0) {
-    b.recompute_cost_fraction = r.step_ms_with / r.step_ms_without - 1;
+    // Recomputing changes forward and backward only: the cost is the ratio
+    // of the two steps less what they share (the pilot's step outside its
+    // forward and backward), when the runner timed forward and backward.
+    const double shared = b.forward_backward_ms > 0 && b.forward_backward_ms < b.step_ms
+                              ? b.step_ms - b.forward_backward_ms
+                              : 0;
+    const double with = r.step_ms_with - shared, without = r.step_ms_without - shared;
+    b.recompute_cost_fraction = with > 0 && without > 0 ? with / without - 1
+                                                        : r.step_ms_with / r.step_ms_without - 1;
     b.recompute_step_ms_with = r.step_ms_with;
     b.recompute_step_ms_without = r.step_ms_without;
   }
@@ -56,7 +64,7 @@ StepTimeBasis StepTimeBasisFrom(const SingleStage& s) {
 
 double FlopsPerTokenAt(const Workload& w, int seq_len) {
   return 6.0 * static_cast<double>(w.params) +
-         12.0 * w.layers * static_cast<double>(w.d_model) * seq_len;
+         6.0 * w.layers * static_cast<double>(w.d_model) * seq_len;
 }
 
 StepTimeEstimate EstimateStepTime(const StepTimeBasis& b, const Workload& w, const StepShape& q) {
@@ -126,7 +134,7 @@ StepTimeEstimate EstimateStepTime(const StepTimeBasis& b, const Workload& w, con
   const double flops_ratio = f_p > 0 ? f_q / f_p : 1;
   if (q.seq_len != b.seq_len) {
     e.assumptions.push_back("seq_len " + std::to_string(b.seq_len) + " -> " +
-                            std::to_string(q.seq_len) + ": FLOPs per token " + Times(flops_ratio) + " (6N + 12 L d S: attention grows with the sequence)");
+                            std::to_string(q.seq_len) + ": FLOPs per token " + Times(flops_ratio) + " (6N + 6 L d S: causal attention grows with the sequence)");
   }
 
   // Recomputing activations.

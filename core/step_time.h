@@ -9,9 +9,13 @@
 //   T(q)     = alpha + beta x n_q x f(S_q) / f(S_p) x R(q)
 //              one micro-batch's forward and backward, n = micro_batch x
 //              seq_len tokens in it;
-//   f(S)     = 6 N + 12 L d S   FLOPs per trained token: the matrix products
-//              (6 N) and attention's score and value products, which grow
-//              with the sequence (flash/SDPA: no S^2 memory, S x FLOPs);
+//   f(S)     = 6 N + 6 L d S    FLOPs per trained token: the matrix products
+//              (6 N) and causal attention's score and value products, which
+//              grow with the sequence: a token attends to S/2 positions on
+//              average, 2 d FLOPs each for scores and values, x3 with the
+//              backward pass. (The MFU convention, 12 L d S in results'
+//              flops_per_token, counts the masked half too; measured on an
+//              H200, step time follows the causal count);
 //   alpha, beta  fitted through the two micro-batches the pilot timed at its
 //              own seq_len and checkpointing setting (the steady steps, and
 //              the memory calibration's smaller micro-batch): alpha is what a
@@ -54,8 +58,9 @@ struct StepTimeBasis {
   // setting: forward and backward of one micro-batch, milliseconds.
   std::optional<int> second_micro_batch;
   std::optional<double> second_forward_backward_ms;
-  // The recompute check: step time with / without activation
-  // checkpointing - 1 (0.35 = recomputing costs 35% more).
+  // The recompute check: forward and backward with / without activation
+  // checkpointing - 1 (0.35 = recomputing costs 35% more), from the check's
+  // two step times less the part of the step they share.
   std::optional<double> recompute_cost_fraction;
   // The recompute check's two step times (ms), for the assumptions.
   std::optional<double> recompute_step_ms_with;
@@ -90,7 +95,8 @@ struct StepTimeEstimate {
   std::vector<std::string> assumptions;
 };
 
-// f(S) above: FLOPs of one trained token at sequence length `seq_len`.
+// f(S) above: FLOPs of one trained token at sequence length `seq_len`
+// (causal attention).
 double FlopsPerTokenAt(const Workload& w, int seq_len);
 
 // REQUIRES: b.seq_len, b.micro_batch > 0 and q.seq_len, q.micro_batch > 0.

@@ -7,6 +7,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <memory>
+#include <vector>
 
 #include "runner/checkpoint.h"
 #include "runner/session.h"
@@ -121,7 +123,9 @@ void RecomputeCheckRun(Session& s, const std::string& ckpt, SingleStage* st, FIL
     s.model().SetActivationCheckpointing(!on);
     LoopHooks hooks;
     hooks.process = "recompute_check";
-    hooks.warmup = 1;
+    // The steps after a cached-memory release map device memory again:
+    // two warm-up steps when there are enough left to time one.
+    hooks.warmup = k >= 4 ? 2 : 1;
     hooks.measure = {at + k};
     hooks.on_memory = [&](int64_t, const MemoryStats& m) {
       check_peak = PeakOf(m);
@@ -176,7 +180,9 @@ void RecomputeCheckRun(Session& s, const std::string& ckpt, SingleStage* st, FIL
 // (seed, step, rank). A micro-batch of 1 has no smaller one at the same
 // seq_len (the calibration varies the micro-batch only): skipped. On a CPU
 // the allocator figures do not exist; the process's peak resident set is
-// recorded as such. The session keeps its dtype and checkpointing setting;
+// recorded as such. The forward and backward of the steps after the first
+// are timed (the step-time model's second point, core/step_time.h). The
+// session keeps its dtype and checkpointing setting;
 // its weights are whatever the steps left (the checks after this one either
 // reload the checkpoint or do not depend on them).
 void MemoryCalibrationRun(Session& s, const std::string& ckpt, SingleStage* st) {
@@ -206,13 +212,19 @@ void MemoryCalibrationRun(Session& s, const std::string& ckpt, SingleStage* st) 
     ReleaseCachedMemory(dev);
     Loader loader(TokenSource::WithMicroBatch(s.data(), mc.micro_batch), at * accum,
                   (at + k) * accum, c.data.loader_threads, c.data.prefetch, dev);
+    // Forward and backward of the steps after the first (which meets cold
+    // caches at the new shape), for the step-time model's second point.
+    // Read after the loop, so that the host keeps its lead meanwhile.
+    std::vector<std::unique_ptr<StepTimer>> timers;
     for (int64_t step = at + 1; step <= at + k; ++step) {
       const bool measure = step == at + k;
+      StepTimer* timer = nullptr;
+      if (step > at + 1) timer = timers.emplace_back(std::make_unique<StepTimer>(dev, 3)).get();
       if (measure) {
         Synchronize(dev);
         ResetPeak(dev);
       }
-      Result<StepResult> sr = s.Step(loader, step, nullptr);
+      Result<StepResult> sr = s.Step(loader, step, timer);
       if (!sr.ok()) {
         mc.status = "error";
         mc.detail = sr.status().Message();
@@ -230,6 +242,12 @@ void MemoryCalibrationRun(Session& s, const std::string& ckpt, SingleStage* st) 
       }
     }
     mc.status = "ok";
+    if (!timers.empty()) {
+      double fb_ms = 0;
+      for (auto& t : timers) fb_ms += t->ElapsedMs(0, 1);
+      mc.forward_backward_ms =
+          fb_ms / static_cast<double>(timers.size()) / static_cast<double>(accum);
+    }
     const std::optional<int64_t> peak = PeakOf(st->memory);
     if (mc.peak_allocated_bytes) {
       std::fprintf(

@@ -111,6 +111,10 @@ def check_calibration(s, micro_batch, checkpointing):
             and c["device_used_bytes"] is None, f"no allocator figures on a CPU: {c}")
     rss = c["process_peak_rss_bytes"]
     require(isinstance(rss, int) and 0 < rss <= 64 << 30, f"a sane resident set: {c}")
+    # The step after the first is timed: the step-time model's second point.
+    fb = c["forward_backward_ms"]
+    require(isinstance(fb, float) and 0 < fb < s["timings"]["forward_backward_ms"] * 10,
+            f"calibration forward/backward timed: {c}")
     require("resident set" in c["detail"] and "does not use" in c["detail"], f"CPU figure named: {c}")
 
 
