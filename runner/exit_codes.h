@@ -12,7 +12,6 @@ enum ExitCode : int {
   kExitUsage = 2,        // bad flags, config, lock or input files
   kExitOutOfMemory = 3,  // run: out of memory at the real shape (recorded)
   kExitError = 4,        // run: a runtime error (recorded when possible)
-  kExitNotBuilt = 5,     // a stage this build does not have
 };
 
 // The exit status of a failed Status: a usage error for what the input
