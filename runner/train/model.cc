@@ -159,7 +159,7 @@ class Decoder : public Model {
 class Gpt : public Decoder {
  public:
   Gpt(const ModelConfig& cfg, int max_t, const at::Device& device) : Decoder(cfg, device) {
-    const int64_t C = cfg.d_model, V = cfg.vocab, L = cfg.layers;
+    const int64_t C = cfg.d_model, V = cfg.vocab, L = cfg.layers, F = GptHidden(cfg);
     const double std = 0.02, proj_std = 0.02 / std::sqrt(2.0 * L);
     wte_ = params_.Add("wte.weight", {V, C}, std);       // (V, C), tied with the head
     wpe_ = params_.Add("wpe.weight", {max_t, C}, std);   // (maxT, C)
@@ -174,9 +174,9 @@ class Gpt : public Decoder {
       y.proj_b = params_.Add(p + "attn.proj.bias", {C}, 0);       // (C)
       y.ln2_w = params_.Add(p + "ln_2.weight", {C}, -1);
       y.ln2_b = params_.Add(p + "ln_2.bias", {C}, 0);
-      y.fc_w = params_.Add(p + "mlp.fc.weight", {4 * C, C}, std);      // (4C, C)
-      y.fc_b = params_.Add(p + "mlp.fc.bias", {4 * C}, 0);             // (4C)
-      y.out_w = params_.Add(p + "mlp.proj.weight", {C, 4 * C}, proj_std);  // (C, 4C)
+      y.fc_w = params_.Add(p + "mlp.fc.weight", {F, C}, std);      // (F, C), F = ffn_mult C
+      y.fc_b = params_.Add(p + "mlp.fc.bias", {F}, 0);             // (F)
+      y.out_w = params_.Add(p + "mlp.proj.weight", {C, F}, proj_std);  // (C, F)
       y.out_b = params_.Add(p + "mlp.proj.bias", {C}, 0);
       layers_.push_back(y);
     }
@@ -219,7 +219,7 @@ class Gpt : public Decoder {
     at::Tensor a = CausalAttention(q, k, v).transpose(1, 2).contiguous().view({B, T, C});
     at::Tensor r = x + Linear(a, y.proj_w, y.proj_b, dt_);  // (B, T, C) fp32
     h = at::layer_norm(r, {C}, y.ln2_w, y.ln2_b, 1e-5);
-    at::Tensor m = at::gelu(Linear(h, y.fc_w, y.fc_b, dt_), "tanh");  // (B, T, 4C)
+    at::Tensor m = at::gelu(Linear(h, y.fc_w, y.fc_b, dt_), "tanh");  // (B, T, F)
     return r + Linear(m, y.out_w, y.out_b, dt_);
   }
 
@@ -320,6 +320,8 @@ class Llama : public Decoder {
 };
 
 }  // namespace
+
+int64_t GptHidden(const ModelConfig& cfg) { return std::llround(cfg.ffn_mult * cfg.d_model); }
 
 int64_t LlamaHidden(const ModelConfig& cfg) {
   const int64_t h = static_cast<int64_t>(2.0 * cfg.ffn_mult * cfg.d_model / 3.0);

@@ -82,6 +82,10 @@ Result<std::unique_ptr<Model>> BuildModel(const ModelConfig& cfg, int seq_len,
 // Total elements of Parameters().
 int64_t CountParameters(const Model& w);
 
+// GPT's MLP hidden size: round(ffn_mult * d_model) (4 * d_model at the
+// default ffn_mult 4).
+int64_t GptHidden(const ModelConfig& cfg);
+
 // Llama's SwiGLU hidden size: 2/3 of ffn_mult * d_model, rounded up to a
 // multiple of 256.
 int64_t LlamaHidden(const ModelConfig& cfg);
