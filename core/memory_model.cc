@@ -87,6 +87,7 @@ Workload WorkloadFrom(const SingleStage& s, const Config* cfg) {
     w.d_model = cfg->model.d_model;
     w.heads = std::max(1, cfg->model.heads);
     w.vocab = cfg->model.vocab;
+    if (cfg->model.kind == "gpt") w.ffn_mult = cfg->model.ffn_mult;
     if (s.shape.precision.empty()) w.precision = cfg->training.precision;
   }
   return w;
@@ -144,12 +145,13 @@ MemoryBreakdown SplitMemory(const SingleStage& s, const Workload& w,
   if (activations < 0) {
     b.source = "analytic";
     // Saved activations of a transformer layer, per token, at 16 bits:
-    // 34 d (+ 5 heads T on the math attention path, counted separately),
-    // plus fp32 logits and their gradient.
+    // (18 + 4 ffn_mult) d, 34 d with the usual 4x MLP (+ 5 heads T on the
+    // math attention path, counted separately), plus fp32 logits and their
+    // gradient.
     const double eb = ComputeBytes(w.precision) / 2.0;
-    double per_token = b.activation_checkpointing
-                           ? w.layers * 2.0 * w.d_model * eb + 34.0 * w.d_model * eb
-                           : w.layers * 34.0 * w.d_model * eb;
+    const double layer = (18.0 + 4.0 * w.ffn_mult) * w.d_model * eb;
+    double per_token = b.activation_checkpointing ? w.layers * 2.0 * w.d_model * eb + layer
+                                                  : w.layers * layer;
     per_token += LogitsBytesPerToken(w);
     activations = per_token * tokens + attn_measured;
     b.notes.push_back("no device memory measured: activations estimated analytically");

@@ -83,6 +83,10 @@ struct Workload {
   int d_model = 0;
   int heads = 1;
   int vocab = 0;
+  // A gpt model's MLP width over d_model (model.ffn_mult; other kinds keep
+  // 4): the analytic activations count 18 + 4 ffn_mult values of d_model
+  // per token and layer, 34 at the default.
+  double ffn_mult = 4.0;
   std::string precision = "bf16";   // "fp32" | "bf16" | "fp16"
   std::string optimizer = "adamw";  // "adamw" | "sgd"
   bool fused_loss = false;          // output layer and loss as one function

@@ -9,10 +9,14 @@
 #include <nlohmann/json.hpp>
 
 #include "pilot/version.h"
-#include "runner/cli.h"
-#include "runner/session.h"
+#include "runner/app/cli.h"
+#include "runner/app/pilot.h"
+#include "runner/ckpt/verify.h"
+#include "runner/exit_codes.h"
+#include "runner/train/device.h"
 
 namespace pilot::runner {
+namespace {
 
 void PrintVersions(bool json) {
   Versions v = CollectVersions();
@@ -57,6 +61,7 @@ int Dispatch(const std::vector<std::string>& args) {
   return kExitUsage;
 }
 
+}  // namespace
 }  // namespace pilot::runner
 
 int main(int argc, char** argv) {

@@ -4,7 +4,7 @@
 
 #include <map>
 
-#include "runner/dist_hostlist.h"
+#include "runner/node/hostlist.h"
 
 namespace pilot::runner {
 namespace {

@@ -2,7 +2,7 @@
 """pilot-runner on the CPU (label `runner`): the full single-stage cycle of
 configs/tiny-cpu.toml, the restore comparison (and that it can fail), the
 memory calibration steps, --trace, verify on good and damaged checkpoints, pinned
-token files, exit statuses.
+token files, exit statuses, model.ffn_mult.
 
 Usage: runner_test.py RUNNER SOURCE_DIR WORK_DIR TEST_NAME
 Each TEST_NAME is one CTest test; "cycle" leaves WORK_DIR/cycle for the
@@ -360,6 +360,24 @@ def test_trace():
         require("trace of 2 steps written" in p.stderr, p.stderr[-1500:])
     else:
         require("pilot: trace: " in p.stderr, f"no trace and no reason\n{p.stderr[-1500:]}")
+
+
+def test_ffn_mult():
+    # model.ffn_mult sets a gpt model's MLP width (round(ffn_mult * d_model),
+    # pilot.toml(5)); the default 4 keeps the 4 * d_model MLP. Each block has
+    # two (F, C)-sized matrices and an F-sized bias, so the parameter count
+    # moves by layers * (2 C + 1) * (F - 4 C).
+    short = ["--stage", "single", "--set", "training.steps=4", "--set", "checkpoint.at_step=2"]
+    params = {}
+    for mult in ("4.0", "2.5"):
+        out = fresh(f"ffn_mult_{mult}")
+        run(["run", "--config", CONFIG, "--out", out, "--set", f"model.ffn_mult={mult}"] + short, expect=0)
+        s = results(out)["stages"]["single"]
+        require(s["restore"]["equal"], f"ffn_mult {mult}: restore {s['restore']}")
+        params[mult] = s["shape"]["params"]
+    layers, c = 2, 64  # configs/tiny-cpu.toml
+    expect = layers * (2 * c + 1) * (round(2.5 * c) - 4 * c)
+    require(params["2.5"] - params["4.0"] == expect, f"params {params}, expected a difference of {expect}")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,370 @@
+// Atomic checkpoint directories: save, verify-on-load, restore.
+#include "runner/ckpt/checkpoint.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <future>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "core/atomic_file.h"
+#include "core/crypto.h"
+#include "runner/train/device.h"
+#include "runner/ckpt/dir_commit.h"
+#include "runner/ckpt/safetensors.h"
+
+namespace pilot::runner {
+namespace fs = std::filesystem;
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+std::string Hex(const at::Tensor& bytes) {
+  at::Tensor b = bytes.contiguous();
+  static const char* kHex = "0123456789abcdef";
+  const auto* p = b.data_ptr<uint8_t>();
+  std::string s;
+  s.reserve(static_cast<size_t>(b.numel()) * 2);
+  for (int64_t i = 0; i < b.numel(); ++i) {
+    s += kHex[p[i] >> 4];
+    s += kHex[p[i] & 15];
+  }
+  return s;
+}
+
+Result<at::Tensor> Unhex(const std::string& s, const std::string& what) {
+  if (s.size() % 2) return Status::Corrupt(what, "odd hex length");
+  at::Tensor t = at::empty({static_cast<int64_t>(s.size() / 2)}, at::kByte);
+  auto* p = t.data_ptr<uint8_t>();
+  auto nib = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  for (size_t i = 0; i < s.size(); i += 2) {
+    int hi = nib(s[i]), lo = nib(s[i + 1]);
+    if (hi < 0 || lo < 0) return Status::Corrupt(what, "not hex");
+    p[i / 2] = static_cast<uint8_t>(hi * 16 + lo);
+  }
+  return t;
+}
+
+// JSON has no NaN: a diverged loss is written as the string "nan".
+Json Num(double v) {
+  if (std::isfinite(v)) return v;
+  return std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf";
+}
+double ReadNum(const Json& j) {
+  if (j.is_string()) {
+    const std::string s = j.get<std::string>();
+    if (s == "nan") return std::nan("");
+    if (s == "inf") return INFINITY;
+    if (s == "-inf") return -INFINITY;
+  }
+  return j.get<double>();
+}
+
+Json StateToJson(const TrainState& s) {
+  Json j;
+  j["schema"] = kCheckpointSchema;
+  j["step"] = s.step;
+  j["seed"] = s.seed;
+  j["data"] = {{"format", s.data_format}, {"next_index", s.data_next_index}};
+  j["scheduler"] = {{"kind", s.lr_schedule}, {"horizon", s.lr_horizon}, {"lr_last", Num(s.lr_last)}};
+  j["scaler"] = {{"precision", s.precision},
+                 {"scale", Num(s.scaler_scale)},
+                 {"growth_tracker", s.scaler_growth_tracker},
+                 {"skipped", s.scaler_skipped}};
+  j["rng"] = {{"cpu", s.rng_cpu}, {"cuda", s.rng_cuda}};
+  j["config_sha256"] = s.config_sha256;
+  j["device"] = s.device;
+  j["model"] = {{"kind", s.model_kind}, {"params", s.params}};
+  j["optimizer"] = s.optimizer;
+  j["eval"] = {{"batches", s.eval_batches}, {"loss", Num(s.eval_loss)}};
+  return j;
+}
+
+Result<TrainState> StateFromJson(const std::string& text, const std::string& path) {
+  Json j = Json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return Status::Corrupt(path, "not a JSON object");
+  TrainState s;
+  try {
+    if (j.at("schema").get<std::string>() != kCheckpointSchema) {
+      return Status::Corrupt(path, "schema is not " + std::string(kCheckpointSchema));
+    }
+    s.step = j.at("step").get<int64_t>();
+    s.seed = j.at("seed").get<uint64_t>();
+    s.data_format = j.at("data").at("format").get<std::string>();
+    s.data_next_index = j.at("data").at("next_index").get<int64_t>();
+    s.lr_schedule = j.at("scheduler").at("kind").get<std::string>();
+    s.lr_horizon = j.at("scheduler").at("horizon").get<int64_t>();
+    s.lr_last = ReadNum(j.at("scheduler").at("lr_last"));
+    s.precision = j.at("scaler").at("precision").get<std::string>();
+    s.scaler_scale = ReadNum(j.at("scaler").at("scale"));
+    s.scaler_growth_tracker = j.at("scaler").at("growth_tracker").get<int64_t>();
+    s.scaler_skipped = j.at("scaler").at("skipped").get<int64_t>();
+    s.rng_cpu = j.at("rng").at("cpu").get<std::string>();
+    s.rng_cuda = j.at("rng").at("cuda").get<std::string>();
+    s.config_sha256 = j.at("config_sha256").get<std::string>();
+    s.device = j.at("device").get<std::string>();
+    s.model_kind = j.at("model").at("kind").get<std::string>();
+    s.params = j.at("model").at("params").get<int64_t>();
+    s.optimizer = j.at("optimizer").get<std::string>();
+    s.eval_batches = j.at("eval").at("batches").get<int>();
+    s.eval_loss = ReadNum(j.at("eval").at("loss"));
+  } catch (const std::exception& e) {
+    return Status::Corrupt(path, std::string("bad field: ") + e.what());
+  }
+  return s;
+}
+
+std::map<std::string, at::Tensor> ByName(const NamedTensors& list) {
+  std::map<std::string, at::Tensor> m;
+  for (const auto& [n, t] : list) m.emplace(n, t);
+  return m;
+}
+
+}  // namespace
+
+std::string RestoreSkips::Describe() const {
+  std::string s;
+  if (optimizer) s += "optimizer";
+  if (rng) s += s.empty() ? "rng" : ",rng";
+  if (data) s += s.empty() ? "data" : ",data";
+  return s;
+}
+
+RestoreSkips RestoreSkips::FromEnv() {
+  RestoreSkips k;
+  const char* v = std::getenv("PILOT_RUNNER_TEST_SKIP_RESTORE");
+  if (!v) return k;
+  std::string s = v;
+  k.optimizer = s.find("optimizer") != std::string::npos;
+  k.rng = s.find("rng") != std::string::npos;
+  k.data = s.find("data") != std::string::npos;
+  return k;
+}
+
+std::string StepDirName(int64_t step) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "step-%06lld", static_cast<long long>(step));
+  return buf;
+}
+
+std::string OptimFileName(const std::string& state) { return "optim-" + state + ".safetensors"; }
+
+Result<CheckpointIo> SaveCheckpoint(const std::string& root, const Model& model,
+                                    Optimizer& optim, const TrainState& state, int keep) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string name = StepDirName(state.step);
+  PILOT_ASSIGN_OR_RETURN(StagedDir dir, StagedDir::Begin(root, name, "." + name + ".tmp-" + std::to_string(::getpid())));
+  const std::string& tmp = dir.path();
+
+  // One writer per tensor file, concurrently.
+  const NamedTensors& params = model.Parameters();
+  struct Job {
+    std::string file;
+    NamedTensors tensors;
+    std::map<std::string, std::string> meta;
+  };
+  std::vector<Job> jobs;
+  jobs.push_back({"model.safetensors", params, {{"format", "pt"}, {"step", std::to_string(state.step)}}});
+  for (const std::string& st : optim.StateNames()) {
+    Job j{OptimFileName(st), {}, {{"format", "pt"}, {"step", std::to_string(optim.step())},
+                                  {"state", st}, {"optimizer", optim.kind()}}};
+    for (size_t i = 0; i < params.size(); ++i) j.tensors.emplace_back(params[i].first, optim.State(i, st));
+    jobs.push_back(std::move(j));
+  }
+  Synchronize(params.empty() ? at::Device(at::kCPU) : params[0].second.device());
+  std::vector<std::future<Result<FileDigest>>> futs;
+  for (const Job& j : jobs) {
+    futs.push_back(std::async(std::launch::async, [&tmp, &j] {
+      try {
+        return WriteSafetensors(tmp + "/" + j.file, j.tensors, j.meta);
+      } catch (const std::exception& e) {
+        return Result<FileDigest>(Status::IoError(j.file, e.what()));
+      }
+    }));
+  }
+  Manifest man;
+  Status first_error;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    Result<FileDigest> d = futs[i].get();
+    if (!d.ok()) {
+      if (first_error.ok()) first_error = d.status();
+      continue;
+    }
+    man.files.push_back({jobs[i].file, d->bytes, d->sha256});
+  }
+  if (!first_error.ok()) {
+    dir.Abort();
+    return first_error;
+  }
+  const std::string state_text = StateToJson(state).dump(2) + "\n";
+  Status written = WriteFileAtomic(tmp + "/state.json", state_text);
+  man.files.push_back({"state.json", static_cast<int64_t>(state_text.size()), Sha256Hex(state_text)});
+  Json mj;
+  mj["schema"] = kCheckpointSchema;
+  mj["step"] = state.step;
+  Json files = Json::array();
+  for (const auto& f : man.files) files.push_back({{"name", f.name}, {"bytes", f.bytes}, {"sha256", f.sha256}});
+  mj["files"] = files;
+  if (written.ok()) written = WriteFileAtomic(tmp + "/manifest.json", mj.dump(2) + "\n");
+  if (!written.ok()) {
+    dir.Abort();
+    return written;
+  }
+  PILOT_RETURN_IF_ERROR(dir.Commit("step " + std::to_string(state.step) + "\n"));
+
+  CheckpointIo io;
+  io.path = dir.final_path();
+  for (const auto& f : man.files) io.bytes += f.bytes;
+  io.seconds = SecondsSince(t0);
+
+  // Keep the newest `keep` complete checkpoints.
+  std::error_code ec;
+  std::vector<std::string> steps;
+  for (const auto& e : fs::directory_iterator(root, ec)) {
+    const std::string n = e.path().filename().string();
+    if (n.rfind("step-", 0) == 0 && fs::exists(e.path() / "COMPLETE")) steps.push_back(n);
+  }
+  std::sort(steps.begin(), steps.end());
+  for (size_t i = 0; keep > 0 && i + keep < steps.size(); ++i) fs::remove_all(root + "/" + steps[i], ec);
+  return io;
+}
+
+Result<Manifest> ReadManifest(const std::string& dir) {
+  const std::string path = dir + "/manifest.json";
+  PILOT_ASSIGN_OR_RETURN(std::string text, ReadFileLimited(path, 1 << 20));
+  Json j = Json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return Status::Corrupt(path, "not a JSON object");
+  Manifest m;
+  try {
+    m.schema = j.at("schema").get<std::string>();
+    if (m.schema != kCheckpointSchema) return Status::Corrupt(path, "unknown schema " + m.schema);
+    m.step = j.at("step").get<int64_t>();
+    for (const auto& f : j.at("files")) {
+      ManifestFile mf{f.at("name").get<std::string>(), f.at("bytes").get<int64_t>(),
+                      f.at("sha256").get<std::string>()};
+      if (mf.name.empty() || mf.name.find('/') != std::string::npos || mf.name[0] == '.') {
+        return Status::Corrupt(path, "bad file name \"" + mf.name + "\"");
+      }
+      m.files.push_back(std::move(mf));
+    }
+  } catch (const std::exception& e) {
+    return Status::Corrupt(path, std::string("bad field: ") + e.what());
+  }
+  return m;
+}
+
+Result<TrainState> ReadTrainState(const std::string& dir) {
+  const std::string path = dir + "/state.json";
+  PILOT_ASSIGN_OR_RETURN(std::string text, ReadFileLimited(path, 1 << 20));
+  return StateFromJson(text, path);
+}
+
+Result<TrainState> LoadCheckpoint(const std::string& dir, Model* model, Optimizer* optim,
+                                  const RestoreSkips& skips, CheckpointIo* io) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (!fs::exists(dir + "/COMPLETE")) {
+    return Status::NotFound(dir, "no COMPLETE marker: the checkpoint was never committed");
+  }
+  PILOT_ASSIGN_OR_RETURN(Manifest man, ReadManifest(dir));
+  PILOT_ASSIGN_OR_RETURN(TrainState state, ReadTrainState(dir));
+  std::map<std::string, const ManifestFile*> listed;
+  for (const auto& f : man.files) listed[f.name] = &f;
+
+  const NamedTensors& params = model->Parameters();
+  struct Job {
+    std::string file;
+    std::map<std::string, at::Tensor> dst;
+  };
+  std::vector<Job> jobs;
+  jobs.push_back({"model.safetensors", ByName(params)});
+  if (!skips.optimizer) {
+    for (const std::string& st : optim->StateNames()) {
+      Job j{OptimFileName(st), {}};
+      for (size_t i = 0; i < params.size(); ++i) j.dst.emplace(params[i].first, optim->State(i, st));
+      jobs.push_back(std::move(j));
+    }
+  }
+  for (const Job& j : jobs) {
+    if (!listed.count(j.file)) return Status::Corrupt(dir + "/manifest.json", "does not list " + j.file);
+  }
+  std::vector<std::future<Result<FileDigest>>> futs;
+  for (const Job& j : jobs) {
+    futs.push_back(std::async(std::launch::async, [&dir, &j] {
+      try {
+        return LoadSafetensors(dir + "/" + j.file, j.dst);
+      } catch (const std::exception& e) {
+        return Result<FileDigest>(Status::IoError(j.file, e.what()));
+      }
+    }));
+  }
+  Status first_error;
+  int64_t bytes = 0;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    Result<FileDigest> d = futs[i].get();
+    if (!d.ok()) {
+      if (first_error.ok()) first_error = d.status();
+      continue;
+    }
+    const ManifestFile& want = *listed[jobs[i].file];
+    if (d->sha256 != want.sha256 || d->bytes != want.bytes) {
+      if (first_error.ok()) {
+        first_error = Status::Corrupt(dir + "/" + jobs[i].file,
+                                      "sha256 " + d->sha256 + " does not match the manifest's " + want.sha256);
+      }
+    }
+    bytes += d->bytes;
+  }
+  PILOT_RETURN_IF_ERROR(first_error);
+  if (skips.optimizer) {
+    optim->Reset();
+  } else {
+    optim->SetStep(state.step);
+  }
+  if (!skips.rng) {
+    PILOT_ASSIGN_OR_RETURN(at::Tensor cpu, Unhex(state.rng_cpu, dir + "/state.json: rng.cpu"));
+    at::Generator gen = at::globalContext().defaultGenerator(at::Device(at::kCPU));
+    {
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      gen.set_state(cpu);
+    }
+    if (!state.rng_cuda.empty() && CudaAvailable()) {
+      PILOT_ASSIGN_OR_RETURN(at::Tensor g, Unhex(state.rng_cuda, dir + "/state.json: rng.cuda"));
+      at::Generator cg = at::globalContext().defaultGenerator(at::Device(at::kCUDA, 0));
+      std::lock_guard<std::mutex> lock(cg.mutex());
+      cg.set_state(g);
+    }
+  }
+  if (skips.data) state.data_next_index = 0;
+  Synchronize(params.empty() ? at::Device(at::kCPU) : params[0].second.device());
+  if (io) {
+    io->path = dir;
+    io->bytes = bytes;
+    io->seconds = SecondsSince(t0);
+  }
+  return state;
+}
+
+std::string CaptureCpuRng() {
+  at::Generator gen = at::globalContext().defaultGenerator(at::Device(at::kCPU));
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  return Hex(gen.get_state());
+}
+
+std::string CaptureCudaRng() {
+  if (!CudaAvailable()) return "";
+  at::Generator gen = at::globalContext().defaultGenerator(at::Device(at::kCUDA, 0));
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  return Hex(gen.get_state());
+}
+
+}  // namespace pilot::runner

@@ -1,0 +1,112 @@
+// Checkpoints: a directory per step, committed atomically.
+//
+//   <root>/step-000040/
+//     model.safetensors            parameters (float32 master weights)
+//     optim-<state>.safetensors    optimizer state, one file per kind of
+//                                  state ("exp_avg", "exp_avg_sq" for AdamW,
+//                                  "momentum" for SGD), same tensor names as
+//                                  the model; metadata "step"
+//     state.json                   step, seed, data position, schedule,
+//                                  loss scaler, RNG states, config sha256,
+//                                  eval loss at this step
+//     manifest.json                sha256 and size of each file above
+//     COMPLETE                     written last; without it the checkpoint
+//                                  does not exist
+//
+// Save: files go to "<root>/.step-000040.tmp-<pid>", each is fsynced (the
+// tensor files are written concurrently, one thread each), and the
+// directory is committed by runner/ckpt/dir_commit.h (fsynced, renamed,
+// the root fsynced, then COMPLETE written).
+// Load: COMPLETE and the manifest are checked, files are read concurrently
+// and their sha256 compared with the manifest while loading.
+//
+// Thread-safety: call from the training thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "runner/train/model.h"
+#include "runner/train/optim.h"
+
+namespace pilot::runner {
+
+inline constexpr char kCheckpointSchema[] = "slurm-pilot/checkpoint/1";
+
+struct TrainState {
+  int64_t step = 0;                 // optimizer steps completed
+  uint64_t seed = 0;
+  int64_t data_next_index = 0;      // next training micro-batch index
+  std::string data_format;
+  std::string lr_schedule;
+  int64_t lr_horizon = 0;
+  double lr_last = 0;               // learning rate of step `step`
+  std::string precision;
+  double scaler_scale = 0;          // fp16 only (0 otherwise)
+  int64_t scaler_growth_tracker = 0;
+  int64_t scaler_skipped = 0;
+  std::string rng_cpu;              // hex of torch's CPU generator state
+  std::string rng_cuda;             // hex of the CUDA generator state ("" on CPU)
+  std::string config_sha256;
+  std::string device;
+  std::string model_kind;
+  int64_t params = 0;
+  std::string optimizer;
+  int eval_batches = 0;
+  double eval_loss = 0;             // eval loss of the weights saved here
+};
+
+struct ManifestFile {
+  std::string name;
+  int64_t bytes = 0;
+  std::string sha256;
+};
+
+struct Manifest {
+  std::string schema;
+  int64_t step = 0;
+  std::vector<ManifestFile> files;
+};
+
+struct CheckpointIo {
+  std::string path;  // the committed directory
+  int64_t bytes = 0;
+  double seconds = 0;
+};
+
+// Which parts a restore leaves out: for testing that the restore comparison
+// can fail (PILOT_RUNNER_TEST_SKIP_RESTORE=optimizer|rng|data, see
+// pilot-runner(1)).
+struct RestoreSkips {
+  bool optimizer = false;
+  bool rng = false;
+  bool data = false;
+  std::string Describe() const;
+  static RestoreSkips FromEnv();
+};
+
+std::string StepDirName(int64_t step);  // "step-000040"
+
+// Saves under `root` (created if missing) and prunes to `keep` checkpoints.
+Result<CheckpointIo> SaveCheckpoint(const std::string& root, const Model& model,
+                                    Optimizer& optim, const TrainState& state, int keep);
+
+// Restores model weights, optimizer state (and step), RNG states; returns the
+// saved TrainState (with data_next_index rewound to 0 when skips.data).
+// Errors: kNotFound (no COMPLETE), kCorrupt (hash, size, tensor mismatch,
+// naming the file), kIoError.
+Result<TrainState> LoadCheckpoint(const std::string& dir, Model* model, Optimizer* optim,
+                                  const RestoreSkips& skips, CheckpointIo* io);
+
+Result<Manifest> ReadManifest(const std::string& dir);
+Result<TrainState> ReadTrainState(const std::string& dir);
+// Hex of the default generators' states, for TrainState.rng_*.
+std::string CaptureCpuRng();
+std::string CaptureCudaRng();  // "" without CUDA
+
+// The optimizer file name for a state ("optim-exp_avg.safetensors").
+std::string OptimFileName(const std::string& state);
+
+}  // namespace pilot::runner

@@ -1,0 +1,192 @@
+// Sharded checkpoints of the node stage.
+#include "runner/ckpt/node_checkpoint.h"
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "core/atomic_file.h"
+#include "runner/ckpt/checkpoint.h"
+#include "runner/ckpt/dir_commit.h"
+#include "runner/ckpt/safetensors.h"
+
+namespace pilot::runner {
+namespace fs = std::filesystem;
+namespace {
+
+using json = nlohmann::json;
+
+std::string ShardName(const std::string& kind, int rank, int world) {
+  char buf[96];
+  std::snprintf(buf, sizeof(buf), "%s-rank%05d-of-%05d.safetensors", kind.c_str(), rank, world);
+  return buf;
+}
+
+}  // namespace
+
+Result<NodeCheckpointIo> SaveNodeCheckpoint(const std::string& root, NodeEngine& e, Comm& comm,
+                                            const NodeCheckpointInfo& info) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string step_name = StepDirName(info.step);
+  const std::string final_dir = root + "/" + step_name;
+  const std::string tmp = root + "/." + step_name + ".tmp";
+  const std::string key = "ckpt/" + std::to_string(info.step) + "/";
+  // Rank 0 stages and commits the directory; every rank writes into it.
+  std::optional<StagedDir> staged;
+  if (comm.rank() == 0) {
+    Result<StagedDir> d = StagedDir::Begin(root, step_name, "." + step_name + ".tmp");
+    if (d.ok()) staged.emplace(std::move(d).value());
+    comm.StoreSet(key + "dir", d.ok() ? "ok" : "error: " + d.status().Message());
+  }
+  const std::string dir_state = comm.StoreGet(key + "dir");
+  if (dir_state != "ok") return Status::IoError(tmp, dir_state);
+  NodeCheckpointIo io;
+  json files = json::array();
+  std::map<std::string, std::string> meta = {{"step", std::to_string(info.step)},
+                                             {"rank", std::to_string(comm.rank())},
+                                             {"world_size", std::to_string(comm.world())}};
+  auto write = [&](const std::string& kind, const NamedTensors& t) -> Status {
+    const std::string name = ShardName(kind, comm.rank(), comm.world());
+    PILOT_ASSIGN_OR_RETURN(FileDigest d, WriteSafetensors(tmp + "/" + name, t, meta));
+    io.bytes += d.bytes;
+    files.push_back({{"name", name}, {"rank", comm.rank()}, {"bytes", d.bytes}, {"sha256", d.sha256}});
+    return Status::Ok();
+  };
+  Status st = write("model", e.ParamShard());
+  for (const auto& [state, tensors] : e.StateShard()) {
+    if (st.ok()) st = write("optim-" + state, tensors);
+  }
+  comm.StoreSet(key + std::to_string(comm.rank()), st.ok() ? files.dump() : "error: " + st.ToString());
+  if (comm.rank() == 0) {
+    json all = json::array();
+    std::string failed;
+    for (int r = 0; r < comm.world(); ++r) {
+      const std::string v = comm.StoreGet(key + std::to_string(r));
+      if (v.rfind("error: ", 0) == 0) {
+        failed = "rank " + std::to_string(r) + ": " + v.substr(7);
+        continue;
+      }
+      for (auto& f : json::parse(v)) all.push_back(f);
+    }
+    json params = json::array();
+    const NamedTensors& ps = e.Parameters();
+    for (size_t i = 0; i < ps.size(); ++i) {
+      params.push_back({{"name", ps[i].first}, {"shape", e.Shape(i)}, {"numel", e.Numel(i)}, {"chunk", e.Chunk(i)}});
+    }
+    Status commit = failed.empty() ? Status::Ok() : Status::IoError("checkpoint", failed);
+    if (commit.ok()) {
+      json m = {{"schema", kNodeCheckpointSchema}, {"step", info.step}, {"world_size", comm.world()},
+                {"data_ranks", info.data_ranks}, {"mode", info.mode}, {"seed", info.seed},
+                {"optimizer", e.optim().kind()}, {"optimizer_step", e.optim().step()},
+                {"states", e.optim().StateNames()}, {"params", params}, {"files", all}};
+      commit = WriteFileAtomic(tmp + "/manifest.json", m.dump(2) + "\n");
+    }
+    if (commit.ok()) {
+      commit = staged->Commit("");
+    } else {
+      staged->Abort();
+    }
+    comm.StoreSet(key + "commit", commit.ok() ? "ok" : commit.ToString());
+  }
+  const std::string committed = comm.StoreGet(key + "commit");
+  PILOT_RETURN_IF_ERROR(st);
+  if (committed != "ok") return Status::IoError(final_dir, committed);
+  io.path = final_dir;
+  io.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return io;
+}
+
+namespace {
+
+Result<json> ReadManifestJson(const std::string& dir) {
+  if (!fs::exists(dir + "/COMPLETE")) {
+    return Status::NotFound(dir, "no COMPLETE: the checkpoint was not committed");
+  }
+  PILOT_ASSIGN_OR_RETURN(std::string text, ReadFileLimited(dir + "/manifest.json", 64 << 20));
+  json m = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (m.is_discarded() || !m.is_object() || m.value("schema", "") != kNodeCheckpointSchema) {
+    return Status::Corrupt(dir + "/manifest.json", std::string("not a ") + kNodeCheckpointSchema + " manifest");
+  }
+  for (const char* k : {"step", "world_size", "data_ranks", "optimizer_step"}) {
+    if (!m.contains(k) || !m[k].is_number_integer()) {
+      return Status::Corrupt(dir + "/manifest.json", std::string("missing integer \"") + k + "\"");
+    }
+  }
+  if (!m.contains("params") || !m["params"].is_array() || !m.contains("files") || !m["files"].is_array() ||
+      !m.contains("states") || !m["states"].is_array()) {
+    return Status::Corrupt(dir + "/manifest.json", "missing params, states or files");
+  }
+  return m;
+}
+
+}  // namespace
+
+Result<NodeCheckpointInfo> ReadNodeManifest(const std::string& dir) {
+  PILOT_ASSIGN_OR_RETURN(json m, ReadManifestJson(dir));
+  NodeCheckpointInfo info;
+  info.step = m["step"].get<int64_t>();
+  info.world_size = m["world_size"].get<int>();
+  info.data_ranks = m["data_ranks"].get<int>();
+  info.mode = m.value("mode", "");
+  info.seed = m.value("seed", uint64_t{0});
+  info.optimizer_step = m["optimizer_step"].get<int64_t>();
+  return info;
+}
+
+Result<NodeCheckpointIo> LoadNodeCheckpoint(const std::string& dir, NodeEngine& e, NodeCheckpointInfo* info) {
+  const auto t0 = std::chrono::steady_clock::now();
+  PILOT_ASSIGN_OR_RETURN(json m, ReadManifestJson(dir));
+  PILOT_ASSIGN_OR_RETURN(*info, ReadNodeManifest(dir));
+  const int world = info->world_size;
+  if (world < 1) return Status::Corrupt(dir + "/manifest.json", "world_size < 1");
+  std::map<std::string, std::pair<int64_t, std::string>> digest;  // name -> (bytes, sha256)
+  for (const auto& f : m["files"]) digest[f.value("name", "")] = {f.value("bytes", int64_t{-1}), f.value("sha256", "")};
+  NodeCheckpointIo io;
+  // kind -> parameter -> chunks of every rank
+  auto load_kind = [&](const std::string& kind, std::map<std::string, at::Tensor>* whole) -> Status {
+    std::map<std::string, std::vector<at::Tensor>> parts;
+    for (int r = 0; r < world; ++r) {
+      const std::string name = ShardName(kind, r, world);
+      const std::string path = dir + "/" + name;
+      auto d = digest.find(name);
+      if (d == digest.end()) return Status::Corrupt(dir + "/manifest.json", "does not list " + name);
+      std::map<std::string, at::Tensor> dst;
+      for (const auto& p : m["params"]) {
+        const int64_t chunk = p.value("chunk", int64_t{0});
+        at::Tensor t = at::empty({chunk}, at::kFloat);
+        dst[p.value("name", "")] = t;
+        parts[p.value("name", "")].push_back(t);
+      }
+      PILOT_ASSIGN_OR_RETURN(FileDigest got, LoadSafetensors(path, dst));
+      if (got.bytes != d->second.first || got.sha256 != d->second.second) {
+        return Status::Corrupt(path, "size or sha256 differs from manifest.json")
+            .WithHint("the checkpoint was damaged after it was written");
+      }
+      io.bytes += got.bytes;
+    }
+    for (const auto& p : m["params"]) {
+      const std::string n = p.value("name", "");
+      std::vector<int64_t> shape = p.value("shape", std::vector<int64_t>{});
+      at::Tensor flat = at::cat(parts[n]).narrow(0, 0, p.value("numel", int64_t{0}));
+      (*whole)[n] = flat.view(shape);
+    }
+    return Status::Ok();
+  };
+  std::map<std::string, at::Tensor> params;
+  PILOT_RETURN_IF_ERROR(load_kind("model", &params));
+  std::map<std::string, std::map<std::string, at::Tensor>> states;
+  for (const auto& s : m["states"]) {
+    const std::string st = s.get<std::string>();
+    PILOT_RETURN_IF_ERROR(load_kind("optim-" + st, &states[st]));
+  }
+  PILOT_RETURN_IF_ERROR(e.LoadFull(params, states, info->optimizer_step));
+  io.path = dir;
+  io.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return io;
+}
+
+}  // namespace pilot::runner

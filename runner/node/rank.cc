@@ -1,0 +1,287 @@
+// A rank of the node stage with the builtin workload: one phase (train or
+// resume) of the distributed run, reported in <phase dir>/rank-NNNNN.json.
+#include <signal.h>
+#include <unistd.h>
+
+#include <c10/util/Exception.h>
+
+#ifdef PILOT_RUNNER_CUDA
+#include <c10/cuda/CUDAFunctions.h>
+#endif
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+#include "core/atomic_file.h"
+#include "runner/ckpt/checkpoint.h"
+#include "runner/ckpt/compare.h"
+#include "runner/ckpt/node_checkpoint.h"
+#include "runner/ckpt/safetensors.h"
+#include "runner/exit_codes.h"
+#include "runner/node/comm.h"
+#include "runner/node/engine.h"
+#include "runner/node/hostlist.h"
+#include "runner/node/rank.h"
+#include "runner/node/stage.h"
+#include "runner/train/device.h"
+#include "runner/train/inputs.h"
+#include "runner/train/session.h"
+
+namespace pilot::runner {
+namespace fs = std::filesystem;
+namespace {
+
+using json = nlohmann::ordered_json;
+
+std::optional<std::string> Getenv(const std::string& name) {
+  const char* v = std::getenv(name.c_str());
+  if (!v) return std::nullopt;
+  return std::string(v);
+}
+
+int EnvInt(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  return (end && *end == 0 && n > 0 && n < (1 << 30)) ? static_cast<int>(n) : fallback;
+}
+
+json MemoryJson(const MemoryStats& m) {
+  json j = {{"device", m.device}, {"step", m.step}};
+  auto put = [&](const char* k, const std::optional<int64_t>& v) {
+    if (v) j[k] = *v;
+  };
+  put("peak_allocated_bytes", m.peak_allocated_bytes);
+  put("peak_reserved_bytes", m.peak_reserved_bytes);
+  put("device_used_bytes", m.device_used_bytes);
+  put("process_device_bytes", m.process_device_bytes);
+  put("process_peak_rss_bytes", m.process_peak_rss_bytes);
+  put("process_rss_bytes", m.process_rss_bytes);
+  return j;
+}
+
+std::string FirstLine(std::string m) {
+  const size_t cut = m.find("\nException raised from");
+  if (cut != std::string::npos) m.resize(cut);
+  if (m.size() > 1000) m.resize(1000);
+  return m;
+}
+
+// The test switch PILOT_RUNNER_TEST_CRASH_RANK=R[:STEP] (pilot-runner(1)):
+// rank R kills itself with SIGKILL before step STEP (default 2).
+void MaybeCrash(int rank, int64_t step) {
+  std::optional<std::string> v = Getenv("PILOT_RUNNER_TEST_CRASH_RANK");
+  if (!v || v->empty()) return;
+  const size_t colon = v->find(':');
+  const int r = std::atoi(v->substr(0, colon).c_str());
+  const int64_t at = colon == std::string::npos ? 2 : std::atoll(v->substr(colon + 1).c_str());
+  if (r != rank || step != at) return;
+  std::fprintf(stderr, "pilot: node: rank %d: test crash before step %lld (PILOT_RUNNER_TEST_CRASH_RANK)\n", rank,
+               static_cast<long long>(step));
+  std::fflush(nullptr);
+  ::kill(::getpid(), SIGKILL);
+}
+
+}  // namespace
+
+int RunNodeRank(const RunOptions& o) {
+  Result<RankInfo> ri = RankFromEnv(ProcessEnv());
+  if (!ri.ok()) {
+    std::fprintf(stderr, "%s\n", ri.status().ToString().c_str());
+    return kExitUsage;
+  }
+  const RankInfo info = *ri;
+  const bool resume = !o.resume_checkpoint.empty();
+  const std::string dir = Getenv("PILOT_NODE_DIR").value_or(o.out + "/node/" + (resume ? "resume" : "train"));
+  const std::string report = dir + "/" + [&] {
+    char b[32];
+    std::snprintf(b, sizeof(b), "rank-%05d.json", info.rank);
+    return std::string(b);
+  }();
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  json rep = {{"rank", info.rank}, {"world_size", info.world_size}, {"local_rank", info.local_rank},
+              {"node_id", info.node_id}, {"launcher", info.launcher}, {"phase", resume ? "resume" : "train"}};
+  char host[256] = {0};
+  ::gethostname(host, sizeof(host) - 1);
+  rep["host"] = host;
+  auto finish = [&](int code, const std::string& message) {
+    rep["status"] = code == kExitOk ? "ok" : "error";
+    rep["exit_code"] = code;
+    if (!message.empty()) {
+      rep["message"] = message;
+      std::fprintf(stderr, "pilot: node: rank %d: %s\n", info.rank, message.c_str());
+    }
+    Status w = WriteFileAtomic(report, rep.dump(2) + "\n");
+    if (!w.ok()) std::fprintf(stderr, "%s\n", w.ToString().c_str());
+    return code;
+  };
+
+  Config cfg;
+  Pins pins;
+  Status in = LoadInputs(o.config, o.lock, o.sets, &cfg, &pins);
+  if (!in.ok()) return finish(kExitUsage, in.ToString());
+  Result<std::string> alloc = ApplyAllocConf(cfg.training.alloc_conf);
+  if (!alloc.ok()) return finish(kExitError, alloc.status().ToString());
+  std::optional<NodeCheckpointInfo> saved;
+  if (resume) {
+    Result<NodeCheckpointInfo> m = ReadNodeManifest(o.resume_checkpoint);
+    if (!m.ok()) return finish(kExitUsage, m.status().ToString());
+    saved = *m;
+    pins.seed = m->seed;
+  }
+  const int data_ranks = EnvInt("PILOT_DATA_RANKS", saved ? saved->data_ranks : info.world_size);
+  std::unique_ptr<Session> s;
+  std::unique_ptr<Comm> comm;
+  std::unique_ptr<NodeEngine> e;
+  int64_t current = 0;
+  try {
+#ifdef PILOT_RUNNER_CUDA
+    // One GPU per rank, made current before anything touches CUDA (the
+    // session resolves "cuda" to the current device, NCCL builds its
+    // communicator there). Modulo the visible count: srun may bind each
+    // task to its own GPU (CUDA_VISIBLE_DEVICES of one device).
+    if (cfg.training.device != "cpu" && CudaAvailable()) {
+      const int n = static_cast<int>(c10::cuda::device_count());
+      c10::cuda::set_device(static_cast<c10::DeviceIndex>(info.local_rank % n));
+    }
+#endif
+    Result<std::unique_ptr<Session>> made = Session::Create(cfg, pins);
+    if (!made.ok()) return finish(kExitUsage, made.status().ToString());
+    s = std::move(made).value();
+    const Config& c = s->cfg();
+    const auto timeout = std::chrono::seconds(EnvInt("PILOT_RUNNER_NODE_TIMEOUT", 300));
+    Result<std::unique_ptr<Comm>> cm = Comm::Create(info, s->device(), timeout);
+    if (!cm.ok()) return finish(kExitError, cm.status().ToString());
+    comm = std::move(cm).value();
+    rep["backend"] = comm->backend();
+    Result<std::unique_ptr<NodeEngine>> em = NodeEngine::Create(s.get(), comm.get(), c.parallel.mode, data_ranks);
+    if (!em.ok()) return finish(kExitUsage, em.status().ToString());
+    e = std::move(em).value();
+    rep["mode"] = e->mode();
+    rep["data_ranks"] = data_ranks;
+    rep["buckets"] = e->buckets();
+    rep["units"] = e->units();
+    const int64_t n = c.training.steps, at = c.checkpoint.at_step;
+    int64_t first = 1;
+    bool rewind_data = false;
+    if (resume) {
+      s->set_phase("restore");
+      NodeCheckpointInfo ci;
+      Result<NodeCheckpointIo> io = LoadNodeCheckpoint(o.resume_checkpoint, *e, &ci);
+      if (!io.ok()) return finish(kExitUsage, io.status().ToString());
+      first = ci.step + 1;
+      // Test switch (pilot-runner(1)): leave parts out so that the
+      // comparison must fail.
+      const RestoreSkips skips = RestoreSkips::FromEnv();
+      if (skips.optimizer) e->optim().Reset();
+      rewind_data = skips.data;
+      rep["skipped"] = skips.Describe();
+      rep["load"] = {{"path", io->path}, {"bytes", io->bytes}, {"seconds", io->seconds},
+                     {"from_world_size", ci.world_size}};
+    }
+    Status opened = rewind_data ? e->OpenData(pins, 1, n - first + 1) : e->OpenData(pins, first, n);
+    if (!opened.ok()) return finish(kExitUsage, opened.ToString());
+    const int64_t measure = std::min<int64_t>(n, resume ? first : std::max<int64_t>(2, c.training.warmup_steps + 1));
+    json losses = json::array(), norms = json::array();
+    double ms_sum = 0, wait_sum = 0, compute_sum = 0, exposed_sum = 0, opt_sum = 0, busy_sum = 0;
+    int64_t coll_sum = 0;
+    int timed = 0;
+    (void)comm->TakeBusySeconds(nullptr);
+    for (int64_t step = first; step <= n; ++step) {
+      current = step;
+      MaybeCrash(info.rank, step);
+      const bool mem = step == measure;
+      if (mem) ResetPeak(s->device());
+      const auto t0 = std::chrono::steady_clock::now();
+      NodeStepOut r = e->Step(step);
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      int64_t colls = 0;
+      const double busy = comm->TakeBusySeconds(&colls);
+      if (mem) {
+        rep["memory"] = MemoryJson(Snapshot(s->device(), step));
+        if (r.forward_peak_allocated_bytes) {
+          rep["memory"]["forward_peak_allocated_bytes"] = *r.forward_peak_allocated_bytes;
+        }
+      }
+      losses.push_back(r.loss);
+      norms.push_back(r.grad_norm);
+      const bool is_timed = !mem && step != at && step >= first + (resume ? 1 : c.training.warmup_steps);
+      if (is_timed) {
+        ms_sum += ms;
+        wait_sum += r.data_wait_ms;
+        compute_sum += r.compute_ms;
+        exposed_sum += r.comm_exposed_ms;
+        opt_sum += r.optimizer_ms;
+        busy_sum += busy * 1000.0;
+        coll_sum += colls;
+        ++timed;
+      }
+      if (info.rank == 0) {
+        std::fprintf(stderr, "pilot: node %s w%d step %lld/%lld loss %.4f %.0f ms (comm exposed %.1f ms)\n",
+                     e->mode().c_str(), info.world_size, static_cast<long long>(step),
+                     static_cast<long long>(n), r.loss, ms, r.comm_exposed_ms);
+      }
+      if (!resume && step == at) {
+        const std::string root = (c.checkpoint.dir.empty() ? o.out + "/node" : c.checkpoint.dir + "/node") +
+                                 "/checkpoints";
+        NodeCheckpointInfo ci{step, info.world_size, data_ranks, e->mode(), s->seed(), 0};
+        Result<NodeCheckpointIo> io = SaveNodeCheckpoint(root, *e, *comm, ci);
+        if (!io.ok()) return finish(kExitError, io.status().ToString());
+        rep["checkpoint"] = {{"path", io->path}, {"step", step}, {"bytes", io->bytes}, {"seconds", io->seconds}};
+      }
+    }
+    rep["first_step"] = first;
+    rep["losses"] = losses;
+    rep["grad_norms"] = norms;
+    rep["timed_steps"] = timed;
+    if (timed > 0) {
+      const double step_ms = ms_sum / timed;
+      rep["step_ms"] = step_ms;
+      rep["tokens_per_second"] = static_cast<double>(e->TokensPerRankStep()) * 1000.0 / step_ms;
+      rep["data_wait_ms"] = wait_sum / timed;
+      rep["compute_ms"] = compute_sum / timed;
+      rep["comm_total_ms"] = busy_sum / timed;
+      rep["comm_exposed_ms"] = exposed_sum / timed;
+      rep["optimizer_ms"] = opt_sum / timed;
+      rep["collectives_per_step"] = static_cast<double>(coll_sum) / timed;
+    }
+    // Final parameters: whole on every rank; rank 0 writes or compares them.
+    e->Gather();
+    if (info.rank == 0) {
+      if (!resume) {
+        Result<FileDigest> w = WriteSafetensors(dir + "/final.safetensors", e->Parameters(), {{"step", std::to_string(n)}});
+        if (!w.ok()) return finish(kExitError, w.status().ToString());
+      } else if (!o.reference_params.empty()) {
+        Result<ParamDiff> d = CompareParameters(e->Parameters(), o.reference_params);
+        if (!d.ok()) return finish(kExitError, d.status().ToString());
+        rep["max_abs_param_diff"] = d->max_abs;
+        rep["max_rel_param_diff"] = d->max_rel;
+        rep["params_compared"] = e->Parameters().size();
+      }
+    }
+    e->Release();
+    comm->Barrier();
+  } catch (const std::exception& ex) {
+    const std::string phase = s ? s->phase() : "build";
+    const int64_t step = current;
+    rep["failure"] = {{"phase", phase}, {"step", step}, {"out_of_memory", IsOutOfMemory(ex)}};
+    const std::string what = ex.what();
+    bool comm_failed = phase == "communication";
+    for (const char* m : {"all-reduce failed", "all-gather failed", "reduce-scatter failed", "Connection closed",
+                          "Connection reset", "Timed out", "timed out", "NCCL"}) {
+      comm_failed = comm_failed || what.find(m) != std::string::npos;
+    }
+    return finish(IsOutOfMemory(ex) ? kExitOutOfMemory : kExitError,
+                  std::string(comm_failed ? "communication failed (a peer rank died or timed out)" : "error") +
+                      " at step " + std::to_string(step) + " (" + phase + "): " + FirstLine(ex.what()));
+  }
+  return finish(kExitOk, "");
+}
+
+}  // namespace pilot::runner

@@ -1,0 +1,379 @@
+// The node stage's launching process: starts the ranks of each phase
+// through a Launcher (runner/node/launcher.h), watches them, and folds
+// their reports into the summary.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <ATen/detail/CUDAHooksInterface.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include "core/atomic_file.h"
+#include "runner/ckpt/compare.h"
+#include "runner/node/hostlist.h"
+#include "runner/node/launcher.h"
+#include "runner/node/stage.h"
+
+extern char** environ;
+
+namespace pilot::runner {
+namespace fs = std::filesystem;
+namespace {
+
+using json = nlohmann::ordered_json;
+using Clock = std::chrono::steady_clock;
+
+struct Phase {
+  std::string name;      // "train", "resume", "resume-other"
+  int world = 1;
+  std::string dir;       // reports
+  std::string checkpoint, reference;
+};
+
+struct PhaseOutcome {
+  bool ok = true;
+  int exit_code = kExitOk;
+  std::string message;   // names the failed rank
+  std::optional<int> failed_rank;
+  std::vector<json> reports;  // by rank; null when missing
+};
+
+std::vector<std::string> ChildArgs(const RunOptions& o, const Phase& ph) {
+  std::vector<std::string> a = {"run", "--config", o.config, "--out", o.out, "--stage", "node"};
+  if (!o.lock.empty()) a.insert(a.end(), {"--lock", o.lock});
+  for (const auto& s : o.sets) a.insert(a.end(), {"--set", s});
+  if (!ph.checkpoint.empty()) a.insert(a.end(), {"--resume-from", ph.checkpoint, "--reference", ph.reference});
+  return a;
+}
+
+// The ranks' environment: the launcher's own, less the rank variables it
+// sets itself. Everything else (NCCL_*, TORCH_*, CUDA_VISIBLE_DEVICES, ...)
+// reaches every rank unchanged, locally and through srun (--export=ALL).
+std::vector<std::string> BaseEnv() {
+  static const char* const kDrop[] = {"PILOT_RANK=", "PILOT_WORLD_SIZE=", "PILOT_LOCAL_RANK=",
+                                      "PILOT_MASTER_ADDR=", "PILOT_MASTER_PORT=", "PILOT_NODE_ID=",
+                                      "PILOT_DATA_RANKS=", "PILOT_NODE_DIR="};
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) {
+    bool drop = false;
+    for (const char* d : kDrop) drop = drop || std::strncmp(*e, d, std::strlen(d)) == 0;
+    if (!drop) env.emplace_back(*e);
+  }
+  return env;
+}
+
+// Waits for every child; after the first failure gives the others
+// kNodeGraceSeconds to stop on their own, then SIGTERM, then SIGKILL.
+// Returns (pid index, status) of every failure, in the order seen.
+std::vector<std::pair<size_t, int>> Watch(std::vector<pid_t>& pids, bool* signalled) {
+  std::vector<std::pair<size_t, int>> failures;
+  std::optional<Clock::time_point> since;
+  bool termed = false, killed = false;
+  size_t alive = 0;
+  for (pid_t p : pids) alive += p > 0;
+  while (alive > 0) {
+    int status = 0;
+    const pid_t got = ::waitpid(-1, &status, WNOHANG);
+    if (got > 0) {
+      for (size_t i = 0; i < pids.size(); ++i) {
+        if (pids[i] != got) continue;
+        pids[i] = -1;
+        --alive;
+        const bool bad = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        if (bad) {
+          failures.emplace_back(i, status);
+          if (!since) since = Clock::now();
+        }
+      }
+      continue;
+    }
+    if (got < 0 && errno == ECHILD) break;
+    if (since) {
+      const double s = std::chrono::duration<double>(Clock::now() - *since).count();
+      const int sig = s > kNodeGraceSeconds + 5 ? SIGKILL : s > kNodeGraceSeconds ? SIGTERM : 0;
+      if ((sig == SIGTERM && !termed) || (sig == SIGKILL && !killed)) {
+        for (pid_t p : pids) {
+          if (p > 0) ::kill(p, sig);
+        }
+        termed = true;
+        killed = killed || sig == SIGKILL;
+        *signalled = true;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return failures;
+}
+
+PhaseOutcome RunPhase(const RunOptions& o, const Config& cfg, const Phase& ph, int data_ranks, Launcher& launcher) {
+  PhaseOutcome out;
+  std::error_code ec;
+  fs::remove_all(ph.dir, ec);
+  fs::create_directories(ph.dir, ec);
+  LaunchRequest req;
+  req.world = ph.world;
+  req.args = ChildArgs(o, ph);
+  req.env = BaseEnv();
+  req.env.push_back("PILOT_DATA_RANKS=" + std::to_string(data_ranks));
+  req.env.push_back("PILOT_NODE_DIR=" + ph.dir);
+  std::fprintf(stderr, "pilot: node: %s: %d process%s (%s, %s)\n", ph.name.c_str(), ph.world,
+               ph.world == 1 ? "" : "es", launcher.Name().c_str(), cfg.parallel.mode.c_str());
+  const std::vector<pid_t> pids = launcher.Start(req);
+  std::vector<pid_t> watch = pids;
+  for (pid_t p : pids) {
+    if (p <= 0) {
+      for (pid_t q : pids) {
+        if (q > 0) ::kill(q, SIGKILL);
+      }
+    }
+  }
+  bool signalled = false;
+  const std::vector<std::pair<size_t, int>> failures = Watch(watch, &signalled);
+  for (int r = 0; r < ph.world; ++r) {
+    char b[32];
+    std::snprintf(b, sizeof(b), "/rank-%05d.json", r);
+    Result<std::string> text = ReadFileLimited(ph.dir + b, 64 << 20);
+    json j = text.ok() ? json::parse(*text, nullptr, false) : json();
+    out.reports.push_back(j.is_discarded() ? json() : j);
+  }
+  if (failures.empty()) {
+    for (int r = 0; r < ph.world; ++r) {
+      if (out.reports[r].is_null()) {
+        out.ok = false;
+        out.failed_rank = r;
+        out.exit_code = kExitError;
+        out.message = "rank " + std::to_string(r) + " left no report";
+        break;
+      }
+    }
+    return out;
+  }
+  out.ok = false;
+  // Ranks reaped in one poll may come in any order: the one that died
+  // (no report) or failed for its own reason comes before those whose
+  // collectives failed because of it.
+  std::optional<std::pair<size_t, int>> failed;
+  for (const auto& f : failures) {
+    const json& rep = f.first < out.reports.size() ? out.reports[f.first] : json();
+    const bool secondary = rep.is_object() && rep.value("message", "").find("communication failed") != std::string::npos;
+    if (!secondary) {
+      failed = f;
+      break;
+    }
+  }
+  if (!failed) failed = failures.front();
+  const int status = failed->second;
+  out.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : kExitError;
+  if (out.exit_code == kExitOk) out.exit_code = kExitError;
+  const RankBlame blame = launcher.Blame(failed->first, status, signalled, out.reports);
+  out.failed_rank = blame.rank;
+  out.message = blame.message;
+  std::fprintf(stderr, "pilot: node: %s: %s; the other ranks were stopped\n", ph.name.c_str(), out.message.c_str());
+  return out;
+}
+
+double Mean(const std::vector<json>& reps, const char* key) {
+  double s = 0;
+  int n = 0;
+  for (const auto& r : reps) {
+    if (r.is_object() && r.contains(key) && r[key].is_number()) {
+      s += r[key].get<double>();
+      ++n;
+    }
+  }
+  return n ? s / n : 0;
+}
+
+double Num(const json& j, const char* key, double fallback = 0) {
+  return j.is_object() && j.contains(key) && j[key].is_number() ? j[key].get<double>() : fallback;
+}
+
+std::optional<NodeMemoryStats> MemoryOf(const json& rep) {
+  if (!rep.is_object() || !rep.contains("memory") || !rep["memory"].is_object()) return std::nullopt;
+  const json& m = rep["memory"];
+  NodeMemoryStats s;
+  s.step = m.value("step", int64_t{0});
+  auto get = [&](const char* k) -> std::optional<int64_t> {
+    if (m.contains(k) && m[k].is_number_integer()) return m[k].get<int64_t>();
+    return std::nullopt;
+  };
+  s.peak_allocated_bytes = get("peak_allocated_bytes");
+  s.peak_reserved_bytes = get("peak_reserved_bytes");
+  s.process_peak_rss_bytes = get("process_peak_rss_bytes");
+  s.device_used_bytes = get("device_used_bytes");
+  s.forward_peak_allocated_bytes = get("forward_peak_allocated_bytes");
+  return s;
+}
+
+std::optional<int64_t> PeakOf(const std::optional<NodeMemoryStats>& m) {
+  if (!m) return std::nullopt;
+  if (m->peak_allocated_bytes) return m->peak_allocated_bytes;
+  return m->process_peak_rss_bytes;
+}
+
+NodeRestore CompareRestore(const PhaseOutcome& ref, const PhaseOutcome& got, const Phase& ph, int from_world,
+                           double tol) {
+  NodeRestore r;
+  r.world_size = ph.world;
+  r.from_world_size = from_world;
+  r.ran = got.ok;
+  r.tolerance = tol;
+  if (!got.ok) {
+    r.detail = got.message;
+    return r;
+  }
+  const json& a = ref.reports[0];
+  const json& b = got.reports[0];
+  const json la = a.value("losses", json::array());
+  const json lb = b.value("losses", json::array());
+  const size_t first = static_cast<size_t>(std::max<int64_t>(1, b.value("first_step", int64_t{1})));
+  const bool complete = !lb.empty() && la.size() == first - 1 + lb.size();
+  if (complete) {
+    std::vector<double> resumed, reference;
+    for (const auto& x : lb) resumed.push_back(x.get<double>());
+    for (size_t i = first - 1; i < la.size(); ++i) reference.push_back(la[i].get<double>());
+    const LossDiff d = CompareLosses(resumed, reference);
+    r.max_abs_loss_diff = std::max(r.max_abs_loss_diff, d.max_abs);
+    r.max_rel_loss_diff = std::max(r.max_rel_loss_diff, d.max_rel);
+  }
+  r.max_abs_param_diff = Num(b, "max_abs_param_diff", INFINITY);
+  r.max_rel_param_diff = Num(b, "max_rel_param_diff", INFINITY);
+  if (b.contains("load")) r.load_seconds = Num(b["load"], "seconds");
+  r.skipped = b.value("skipped", "");
+  r.equal = complete && r.max_rel_loss_diff <= tol && r.max_rel_param_diff <= tol;
+  if (!r.equal) {
+    r.detail = !complete ? "the resumed run has the wrong number of steps"
+               : r.max_rel_loss_diff > tol ? "losses of the resumed steps differ"
+                                           : "final parameters differ";
+  }
+  return r;
+}
+
+}  // namespace
+
+bool IsNodeRank() {
+  if (std::getenv("PILOT_RANK")) return true;
+  if (!InSlurmStep(ProcessEnv())) return false;
+  // One task of a step is the launcher unless the launcher started it.
+  const char* tasks = std::getenv("SLURM_NTASKS");
+  return std::getenv("PILOT_NODE_DIR") != nullptr || (tasks && std::atoi(tasks) > 1);
+}
+
+int RunNodeStage(const RunOptions& o, const Config& cfg, int nproc, std::optional<double> single_tps,
+                 NodeStage* node) {
+  const int64_t gpus = at::detail::getCUDAHooks().getNumGPUs();
+  const bool cuda = cfg.training.device != "cpu" && gpus > 0;
+  const int data_ranks = cfg.parallel.nproc > 0 ? cfg.parallel.nproc : (cuda ? static_cast<int>(gpus) : 2);
+  const int world = nproc > 0 ? nproc : data_ranks;
+  NodeStage& n = *node;
+  n = NodeStage{};
+  n.status = "error";
+  n.world_size = world;
+  n.mode = cfg.parallel.mode;
+  n.data_ranks = data_ranks;
+  n.steps = cfg.training.steps;
+  n.scaling.single_tokens_per_second = single_tps;
+  if (data_ranks % world != 0) {
+    const std::string m = std::to_string(world) + " processes do not divide parallel.nproc = " +
+                          std::to_string(data_ranks);
+    n.failure = NodeFailure{"train", std::nullopt, m};
+    std::fprintf(stderr, "pilot: node: --nproc: %s\n"
+                         "HINT: the global batch is parallel.nproc data ranks' micro-batches; use a divisor\n",
+                 m.c_str());
+    return kExitUsage;
+  }
+  const std::unique_ptr<Launcher> launcher = ChooseLauncher(cfg.parallel.launcher, nproc);
+  n.launcher = launcher->Name();
+  const std::string base = o.out + "/node";
+  auto fail = [&](const PhaseOutcome& p, const std::string& phase) {
+    n.status = "error";
+    n.failure = NodeFailure{phase, p.failed_rank ? std::optional<int64_t>(*p.failed_rank) : std::nullopt, p.message};
+    return p.exit_code == kExitOutOfMemory ? kExitOutOfMemory : p.exit_code == kExitUsage ? kExitUsage : kExitError;
+  };
+  Phase train{"train", world, base + "/train", "", ""};
+  PhaseOutcome t = RunPhase(o, cfg, train, data_ranks, *launcher);
+  if (!t.ok) return fail(t, "train");
+  const json& r0 = t.reports[0];
+  for (const auto& x : r0.value("losses", json::array())) n.losses.push_back(x.get<double>());
+  double tps_sum = 0;
+  std::optional<int64_t> peak_fresh;
+  for (const auto& r : t.reports) {
+    NodeRankStats st;
+    st.rank = r.value("rank", 0);
+    st.node_id = r.value("node_id", 0);
+    st.host = r.value("host", "");
+    st.tokens_per_second = Num(r, "tokens_per_second");
+    st.step_ms = Num(r, "step_ms");
+    st.data_wait_ms = Num(r, "data_wait_ms");
+    st.comm_total_ms = Num(r, "comm_total_ms");
+    st.comm_exposed_ms = Num(r, "comm_exposed_ms");
+    st.memory = MemoryOf(r);
+    tps_sum += st.tokens_per_second;
+    n.data_stall_ms_per_step = std::max(n.data_stall_ms_per_step, st.data_wait_ms);
+    if (auto p = PeakOf(st.memory)) peak_fresh = std::max(peak_fresh.value_or(0), *p);
+    n.ranks.push_back(st);
+  }
+  n.scaling.tokens_per_second = tps_sum;
+  n.scaling.tokens_per_second_per_rank = tps_sum / world;
+  if (single_tps && *single_tps > 0) n.scaling.efficiency = n.scaling.tokens_per_second_per_rank / *single_tps;
+  const double step_ms = Mean(t.reports, "step_ms");
+  n.comm.backend = r0.value("backend", "");
+  n.comm.total_ms_per_step = Mean(t.reports, "comm_total_ms");
+  n.comm.exposed_ms_per_step = Mean(t.reports, "comm_exposed_ms");
+  n.comm.exposed_fraction = step_ms > 0 ? n.comm.exposed_ms_per_step / step_ms : 0.0;
+  n.comm.collectives_per_step = Mean(t.reports, "collectives_per_step");
+  n.comm.buckets = r0.value("buckets", 0);
+  n.comm.units = r0.value("units", 0);
+  const json ck = r0.value("checkpoint", json::object());
+  n.checkpoint.path = ck.value("path", "");
+  n.checkpoint.step = ck.value("step", int64_t{0});
+  n.checkpoint.shards = world;
+  for (const auto& r : t.reports) {
+    if (!r.contains("checkpoint")) continue;
+    n.checkpoint.bytes += r["checkpoint"].value("bytes", int64_t{0});
+    n.checkpoint.save_seconds = std::max(n.checkpoint.save_seconds, Num(r["checkpoint"], "seconds"));
+  }
+  n.memory.fresh_peak_bytes = peak_fresh;
+  const std::string ref = train.dir + "/final.safetensors";
+  const double tol = std::max(cfg.eval.restore_tolerance, 0.0);
+  Phase same{"resume", world, base + "/resume-w" + std::to_string(world), n.checkpoint.path, ref};
+  PhaseOutcome s = RunPhase(o, cfg, same, data_ranks, *launcher);
+  n.restore.push_back(CompareRestore(t, s, same, world, tol));
+  for (size_t i = 0; i < s.reports.size() && i < n.ranks.size(); ++i) {
+    n.ranks[i].memory_resumed = MemoryOf(s.reports[i]);
+    if (auto p = PeakOf(n.ranks[i].memory_resumed)) {
+      n.memory.resumed_peak_bytes = std::max(n.memory.resumed_peak_bytes.value_or(0), *p);
+    }
+  }
+  const int other = world > 1 ? 1 : (data_ranks > 1 ? data_ranks : 0);
+  std::optional<PhaseOutcome> x;
+  if (other > 0) {
+    Phase oth{"resume-other", other, base + "/resume-w" + std::to_string(other), n.checkpoint.path, ref};
+    x = RunPhase(o, cfg, oth, data_ranks, *launcher);
+    n.restore.push_back(CompareRestore(t, *x, oth, world, tol));
+  }
+  bool all_equal = true;
+  for (const NodeRestore& r : n.restore) {
+    all_equal = all_equal && r.equal;
+    std::fprintf(stderr, "pilot: node: restore %d -> %d: %s (max rel loss diff %.3g, max rel param diff %.3g)%s%s\n",
+                 r.from_world_size, r.world_size, r.equal ? "equal" : "NOT equal", r.max_rel_loss_diff,
+                 r.max_rel_param_diff, r.detail.empty() ? "" : ": ", r.detail.c_str());
+  }
+  std::fprintf(stderr, "pilot: node: %d x %.0f tok/s per rank (%s, %s), comm %.1f ms/step, %.1f ms exposed\n",
+               world, n.scaling.tokens_per_second_per_rank, n.mode.c_str(), n.comm.backend.c_str(),
+               n.comm.total_ms_per_step, n.comm.exposed_ms_per_step);
+  if (!s.ok) return fail(s, "resume");
+  if (x && !x->ok) return fail(*x, "resume-other");
+  n.status = all_equal ? "ok" : "failed";
+  return all_equal ? kExitOk : kExitFailed;
+}
+
+}  // namespace pilot::runner

@@ -1,0 +1,35 @@
+// How pilot-runner was asked to run: the parsed command line of `run` and
+// `verify` (runner/app/cli.h fills them; pilot-runner(1) documents every
+// flag). Plain values, no torch.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace pilot::runner {
+
+struct RunOptions {
+  std::string config;
+  std::string out;
+  std::string lock;
+  std::string stage = "single";
+  std::vector<std::string> sets;   // --set section.key=value
+  int overhead_steps = 0;          // --overhead-steps: instrumentation check
+  int nproc = 0;                   // --nproc: node stage processes (0 = parallel.nproc)
+  bool keep_reference = false;     // --keep-reference
+  std::string trace;               // --trace: Chrome trace of steady steps
+  int trace_steps = 3;             // --trace-steps: how many
+  // Internal (the fresh process of the restore test):
+  std::string resume_checkpoint;   // --resume-from
+  std::string reference_params;    // --reference
+};
+
+struct VerifyOptions {
+  std::string checkpoint;
+  std::string config;
+  std::string expect;  // results.json to compare with ("" = none)
+  std::vector<std::string> sets;
+  bool json = false;
+};
+
+}  // namespace pilot::runner
