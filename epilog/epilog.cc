@@ -9,11 +9,17 @@
 #include "core/atomic_file.h"
 #include "core/crypto.h"
 #include "core/strings.h"
-#include "prolog/prolog.h"
+#include "job/state_dir.h"
 #include "spank_plugin/plugin_args.h"
 
-namespace pilot::jobscript {
+namespace pilot::epilog {
 namespace {
+
+using job::CleanEnvironment;
+using job::CommandResult;
+using job::CommandSpec;
+using job::JobEnv;
+using job::RunAs;
 
 RunAs UserOf(const JobEnv& job, std::string* home) {
   RunAs as{job.uid, job.gid, job.user};
@@ -119,7 +125,7 @@ EpilogInputs GatherInputs(const Policy& policy, const JobEnv& job, const EpilogD
 }
 
 Result<EpilogReport> RunEpilog(const Policy& policy, const JobEnv& job, const EpilogDeps& deps) {
-  PILOT_RETURN_IF_ERROR(EnsureStateDir(policy.state_dir));
+  PILOT_RETURN_IF_ERROR(job::EnsureStateDir(policy.state_dir));
   EpilogReport report;
   // A job of several nodes runs its pilot on one (the batch host); the other
   // nodes' epilogs have nothing to judge and must not write a second verdict
@@ -163,4 +169,4 @@ Result<EpilogReport> RunEpilog(const Policy& policy, const JobEnv& job, const Ep
   return report;
 }
 
-}  // namespace pilot::jobscript
+}  // namespace pilot::epilog

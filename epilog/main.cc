@@ -6,13 +6,17 @@
 #include <optional>
 
 #include "epilog/epilog.h"
-#include "prolog/flags.h"
-#include "prolog/job_env.h"
+#include "job/flags.h"
+#include "job/job_env.h"
 
 namespace {
 
+using pilot::job::JobEnv;
+using pilot::job::ScriptStart;
+using pilot::job::StartScript;
+
 int Main(int argc, char** argv) {
-  using namespace pilot::jobscript;
+  using namespace pilot::epilog;
   int exit_code = 0;
   std::optional<ScriptStart> start = StartScript("pilot-epilog", "Epilog", argc, argv, &exit_code);
   if (!start) return exit_code;

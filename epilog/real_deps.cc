@@ -7,13 +7,13 @@
 #include "core/outbox.h"
 #include "epilog/epilog.h"
 
-namespace pilot::jobscript {
+namespace pilot::epilog {
 
 Result<Verdict> DecideForEpilog(const EpilogInputs& in, const Policy& policy);  // decide.cc
 
 EpilogDeps RealEpilogDeps(const Policy& site) {
   EpilogDeps d;
-  d.run = RunCommand;
+  d.run = job::RunCommand;
   d.decide = DecideForEpilog;
   d.post = [](const Policy& policy, const std::string& body, const std::string& key) {
     std::unique_ptr<HttpClient> client = NewCurlHttpClient();
@@ -39,4 +39,4 @@ EpilogDeps RealEpilogDeps(const Policy& site) {
   return d;
 }
 
-}  // namespace pilot::jobscript
+}  // namespace pilot::epilog

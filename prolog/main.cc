@@ -5,14 +5,18 @@
 #include <exception>
 #include <optional>
 
-#include "prolog/flags.h"
-#include "prolog/job_env.h"
+#include "job/flags.h"
+#include "job/job_env.h"
 #include "prolog/prolog.h"
 
 namespace {
 
+using pilot::job::JobEnv;
+using pilot::job::ScriptStart;
+using pilot::job::StartScript;
+
 int Main(int argc, char** argv) {
-  using namespace pilot::jobscript;
+  using namespace pilot::prolog;
   int exit_code = 0;
   std::optional<ScriptStart> start = StartScript("pilot-prolog", "Prolog", argc, argv, &exit_code);
   if (!start) return exit_code;

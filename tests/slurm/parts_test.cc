@@ -12,16 +12,16 @@
 #include "core/lock.h"
 #include "core/results.h"
 #include "epilog/epilog.h"
-#include "prolog/job_env.h"
+#include "job/job_env.h"
+#include "job/subprocess.h"
 #include "prolog/prolog.h"
-#include "prolog/subprocess.h"
 #include "spank_plugin/plugin_args.h"
 
 namespace pilot {
 namespace {
 
-using jobscript::CommandResult;
-using jobscript::CommandSpec;
+using job::CommandResult;
+using job::CommandSpec;
 
 TEST(PluginArgs, DefaultsAndValues) {
   auto a = spank::ParsePluginArgs({});
@@ -71,7 +71,7 @@ TEST(PluginArgs, RunnerArgv) {
   EXPECT_FALSE(spank::IsValidStage("both"));
 }
 
-jobscript::Lookup MapLookup(std::map<std::string, std::string> m) {
+job::Lookup MapLookup(std::map<std::string, std::string> m) {
   return [m](const std::string& k) -> std::optional<std::string> {
     auto it = m.find(k);
     if (it == m.end()) return std::nullopt;
@@ -85,7 +85,7 @@ TEST(JobEnv, PilotAndPlainJobs) {
       {"SLURM_JOB_GID", "1002"},    {"SLURM_JOB_USER", "alice"},
       {"SLURMD_NODENAME", "n1"},    {"SLURM_JOB_NUM_NODES", "2"},
       {"SLURM_JOB_EXIT_CODE2", "0:9"}};
-  auto plain = jobscript::ReadJobEnv(MapLookup(env));
+  auto plain = job::ReadJobEnv(MapLookup(env));
   ASSERT_TRUE(plain.ok()) << plain.status().ToString();
   EXPECT_FALSE(plain->is_pilot);
   EXPECT_EQ(plain->job_id, 17);
@@ -95,7 +95,7 @@ TEST(JobEnv, PilotAndPlainJobs) {
   env["SPANK_SLURM_PILOT_CONFIG"] = "/c/x.toml";
   env["SPANK_SLURM_PILOT_CONFIG_SHA256"] = std::string(64, 'a');
   env["SPANK_SLURM_PILOT_STAGE"] = "node";
-  auto pilot = jobscript::ReadJobEnv(MapLookup(env));
+  auto pilot = job::ReadJobEnv(MapLookup(env));
   ASSERT_TRUE(pilot.ok());
   EXPECT_TRUE(pilot->is_pilot);
   EXPECT_EQ(pilot->config_path, "/c/x.toml");
@@ -104,13 +104,13 @@ TEST(JobEnv, PilotAndPlainJobs) {
   // The option alone (config not recorded) still marks a pilot job.
   env.erase("SPANK_SLURM_PILOT_CONFIG");
   env["SPANK__SLURM_SPANK_OPTION_pilot_pilot"] = "x.toml";
-  EXPECT_TRUE(jobscript::ReadJobEnv(MapLookup(env))->is_pilot);
+  EXPECT_TRUE(job::ReadJobEnv(MapLookup(env))->is_pilot);
 }
 
 TEST(JobEnv, MissingOrBadIds) {
-  EXPECT_FALSE(jobscript::ReadJobEnv(MapLookup({{"SLURM_JOB_UID", "1"}, {"SLURM_JOB_GID", "1"}}))
+  EXPECT_FALSE(job::ReadJobEnv(MapLookup({{"SLURM_JOB_UID", "1"}, {"SLURM_JOB_GID", "1"}}))
                    .ok());
-  auto bad = jobscript::ReadJobEnv(
+  auto bad = job::ReadJobEnv(
       MapLookup({{"SLURM_JOB_ID", "12x"}, {"SLURM_JOB_UID", "1"}, {"SLURM_JOB_GID", "1"}}));
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().ToString().find("SLURM_JOB_ID: not a number"), std::string::npos);
@@ -120,7 +120,7 @@ TEST(Subprocess, OutputExitAndEnvironment) {
   CommandSpec spec;
   spec.argv = {"/bin/sh", "-c", "echo out; echo err >&2; echo $FOO; exit 3"};
   spec.env = {"FOO=bar"};
-  auto r = jobscript::RunCommand(spec);
+  auto r = job::RunCommand(spec);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->exit_code, 3);
   EXPECT_EQ(r->out, "out\nbar\n");
@@ -135,7 +135,7 @@ TEST(Subprocess, TimeoutKillsTheGroup) {
   spec.timeout_seconds = 0.3;
   spec.kill_grace_seconds = 0.2;
   auto t0 = std::chrono::steady_clock::now();
-  auto r = jobscript::RunCommand(spec);
+  auto r = job::RunCommand(spec);
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(r->timed_out);
   EXPECT_FALSE(r->Succeeded());
@@ -147,23 +147,23 @@ TEST(Subprocess, OutputCapAndExecFailure) {
   CommandSpec spec;
   spec.argv = {"/bin/sh", "-c", "head -c 100000 /dev/zero"};
   spec.max_output_bytes = 1000;
-  auto r = jobscript::RunCommand(spec);
+  auto r = job::RunCommand(spec);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->out.size(), 1000u);
   EXPECT_EQ(r->exit_code, 0);
   spec.argv = {"/nonexistent/program"};
-  r = jobscript::RunCommand(spec);
+  r = job::RunCommand(spec);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->exit_code, 127);
   spec.argv = {"relative"};
-  EXPECT_FALSE(jobscript::RunCommand(spec).ok());
+  EXPECT_FALSE(job::RunCommand(spec).ok());
 }
 
 TEST(Prolog, SeedFromJobId) {
-  EXPECT_EQ(jobscript::SeedFromJobId(42), jobscript::SeedFromJobId(42));
-  EXPECT_NE(jobscript::SeedFromJobId(42), jobscript::SeedFromJobId(43));
+  EXPECT_EQ(prolog::SeedFromJobId(42), prolog::SeedFromJobId(42));
+  EXPECT_NE(prolog::SeedFromJobId(42), prolog::SeedFromJobId(43));
   for (int64_t id : {int64_t{0}, int64_t{1}, int64_t{4242}, int64_t{4294967295}}) {
-    int64_t s = jobscript::SeedFromJobId(id);
+    int64_t s = prolog::SeedFromJobId(id);
     EXPECT_GE(s, 0);
     EXPECT_LT(s, int64_t{1} << 31);
   }
@@ -195,8 +195,8 @@ class GatherTest : public ::testing::Test {
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
   // A fake world: `cat` answers `results`, the runner answers `verify`.
-  jobscript::EpilogDeps Deps(const std::string& results, bool results_ok) {
-    jobscript::EpilogDeps d;
+  epilog::EpilogDeps Deps(const std::string& results, bool results_ok) {
+    epilog::EpilogDeps d;
     d.now_unix = [] { return int64_t{1'800'000'000}; };
     d.run = [this, results, results_ok](const CommandSpec& s) -> Result<CommandResult> {
       calls_.push_back(s);
@@ -215,12 +215,12 @@ class GatherTest : public ::testing::Test {
 
   std::string dir_;
   Policy policy_;
-  jobscript::JobEnv job_;
+  job::JobEnv job_;
   std::vector<CommandSpec> calls_;
 };
 
 TEST_F(GatherTest, MissingResultsIsTheReason) {
-  auto in = jobscript::GatherInputs(policy_, job_, Deps("", false));
+  auto in = epilog::GatherInputs(policy_, job_, Deps("", false));
   ASSERT_TRUE(in.lock) << in.lock_problem;
   EXPECT_FALSE(in.results);
   EXPECT_NE(in.results_problem.find("did not finish"), std::string::npos);
@@ -233,10 +233,10 @@ TEST_F(GatherTest, MissingResultsIsTheReason) {
 }
 
 TEST_F(GatherTest, InvalidResultsAreNotTrusted) {
-  auto in = jobscript::GatherInputs(policy_, job_, Deps("{\"schema\": 1}", true));
+  auto in = epilog::GatherInputs(policy_, job_, Deps("{\"schema\": 1}", true));
   EXPECT_FALSE(in.results);
   EXPECT_NE(in.results_problem.find("results.json is invalid"), std::string::npos);
-  in = jobscript::GatherInputs(policy_, job_,
+  in = epilog::GatherInputs(policy_, job_,
                                Deps(std::string(kResultsMaxBytes + 1, ' '), true));
   EXPECT_NE(in.results_problem.find("larger than"), std::string::npos);
 }
@@ -247,7 +247,7 @@ TEST_F(GatherTest, VerifyRunsAsTheUserWithATimeout) {
   r.single->status = "ok";
   r.single->checkpoint.path = "/ck/step-000006";
   policy_.verify_timeout_seconds = 77;
-  auto in = jobscript::GatherInputs(policy_, job_, Deps(ResultsToJson(r), true));
+  auto in = epilog::GatherInputs(policy_, job_, Deps(ResultsToJson(r), true));
   ASSERT_TRUE(in.results) << in.results_problem;
   ASSERT_EQ(calls_.size(), 2u);
   const CommandSpec& v = calls_[1];
@@ -268,26 +268,26 @@ TEST_F(GatherTest, ResolvesTheContainerTagAgain) {
   lock.container.digest = "sha256:" + std::string(64, '1');
   lock.container.pinned = "127.0.0.1:5000/pilot/tiny@" + lock.container.digest;
   ASSERT_TRUE(WriteFileAtomic(dir_ + "/jobs/7/lock.json", LockToJson(lock)).ok());
-  jobscript::EpilogDeps deps = Deps("", false);
+  epilog::EpilogDeps deps = Deps("", false);
   std::vector<std::string> asked;
   deps.resolve_digest = [&](const std::string& ref) -> Result<std::string> {
     asked.push_back(ref);
     return "sha256:" + std::string(64, '2');
   };
-  auto in = jobscript::GatherInputs(policy_, job_, deps);
+  auto in = epilog::GatherInputs(policy_, job_, deps);
   EXPECT_EQ(asked, std::vector<std::string>{"127.0.0.1:5000/pilot/tiny:v1"});
   EXPECT_EQ(in.container_digest_now, "sha256:" + std::string(64, '2'));
   deps.resolve_digest = [](const std::string&) -> Result<std::string> {
     return Status::Unavailable("127.0.0.1:5000", "connection refused");
   };
-  in = jobscript::GatherInputs(policy_, job_, deps);
+  in = epilog::GatherInputs(policy_, job_, deps);
   EXPECT_EQ(in.container_digest_now, "");
   EXPECT_NE(in.container_problem.find("connection refused"), std::string::npos);
 }
 
 TEST_F(GatherTest, MissingLockIsRecorded) {
   std::filesystem::remove(dir_ + "/jobs/7/lock.json");
-  auto in = jobscript::GatherInputs(policy_, job_, Deps("", false));
+  auto in = epilog::GatherInputs(policy_, job_, Deps("", false));
   EXPECT_FALSE(in.lock);
   EXPECT_NE(in.lock_problem.find("prolog did not pin"), std::string::npos);
 }

@@ -1,6 +1,5 @@
 // What Slurm tells a prolog or epilog about the job, read from the
-// environment slurmd gives them (prolog_slurmd / epilog_slurmd), and the
-// paths of the pilot's per-job folder.
+// environment slurmd gives them (prolog_slurmd / epilog_slurmd).
 //
 // The plugin records the submitted config in the job control environment,
 // which slurmd passes to the prolog and epilog with a SPANK_ prefix:
@@ -22,7 +21,7 @@
 #include "core/config.h"
 #include "core/status.h"
 
-namespace pilot::jobscript {
+namespace pilot::job {
 
 using Lookup = std::function<std::optional<std::string>(const std::string&)>;
 Lookup ProcessLookup();  // getenv()
@@ -57,4 +56,4 @@ Result<JobEnv> ReadJobEnv(const Lookup& env);
 LoadOptions JobConfigOptions(const JobEnv& job, const std::string& user,
                              const std::string& home);
 
-}  // namespace pilot::jobscript
+}  // namespace pilot::job

@@ -1,4 +1,4 @@
-#include "prolog/job_env.h"
+#include "job/job_env.h"
 
 #include "core/atomic_file.h"
 
@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <limits>
 
-namespace pilot::jobscript {
+namespace pilot::job {
 namespace {
 
 std::string Get(const Lookup& env, const std::string& name) {
@@ -82,4 +82,4 @@ LoadOptions JobConfigOptions(const JobEnv& job, const std::string& user,
   return lo;
 }
 
-}  // namespace pilot::jobscript
+}  // namespace pilot::job
