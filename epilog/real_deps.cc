@@ -6,6 +6,7 @@
 #include "core/oci.h"
 #include "core/outbox.h"
 #include "epilog/epilog.h"
+#include "job/state_layout.h"
 
 namespace pilot::epilog {
 
@@ -27,7 +28,7 @@ EpilogDeps RealEpilogDeps(const Policy& site) {
     return PostSigned(*client, target, body);
   };
   d.enqueue = [](const Policy& policy, int64_t job_id, const std::string& body) {
-    Outbox outbox(OutboxDir(policy.state_dir));
+    Outbox outbox(job::StateLayout(policy.state_dir).OutboxDir());
     return outbox.Enqueue(std::to_string(job_id), body);
   };
   d.now_unix = [] { return static_cast<int64_t>(std::time(nullptr)); };

@@ -22,11 +22,11 @@ Status MakeRootDir(const std::string& path, mode_t mode) {
   return Status::Ok();
 }
 
-Status EnsureStateDir(const std::string& state_dir) {
-  PILOT_RETURN_IF_ERROR(MakeRootDir(state_dir, 0755));
-  PILOT_RETURN_IF_ERROR(MakeRootDir(state_dir + "/jobs", 0755));
-  PILOT_RETURN_IF_ERROR(MakeRootDir(state_dir + "/verdicts", 0755));
-  PILOT_RETURN_IF_ERROR(MakeRootDir(state_dir + "/outbox", 0700));
+Status EnsureStateDir(const StateLayout& layout) {
+  PILOT_RETURN_IF_ERROR(MakeRootDir(layout.root(), 0755));
+  PILOT_RETURN_IF_ERROR(MakeRootDir(layout.JobsDir(), 0755));
+  PILOT_RETURN_IF_ERROR(MakeRootDir(layout.VerdictsDir(), 0755));
+  PILOT_RETURN_IF_ERROR(MakeRootDir(layout.OutboxDir(), 0700));
   return Status::Ok();
 }
 

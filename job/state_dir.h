@@ -1,8 +1,8 @@
 // Making the state directory's folders on a node (root only).
 //
 // The prolog and the epilog both start with EnsureStateDir: whichever runs
-// first on a fresh node makes the folders. The per-job folder is the
-// prolog's business.
+// first on a fresh node makes the folders, with the owners and modes
+// job/state_layout.h lists. The per-job folder is the prolog's business.
 //
 // Thread-safety: no shared state; concurrent calls race only on mkdir,
 // which either wins or finds the folder (EEXIST).
@@ -13,6 +13,7 @@
 #include <string>
 
 #include "core/status.h"
+#include "job/state_layout.h"
 
 namespace pilot::job {
 
@@ -24,6 +25,6 @@ Status MakeRootDir(const std::string& path, mode_t mode);
 
 // Makes STATE, STATE/jobs and STATE/verdicts (0755) and STATE/outbox (0700)
 // when missing, all root's. Errors as MakeRootDir's: the node is broken.
-Status EnsureStateDir(const std::string& state_dir);
+Status EnsureStateDir(const StateLayout& layout);
 
 }  // namespace pilot::job

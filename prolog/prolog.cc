@@ -21,7 +21,7 @@
 #include "core/rfc3339.h"
 #include "core/strings.h"
 #include "job/state_dir.h"
-#include "spank_plugin/plugin_args.h"
+#include "job/state_layout.h"
 
 namespace pilot::prolog {
 namespace {
@@ -135,7 +135,7 @@ class Pinner {
   }
 
   Status Run() {
-    spank::JobPaths paths = spank::PathsForJob(opts_.state_dir, job_.job_id);
+    job::JobPaths paths = job::StateLayout(opts_.state_dir).Job(job_.job_id);
     PILOT_RETURN_IF_ERROR(job::MakeRootDir(paths.dir, 0755));
     PILOT_RETURN_IF_ERROR(MakeWork(paths.work));
 
@@ -381,7 +381,7 @@ int64_t SeedFromJobId(int64_t job_id) {
 }
 
 Status RunProlog(const PrologOptions& opts, const JobEnv& job, const PrologDeps& deps) {
-  PILOT_RETURN_IF_ERROR(job::EnsureStateDir(opts.state_dir));
+  PILOT_RETURN_IF_ERROR(job::EnsureStateDir(job::StateLayout(opts.state_dir)));
   Pinner pinner(opts, job, deps);
   return pinner.Run();
 }

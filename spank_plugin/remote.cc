@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "job/state_layout.h"
 #include "spank_plugin/pilot_spank.h"
 
 namespace pilot::spank {
@@ -43,7 +44,7 @@ int RemoteTaskInitPrivileged(spank_t sp) {
   if (spank_get_item(sp, S_JOB_ID, &job_id) != ESPANK_SUCCESS) return 0;
   if (!JobEnv(sp, kEnvActive).empty()) return 0;
 
-  JobPaths paths = PathsForJob(st.args.state_dir, job_id);
+  job::JobPaths paths = job::StateLayout(st.args.state_dir).Job(job_id);
   struct stat sb {};
   if (stat(paths.lock.c_str(), &sb) != 0) return 0;  // not a pilot job
 
