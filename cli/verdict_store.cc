@@ -7,13 +7,14 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "job/env_names.h"
 #include "job/state_layout.h"
 
 namespace pilot::cli {
 
 Result<Policy> LoadCliPolicy(const std::string& flag_value) {
   if (!flag_value.empty()) return LoadPolicy(flag_value);
-  if (const char* env = std::getenv("PILOT_POLICY"); env != nullptr && *env != '\0') {
+  if (const char* env = std::getenv(job::kUserPolicy); env != nullptr && *env != '\0') {
     return LoadPolicy(env);
   }
   return LoadPolicy(DefaultPolicyPath(), /*missing_ok=*/true);

@@ -2,11 +2,10 @@
 // environment slurmd gives them (prolog_slurmd / epilog_slurmd).
 //
 // The plugin records the submitted config in the job control environment,
-// which slurmd passes to the prolog and epilog with a SPANK_ prefix:
-//   SPANK_SLURM_PILOT_CONFIG, SPANK_SLURM_PILOT_CONFIG_SHA256,
-//   SPANK_SLURM_PILOT_STAGE, SPANK_SLURM_PILOT_OUT
-// and Slurm forwards the option itself as
-//   SPANK__SLURM_SPANK_OPTION_pilot_pilot.
+// which slurmd passes to the prolog and epilog with a SPANK_ prefix
+// (SPANK_SLURM_PILOT_CONFIG, ..._CONFIG_SHA256, ..._STAGE, ..._OUT), and
+// Slurm forwards the option itself (SPANK__SLURM_SPANK_OPTION_pilot_pilot);
+// job/env_names.h holds the names.
 //
 // Thread-safety: pure functions over a lookup.
 #pragma once
