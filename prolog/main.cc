@@ -39,12 +39,16 @@ int Main(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A throw that escaped would end the program with a signal, and a failing
+  // prolog drains the node. Every bug exits 0 instead: without a lock the
+  // epilog issues NO-GO for the job (pilot-prolog(8)).
   try {
     return Main(argc, argv);
   } catch (const std::exception& e) {
-    // A bug here must not drain the node; without a lock the epilog
-    // issues NO-GO for the job.
     std::fprintf(stderr, "pilot: prolog: internal error: %s\n", e.what());
+  } catch (...) {
+    // Not a std::exception (a thrown int, a foreign library's type).
+    std::fprintf(stderr, "pilot: prolog: internal error: unknown exception\n");
   }
   return 0;
 }
