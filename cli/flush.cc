@@ -6,6 +6,7 @@
 #include "core/crypto.h"
 #include "core/http.h"
 #include "core/outbox.h"
+#include "job/state_layout.h"
 
 namespace pilot::cli {
 
@@ -43,7 +44,7 @@ int RunFlush(const Invocation& inv) {
   target.http.total_timeout = std::chrono::seconds(policy->notify_timeout_seconds);
   target.retry.retries = policy->notify_retries;
   std::unique_ptr<HttpClient> client = NewCurlHttpClient();
-  Outbox outbox(OutboxDir(policy->state_dir));
+  Outbox outbox(job::StateLayout(policy->state_dir).OutboxDir());
   Result<Outbox::FlushReport> report =
       outbox.Flush([&](const std::string& body) { return PostSigned(*client, target, body); });
   if (!report.ok()) {

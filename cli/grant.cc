@@ -14,6 +14,7 @@
 #include "cli/verdict_store.h"
 #include "core/atomic_file.h"
 #include "core/crypto.h"
+#include "job/state_layout.h"
 
 namespace pilot::cli {
 namespace {
@@ -75,11 +76,12 @@ int RunGrant(const Invocation& inv) {
   if (!vm.count("job")) return UsageError(inv, "expected a JOBID");
   if (!vm.count("nodes")) return UsageError(inv, "--nodes is required");
   const std::string id = vm["job"].as<std::string>();
-  if (id.empty() || id.size() > 12 || id.find_first_not_of("0123456789") != std::string::npos) {
+  const std::optional<int64_t> job_id = job::StateLayout::ParseJobId(id);
+  if (!job_id) {
     return UsageError(inv, "JOBID must be a number, got '" + id + "'");
   }
   GrantRequest req;
-  req.job_id = std::stoll(id);
+  req.job_id = *job_id;
   req.nodes = vm["nodes"].as<int>();
   req.partition = vm["partition"].as<std::string>();
   req.start = vm["start"].as<std::string>();
@@ -108,7 +110,8 @@ int RunGrant(const Invocation& inv) {
     inv.err << policy.status().ToString() << "\n";
     return kExitUsage;
   }
-  const std::string path = VerdictPath(policy->state_dir, req.job_id);
+  const job::StateLayout layout(policy->state_dir);
+  const std::string path = layout.VerdictFile(req.job_id);
   Result<Verdict> v = ReadVerdict(path);
   if (!v.ok()) {
     inv.err << v.status().ToString() << "\n";
@@ -122,7 +125,7 @@ int RunGrant(const Invocation& inv) {
   }
   const int64_t now = static_cast<int64_t>(std::time(nullptr));
   std::vector<std::string> why = GrantRefusals(*v, sig, req, now);
-  const std::string record = policy->state_dir + "/grants/" + id + ".json";
+  const std::string record = layout.GrantFile(req.job_id);
   struct stat st {};
   if (stat(record.c_str(), &st) == 0) {
     why.push_back("job " + id + " was already granted (" + record + ")");
@@ -150,7 +153,7 @@ int RunGrant(const Invocation& inv) {
             << "\n";
     return kExitScontrol;
   }
-  mkdir((policy->state_dir + "/grants").c_str(), 0755);
+  mkdir(layout.GrantsDir().c_str(), 0755);
   Status s = WriteFileAtomic(record, GrantRecordJson(*v, req, CallerName(), now), 0644);
   if (!s.ok()) {
     inv.err << s.ToString() << "\n"

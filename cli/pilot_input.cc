@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "cli/verdict_store.h"
+#include "job/state_layout.h"
 
 namespace pilot::cli {
 
@@ -17,14 +18,15 @@ Result<PilotInput> LoadPilotInput(const std::string& source, const std::string& 
   in.catalog = std::move(cat).value();
 
   std::string config_path = config_flag;
-  const bool is_job = !source.empty() && source.size() <= 12 &&
-                      source.find_first_not_of("0123456789") == std::string::npos;
+  const std::optional<int64_t> job_id = job::StateLayout::ParseJobId(source);
+  const bool is_job = job_id.has_value();
   if (is_job) {
-    const std::string dir = in.policy.state_dir + "/jobs/" + source;
+    const job::StateLayout layout(in.policy.state_dir);
+    const job::JobPaths paths = layout.Job(*job_id);
     in.label = "job " + source;
-    in.results_path = dir + "/work/results.json";
-    if (config_path.empty()) config_path = dir + "/config.toml";
-    Result<Verdict> v = ReadVerdict(VerdictPath(in.policy.state_dir, std::stoll(source)));
+    in.results_path = job::StateLayout::ResultsIn(paths.work);
+    if (config_path.empty()) config_path = paths.config;
+    Result<Verdict> v = ReadVerdict(layout.VerdictFile(*job_id));
     if (v.ok()) in.verdict = std::move(v).value();
   } else {
     in.label = source;

@@ -10,6 +10,7 @@
 #include "core/crypto.h"
 #include "core/strings.h"
 #include "core/verdict.h"
+#include "job/state_layout.h"
 
 namespace pilot::cli {
 namespace {
@@ -99,14 +100,14 @@ int RunVerdict(const Invocation& inv) {
   Store store;
   if (auto rc = OpenStore(inv, vm["policy"].as<std::string>(), &store)) return *rc;
   const std::vector<StoredVerdict>& all = store.verdicts;
+  const job::StateLayout layout(store.policy.state_dir);
   const StoredVerdict* found = nullptr;
   std::string path;
   if (vm.count("job")) {
     const std::string id = vm["job"].as<std::string>();
-    if (id.empty() || id.size() > 12 || id.find_first_not_of("0123456789") != std::string::npos) {
-      return UsageError(inv, "JOBID must be a number, got " + Quote(id));
-    }
-    path = VerdictPath(store.policy.state_dir, std::stoll(id));
+    const std::optional<int64_t> job_id = job::StateLayout::ParseJobId(id);
+    if (!job_id) return UsageError(inv, "JOBID must be a number, got " + Quote(id));
+    path = layout.VerdictFile(*job_id);
     for (const StoredVerdict& sv : all) {
       if (sv.path == path) found = &sv;
     }
@@ -115,7 +116,7 @@ int RunVerdict(const Invocation& inv) {
       Result<Verdict> v = ReadVerdict(path);
       Status s = v.ok() ? Status::NotFound(path) : v.status();
       if (s.code() == Code::kNotFound) {
-        s = Status::NotFound("job " + id, "no verdict in " + store.policy.state_dir + "/verdicts")
+        s = Status::NotFound("job " + id, "no verdict in " + layout.VerdictsDir())
                 .WithHint("the epilog writes it when the pilot job ends; see 'pilot list'");
       }
       inv.err << s.ToString() << "\n";
@@ -127,8 +128,8 @@ int RunVerdict(const Invocation& inv) {
       if (sv.verdict.job.user == me) found = &sv;
     }
     if (found == nullptr) {
-      inv.err << Status::NotFound("verdict", "no verdict of user " + me + " in " +
-                                                 store.policy.state_dir + "/verdicts")
+      inv.err << Status::NotFound("verdict",
+                                  "no verdict of user " + me + " in " + layout.VerdictsDir())
                      .WithHint("pass a JOBID, or see 'pilot list'")
                      .ToString()
               << "\n";

@@ -7,13 +7,14 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "core/strings.h"
+#include "job/env_names.h"
+#include "job/state_layout.h"
 
 namespace pilot::cli {
 
 Result<Policy> LoadCliPolicy(const std::string& flag_value) {
   if (!flag_value.empty()) return LoadPolicy(flag_value);
-  if (const char* env = std::getenv("PILOT_POLICY"); env != nullptr && *env != '\0') {
+  if (const char* env = std::getenv(job::kUserPolicy); env != nullptr && *env != '\0') {
     return LoadPolicy(env);
   }
   return LoadPolicy(DefaultPolicyPath(), /*missing_ok=*/true);
@@ -35,32 +36,25 @@ std::optional<int> OpenStore(const Invocation& inv, const std::string& policy_fl
   return std::nullopt;
 }
 
-std::string VerdictPath(const std::string& state_dir, int64_t job_id) {
-  return state_dir + "/verdicts/" + std::to_string(job_id) + ".json";
-}
-
 Result<std::vector<StoredVerdict>> ListStoredVerdicts(const std::string& state_dir,
                                                       std::vector<std::string>* skipped) {
   namespace fs = std::filesystem;
   std::vector<StoredVerdict> out;
-  const fs::path dir = fs::path(state_dir) / "verdicts";
+  const fs::path dir = job::StateLayout(state_dir).VerdictsDir();
   std::error_code ec;
   if (!fs::exists(dir, ec)) return out;
   fs::directory_iterator it(dir, ec);
   if (ec) return Status::IoError(dir.string(), ec.message());
   for (const fs::directory_entry& e : it) {
-    const std::string name = e.path().filename().string();
-    if (!EndsWith(name, ".json")) continue;
-    const std::string stem = name.substr(0, name.size() - 5);
-    if (stem.empty() || !std::all_of(stem.begin(), stem.end(), ::isdigit) || stem.size() > 12) {
-      continue;
-    }
+    const std::optional<int64_t> job_id =
+        job::StateLayout::JobOfVerdictFile(e.path().filename().string());
+    if (!job_id) continue;
     Result<Verdict> v = ReadVerdict(e.path().string());
     if (!v.ok()) {
       if (skipped != nullptr) skipped->push_back(v.status().Message());
       continue;
     }
-    out.push_back({std::stoll(stem), e.path().string(), std::move(v).value()});
+    out.push_back({*job_id, e.path().string(), std::move(v).value()});
   }
   std::sort(out.begin(), out.end(),
             [](const StoredVerdict& a, const StoredVerdict& b) { return a.job_id < b.job_id; });

@@ -43,9 +43,6 @@ struct Store {
 // (the policy) or kExitNo (the store cannot be listed).
 std::optional<int> OpenStore(const Invocation& inv, const std::string& policy_flag, Store* out);
 
-// STATE/verdicts/JOBID.json
-std::string VerdictPath(const std::string& state_dir, int64_t job_id);
-
 // The calling user's name (from the real uid).
 std::string CallerName();
 

@@ -26,8 +26,6 @@ bool ValidName(const std::string& s) {
 
 }  // namespace
 
-std::string OutboxDir(const std::string& state_dir) { return state_dir + "/outbox"; }
-
 Outbox::Outbox(std::string dir, FileOps& fs) : dir_(std::move(dir)), fs_(&fs) {}
 
 Status Outbox::Enqueue(const std::string& name, const std::string& body) {

@@ -1,9 +1,9 @@
 // The outbox: verdicts that could not be posted, kept until `pilot flush`.
 //
-// Each queued verdict is one file <state_dir>/outbox/<name>.json (mode
-// 0600, written atomically), holding exactly the body to POST. Flushing
-// posts each file in name order, removes it on success and keeps it on
-// failure, so nothing is lost when the receiver is down.
+// Each queued verdict is one file DIR/<name>.json (mode 0600, written
+// atomically), holding exactly the body to POST. Flushing posts each file in
+// name order, removes it on success and keeps it on failure, so nothing is
+// lost when the receiver is down.
 //
 // Thread-safety: an Outbox holds only paths; concurrent Flush() calls may
 // post a file twice (the receiver should treat posts as idempotent per
@@ -22,7 +22,9 @@ namespace pilot {
 
 class Outbox {
  public:
-  // `dir` is the outbox directory (usually OutboxDir(policy.state_dir)).
+  // `dir` is the outbox directory. Where it lies is the callers' business
+  // (the state directory's layout, job/state_layout.h); core does not
+  // know it.
   explicit Outbox(std::string dir, FileOps& fs = RealFileOps());
 
   const std::string& dir() const { return dir_; }
@@ -49,9 +51,6 @@ class Outbox {
   std::string dir_;
   FileOps* fs_;
 };
-
-// <state_dir>/outbox
-std::string OutboxDir(const std::string& state_dir);
 
 // Everything needed to deliver a verdict body to the site's receiver.
 struct NotifyTarget {

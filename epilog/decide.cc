@@ -7,7 +7,7 @@
 #include "core/verify_report.h"
 #include "epilog/epilog.h"
 
-namespace pilot::jobscript {
+namespace pilot::epilog {
 
 Result<Verdict> DecideForEpilog(const EpilogInputs& in, const Policy& policy) {
   DecideInput d;
@@ -30,10 +30,10 @@ Result<Verdict> DecideForEpilog(const EpilogInputs& in, const Policy& policy) {
   if (text.ok()) {
     std::string home;
     if (struct passwd* pw = getpwuid(in.job.uid)) home = pw->pw_dir;
-    JobEnv job = in.job;
+    job::JobEnv job = in.job;
     if (job.config_path.empty()) job.config_path = in.config_copy;
-    Result<Config> cfg = ParseConfig(*text, job.config_path,
-                                     JobConfigOptions(job, d.lock.job.user, home));
+    Result<Config> cfg =
+        ParseConfig(*text, job.config_path, job::JobConfigOptions(job, d.lock.job.user, home));
     if (cfg.ok()) {
       d.config = std::move(cfg).value();
     } else {
@@ -71,4 +71,4 @@ Result<Verdict> DecideForEpilog(const EpilogInputs& in, const Policy& policy) {
   return Decide(d, policy, catalog, in.now_unix);
 }
 
-}  // namespace pilot::jobscript
+}  // namespace pilot::epilog

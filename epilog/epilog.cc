@@ -9,11 +9,18 @@
 #include "core/atomic_file.h"
 #include "core/crypto.h"
 #include "core/strings.h"
-#include "prolog/prolog.h"
-#include "spank_plugin/plugin_args.h"
+#include "job/state_dir.h"
+#include "job/state_layout.h"
 
-namespace pilot::jobscript {
+namespace pilot::epilog {
 namespace {
+
+using job::CleanEnvironment;
+using job::CommandResult;
+using job::CommandSpec;
+using job::JobEnv;
+using job::RunAs;
+using job::StateLayout;
 
 RunAs UserOf(const JobEnv& job, std::string* home) {
   RunAs as{job.uid, job.gid, job.user};
@@ -38,7 +45,7 @@ EpilogInputs GatherInputs(const Policy& policy, const JobEnv& job, const EpilogD
   EpilogInputs in;
   in.job = job;
   in.now_unix = deps.now_unix();
-  spank::JobPaths paths = spank::PathsForJob(policy.state_dir, job.job_id);
+  job::JobPaths paths = StateLayout(policy.state_dir).Job(job.job_id);
   in.config_copy = paths.config;
 
   Result<Lock> lock = ReadLock(paths.lock);
@@ -52,7 +59,7 @@ EpilogInputs GatherInputs(const Policy& policy, const JobEnv& job, const EpilogD
   std::string home;
   RunAs as = UserOf(job, &home);
   std::string out = job.out.empty() ? paths.work : job.out;
-  in.results_path = out + "/results.json";
+  in.results_path = StateLayout::ResultsIn(out);
   std::string why_ended = job.exit_code.empty() ? "" : " (job exit " + job.exit_code + ")";
 
   // results.json is the user's file: read it with the user's rights.
@@ -119,14 +126,15 @@ EpilogInputs GatherInputs(const Policy& policy, const JobEnv& job, const EpilogD
 }
 
 Result<EpilogReport> RunEpilog(const Policy& policy, const JobEnv& job, const EpilogDeps& deps) {
-  PILOT_RETURN_IF_ERROR(EnsureStateDir(policy.state_dir));
+  const StateLayout layout(policy.state_dir);
+  PILOT_RETURN_IF_ERROR(job::EnsureStateDir(layout));
   EpilogReport report;
   // A job of several nodes runs its pilot on one (the batch host); the other
   // nodes' epilogs have nothing to judge and must not write a second verdict
   // into a shared state folder.
-  spank::JobPaths paths = spank::PathsForJob(policy.state_dir, job.job_id);
+  const std::string started = layout.Job(job.job_id).started;
   struct stat sb {};
-  if (job.nodes > 1 && stat(paths.started.c_str(), &sb) != 0) {
+  if (job.nodes > 1 && stat(started.c_str(), &sb) != 0) {
     report.note = "the pilot did not run on this node";
     report.skipped = true;
     return report;
@@ -145,7 +153,7 @@ Result<EpilogReport> RunEpilog(const Policy& policy, const JobEnv& job, const Ep
     report.note = "verdict not signed: " + key.status().Message();
   }
   std::string body = VerdictToJson(v);
-  report.verdict_path = policy.state_dir + "/verdicts/" + std::to_string(job.job_id) + ".json";
+  report.verdict_path = layout.VerdictFile(job.job_id);
   PILOT_RETURN_IF_ERROR(WriteFileAtomic(report.verdict_path, body, 0644));
 
   if (!policy.notify_url.empty()) {
@@ -163,4 +171,4 @@ Result<EpilogReport> RunEpilog(const Policy& policy, const JobEnv& job, const Ep
   return report;
 }
 
-}  // namespace pilot::jobscript
+}  // namespace pilot::epilog

@@ -35,14 +35,14 @@
 #include "core/results.h"
 #include "core/status.h"
 #include "core/verdict.h"
-#include "prolog/job_env.h"
-#include "prolog/subprocess.h"
+#include "job/job_env.h"
+#include "job/subprocess.h"
 
-namespace pilot::jobscript {
+namespace pilot::epilog {
 
 // What the epilog learned about the job, handed to the decision.
 struct EpilogInputs {
-  JobEnv job;
+  job::JobEnv job;
   std::optional<Lock> lock;
   std::string lock_problem;      // why `lock` is missing
   std::optional<Results> results;
@@ -62,7 +62,7 @@ struct EpilogInputs {
 };
 
 struct EpilogDeps {
-  std::function<Result<CommandResult>(const CommandSpec&)> run = RunCommand;
+  std::function<Result<job::CommandResult>(const job::CommandSpec&)> run = job::RunCommand;
   // The decision (core::Decide and the site's catalog behind it).
   std::function<Result<Verdict>(const EpilogInputs&, const Policy&)> decide;
   // POSTs body to policy.notify_url, signed for the receiver with `key`
@@ -89,9 +89,10 @@ struct EpilogReport {
 
 // REQUIRES: job.is_pilot; root. Errors: kIoError/kPermission when the
 // verdict cannot be stored (the node is broken).
-Result<EpilogReport> RunEpilog(const Policy& policy, const JobEnv& job, const EpilogDeps& deps);
+Result<EpilogReport> RunEpilog(const Policy& policy, const job::JobEnv& job,
+                               const EpilogDeps& deps);
 
 // Gathers EpilogInputs (steps 1-3 above) without deciding.
-EpilogInputs GatherInputs(const Policy& policy, const JobEnv& job, const EpilogDeps& deps);
+EpilogInputs GatherInputs(const Policy& policy, const job::JobEnv& job, const EpilogDeps& deps);
 
-}  // namespace pilot::jobscript
+}  // namespace pilot::epilog

@@ -6,13 +6,17 @@
 #include <optional>
 
 #include "epilog/epilog.h"
-#include "prolog/flags.h"
-#include "prolog/job_env.h"
+#include "job/flags.h"
+#include "job/job_env.h"
 
 namespace {
 
+using pilot::job::JobEnv;
+using pilot::job::ScriptStart;
+using pilot::job::StartScript;
+
 int Main(int argc, char** argv) {
-  using namespace pilot::jobscript;
+  using namespace pilot::epilog;
   int exit_code = 0;
   std::optional<ScriptStart> start = StartScript("pilot-epilog", "Epilog", argc, argv, &exit_code);
   if (!start) return exit_code;
@@ -40,11 +44,16 @@ int Main(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A throw that escaped would end the program with a signal, and a failing
+  // epilog drains the node. Every bug exits 0 instead: the job is left
+  // without a verdict, which no `pilot grant` accepts (pilot-epilog(8)).
   try {
     return Main(argc, argv);
   } catch (const std::exception& e) {
-    // A bug must not drain the node.
     std::fprintf(stderr, "pilot: epilog: internal error: %s\n", e.what());
+  } catch (...) {
+    // Not a std::exception (a thrown int, a foreign library's type).
+    std::fprintf(stderr, "pilot: epilog: internal error: unknown exception\n");
   }
   return 0;
 }

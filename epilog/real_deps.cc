@@ -6,14 +6,15 @@
 #include "core/oci.h"
 #include "core/outbox.h"
 #include "epilog/epilog.h"
+#include "job/state_layout.h"
 
-namespace pilot::jobscript {
+namespace pilot::epilog {
 
 Result<Verdict> DecideForEpilog(const EpilogInputs& in, const Policy& policy);  // decide.cc
 
 EpilogDeps RealEpilogDeps(const Policy& site) {
   EpilogDeps d;
-  d.run = RunCommand;
+  d.run = job::RunCommand;
   d.decide = DecideForEpilog;
   d.post = [](const Policy& policy, const std::string& body, const std::string& key) {
     std::unique_ptr<HttpClient> client = NewCurlHttpClient();
@@ -27,7 +28,7 @@ EpilogDeps RealEpilogDeps(const Policy& site) {
     return PostSigned(*client, target, body);
   };
   d.enqueue = [](const Policy& policy, int64_t job_id, const std::string& body) {
-    Outbox outbox(OutboxDir(policy.state_dir));
+    Outbox outbox(job::StateLayout(policy.state_dir).OutboxDir());
     return outbox.Enqueue(std::to_string(job_id), body);
   };
   d.now_unix = [] { return static_cast<int64_t>(std::time(nullptr)); };
@@ -39,4 +40,4 @@ EpilogDeps RealEpilogDeps(const Policy& site) {
   return d;
 }
 
-}  // namespace pilot::jobscript
+}  // namespace pilot::epilog

@@ -5,14 +5,18 @@
 #include <exception>
 #include <optional>
 
-#include "prolog/flags.h"
-#include "prolog/job_env.h"
+#include "job/flags.h"
+#include "job/job_env.h"
 #include "prolog/prolog.h"
 
 namespace {
 
+using pilot::job::JobEnv;
+using pilot::job::ScriptStart;
+using pilot::job::StartScript;
+
 int Main(int argc, char** argv) {
-  using namespace pilot::jobscript;
+  using namespace pilot::prolog;
   int exit_code = 0;
   std::optional<ScriptStart> start = StartScript("pilot-prolog", "Prolog", argc, argv, &exit_code);
   if (!start) return exit_code;
@@ -35,12 +39,16 @@ int Main(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A throw that escaped would end the program with a signal, and a failing
+  // prolog drains the node. Every bug exits 0 instead: without a lock the
+  // epilog issues NO-GO for the job (pilot-prolog(8)).
   try {
     return Main(argc, argv);
   } catch (const std::exception& e) {
-    // A bug here must not drain the node; without a lock the epilog
-    // issues NO-GO for the job.
     std::fprintf(stderr, "pilot: prolog: internal error: %s\n", e.what());
+  } catch (...) {
+    // Not a std::exception (a thrown int, a foreign library's type).
+    std::fprintf(stderr, "pilot: prolog: internal error: unknown exception\n");
   }
   return 0;
 }

@@ -20,24 +20,18 @@
 #include "core/json_util.h"
 #include "core/rfc3339.h"
 #include "core/strings.h"
-#include "spank_plugin/plugin_args.h"
+#include "job/state_dir.h"
+#include "job/state_layout.h"
 
-namespace pilot::jobscript {
+namespace pilot::prolog {
 namespace {
 
-Status MakeDir(const std::string& path, mode_t mode) {
-  if (mkdir(path.c_str(), mode) != 0 && errno != EEXIST) {
-    return Status::IoError(path, std::string("mkdir: ") + std::strerror(errno));
-  }
-  struct stat sb {};
-  if (lstat(path.c_str(), &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-    return Status::IoError(path, "not a directory");
-  }
-  if (chown(path.c_str(), 0, 0) != 0 || chmod(path.c_str(), mode) != 0) {
-    return Status::Permission(path, std::string("chown/chmod: ") + std::strerror(errno));
-  }
-  return Status::Ok();
-}
+using job::CleanEnvironment;
+using job::CommandResult;
+using job::CommandSpec;
+using job::FindExecutable;
+using job::JobEnv;
+using job::RunAs;
 
 // Everything the prolog needs about the user, resolved once.
 struct User {
@@ -141,8 +135,8 @@ class Pinner {
   }
 
   Status Run() {
-    spank::JobPaths paths = spank::PathsForJob(opts_.state_dir, job_.job_id);
-    PILOT_RETURN_IF_ERROR(MakeDir(paths.dir, 0755));
+    job::JobPaths paths = job::StateLayout(opts_.state_dir).Job(job_.job_id);
+    PILOT_RETURN_IF_ERROR(job::MakeRootDir(paths.dir, 0755));
     PILOT_RETURN_IF_ERROR(MakeWork(paths.work));
 
     lock_.job.id = job_.job_id;
@@ -213,7 +207,7 @@ class Pinner {
                   lock_.config.sha256_submitted.substr(0, 12) + "... at submit, " +
                   lock_.config.sha256_copied.substr(0, 12) + "... at start)");
     }
-    LoadOptions lo = JobConfigOptions(job_, user_.as.user, user_.home);
+    LoadOptions lo = job::JobConfigOptions(job_, user_.as.user, user_.home);
     Result<Config> cfg = ParseConfig(*text, job_.config_path, lo);
     if (!cfg.ok()) {
       Problem("config_invalid", cfg.status().Message());
@@ -386,18 +380,10 @@ int64_t SeedFromJobId(int64_t job_id) {
   return static_cast<int64_t>(x & 0x7FFFFFFFull);
 }
 
-Status EnsureStateDir(const std::string& state_dir) {
-  PILOT_RETURN_IF_ERROR(MakeDir(state_dir, 0755));
-  PILOT_RETURN_IF_ERROR(MakeDir(state_dir + "/jobs", 0755));
-  PILOT_RETURN_IF_ERROR(MakeDir(state_dir + "/verdicts", 0755));
-  PILOT_RETURN_IF_ERROR(MakeDir(state_dir + "/outbox", 0700));
-  return Status::Ok();
-}
-
 Status RunProlog(const PrologOptions& opts, const JobEnv& job, const PrologDeps& deps) {
-  PILOT_RETURN_IF_ERROR(EnsureStateDir(opts.state_dir));
+  PILOT_RETURN_IF_ERROR(job::EnsureStateDir(job::StateLayout(opts.state_dir)));
   Pinner pinner(opts, job, deps);
   return pinner.Run();
 }
 
-}  // namespace pilot::jobscript
+}  // namespace pilot::prolog

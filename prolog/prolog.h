@@ -35,10 +35,10 @@
 #include "core/oci.h"
 #include "core/policy.h"
 #include "core/status.h"
-#include "prolog/job_env.h"
-#include "prolog/subprocess.h"
+#include "job/job_env.h"
+#include "job/subprocess.h"
 
-namespace pilot::jobscript {
+namespace pilot::prolog {
 
 struct PrologOptions {
   std::string state_dir = "/var/lib/slurm-pilot";
@@ -56,22 +56,18 @@ struct PrologOptions {
 struct PrologDeps {
   // Registry reference "host/repo:tag" -> digest and pinned reference.
   std::function<Result<ResolvedImage>(const std::string& reference)> resolve_image;
-  std::function<Result<CommandResult>(const CommandSpec&)> run = RunCommand;
+  std::function<Result<job::CommandResult>(const job::CommandSpec&)> run = job::RunCommand;
   std::function<int64_t()> now_unix;
 };
 // Real helpers; the registry lookup follows the policy's [registry] settings.
 PrologDeps RealPrologDeps(const Policy& policy);
 
-// Creates STATE/{jobs,verdicts,outbox} when missing (root, 0755/0755/0700).
-// Errors: kIoError / kPermission (the node is broken).
-Status EnsureStateDir(const std::string& state_dir);
-
 // Pins a pilot job and writes its lock.json. See the file comment.
 // REQUIRES: job.is_pilot; running as root.
-Status RunProlog(const PrologOptions& opts, const JobEnv& job, const PrologDeps& deps);
+Status RunProlog(const PrologOptions& opts, const job::JobEnv& job, const PrologDeps& deps);
 
 // The seed used when the config leaves training.seed at -1: a mix of the
 // job id into [0, 2^31).
 int64_t SeedFromJobId(int64_t job_id);
 
-}  // namespace pilot::jobscript
+}  // namespace pilot::prolog

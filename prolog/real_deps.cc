@@ -6,11 +6,11 @@
 #include "core/oci.h"
 #include "prolog/prolog.h"
 
-namespace pilot::jobscript {
+namespace pilot::prolog {
 
 PrologDeps RealPrologDeps(const Policy& policy) {
   PrologDeps d;
-  d.run = RunCommand;
+  d.run = job::RunCommand;
   d.now_unix = [] { return static_cast<int64_t>(std::time(nullptr)); };
   const OciOptions oci = OciOptionsFrom(policy.registry);
   d.resolve_image = [oci](const std::string& reference) {
@@ -20,4 +20,4 @@ PrologDeps RealPrologDeps(const Policy& policy) {
   return d;
 }
 
-}  // namespace pilot::jobscript
+}  // namespace pilot::prolog

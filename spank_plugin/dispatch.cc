@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "job/env_names.h"
 #include "spank_plugin/impl_api.h"
 
 // A const object at namespace scope has internal linkage in C++; declaring
@@ -186,8 +187,8 @@ extern "C" int slurm_spank_init_post_opt(spank_t sp, int, char**) {
   spank_context_t ctx = spank_context();
   if (ctx != S_CTX_LOCAL && ctx != S_CTX_ALLOCATOR) return 0;
   // Inside a running pilot nothing is validated or started again.
-  if (std::getenv("SLURM_PILOT_ACTIVE") != nullptr) return 0;
-  const char* env = std::getenv("PILOT_CONFIG");
+  if (std::getenv(pilot::job::kEnvActive) != nullptr) return 0;
+  const char* env = std::getenv(pilot::job::kUserConfig);
   if (!g_config_given && (env == nullptr || *env == '\0')) return 0;  // no pilot: done
   if (!LoadImpl(sp, g_ac, g_av)) return -1;
   return Forward(sp, "pilot_impl_submit");

@@ -17,6 +17,7 @@ extern "C" {
 
 #include <string>
 
+#include "job/env_names.h"
 #include "spank_plugin/plugin_args.h"
 
 namespace pilot::spank {
@@ -50,14 +51,5 @@ int SubmitInitPostOpt(spank_t sp);
 // then (as the user) exec the runner in its place.
 int RemoteTaskInitPrivileged(spank_t sp);
 int RemoteTaskInit(spank_t sp);
-
-// Environment names shared with the prolog, the epilog and the runner.
-inline constexpr const char* kEnvConfig = "SLURM_PILOT_CONFIG";
-inline constexpr const char* kEnvConfigSha = "SLURM_PILOT_CONFIG_SHA256";
-inline constexpr const char* kEnvStage = "SLURM_PILOT_STAGE";
-inline constexpr const char* kEnvOut = "SLURM_PILOT_OUT";
-// Set in the runner's environment: any srun/sbatch started from inside a
-// running pilot sees it and does not start another pilot.
-inline constexpr const char* kEnvActive = "SLURM_PILOT_ACTIVE";
 
 }  // namespace pilot::spank

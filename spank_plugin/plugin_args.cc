@@ -1,6 +1,7 @@
 #include "spank_plugin/plugin_args.h"
 
 #include "core/strings.h"
+#include "job/state_layout.h"
 
 namespace pilot::spank {
 
@@ -40,19 +41,9 @@ bool IsValidStage(const std::string& stage) {
   return stage == "single" || stage == "node" || stage == "all";
 }
 
-JobPaths PathsForJob(const std::string& state_dir, unsigned long job_id) {
-  JobPaths p;
-  p.dir = state_dir + "/jobs/" + std::to_string(job_id);
-  p.config = p.dir + "/config.toml";
-  p.lock = p.dir + "/lock.json";
-  p.work = p.dir + "/work";
-  p.started = p.dir + "/runner.started";
-  return p;
-}
-
 std::vector<std::string> RunnerArgv(const PluginArgs& args, const PilotRequest& request,
                                     unsigned long job_id) {
-  JobPaths p = PathsForJob(args.state_dir, job_id);
+  job::JobPaths p = job::StateLayout(args.state_dir).Job(static_cast<int64_t>(job_id));
   return {args.runner, "run",   "--config", p.config,
           "--lock",    p.lock,  "--out",    request.out.empty() ? p.work : request.out,
           "--stage",   request.stage};

@@ -1,6 +1,7 @@
 // The SPANK plugin's pure parts: plugstack.conf arguments, the pilot options
 // a job carries, and the runner command line the batch step is replaced
 // with. No Slurm header here, so unit tests can link this without Slurm.
+// Only the plugin's implementation (spank_pilot_impl.so) links it.
 //
 // Thread-safety: pure functions over values.
 #pragma once
@@ -42,21 +43,10 @@ struct PilotRequest {
   std::string out;             // "" = the job's work folder
 };
 
-// The per-job folder layout under state_dir (shared with the prolog and
-// epilog, which include this header).
-struct JobPaths {
-  std::string dir;        // STATE/jobs/JOBID            (root, 0755)
-  std::string config;     // DIR/config.toml             (copy, root, 0644)
-  std::string lock;       // DIR/lock.json               (root, 0644)
-  std::string work;       // DIR/work                    (the user, 0700)
-  std::string started;    // DIR/runner.started          (root, first step)
-};
-JobPaths PathsForJob(const std::string& state_dir, unsigned long job_id);
-
 // The runner command that replaces the pilot job's first task:
-//   RUNNER run --config DIR/config.toml --lock DIR/lock.json --out OUT
-//          --stage STAGE
-// where OUT is request.out or the job's work folder.
+//   RUNNER run --config CONFIG --lock LOCK --out OUT --stage STAGE
+// with the job's copy of the config, its lock and, unless request.out is
+// given, its work folder (job/state_layout.h).
 std::vector<std::string> RunnerArgv(const PluginArgs& args, const PilotRequest& request,
                                     unsigned long job_id);
 

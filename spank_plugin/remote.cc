@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "job/state_layout.h"
 #include "spank_plugin/pilot_spank.h"
 
 namespace pilot::spank {
@@ -41,9 +42,9 @@ int RemoteTaskInitPrivileged(spank_t sp) {
     return 0;
   }
   if (spank_get_item(sp, S_JOB_ID, &job_id) != ESPANK_SUCCESS) return 0;
-  if (!JobEnv(sp, kEnvActive).empty()) return 0;
+  if (!JobEnv(sp, job::kEnvActive).empty()) return 0;
 
-  JobPaths paths = PathsForJob(st.args.state_dir, job_id);
+  job::JobPaths paths = job::StateLayout(st.args.state_dir).Job(job_id);
   struct stat sb {};
   if (stat(paths.lock.c_str(), &sb) != 0) return 0;  // not a pilot job
 
@@ -77,11 +78,11 @@ int RemoteTaskInit(spank_t sp) {
   if (spank_get_item(sp, S_JOB_ID, &job_id) != ESPANK_SUCCESS) return -1;
 
   PilotRequest req = st.request;
-  if (std::string s = JobEnv(sp, kEnvStage); !s.empty() && !st.stage_given) req.stage = s;
-  if (std::string o = JobEnv(sp, kEnvOut); !o.empty() && !st.out_given) req.out = o;
+  if (std::string s = JobEnv(sp, job::kEnvStage); !s.empty() && !st.stage_given) req.stage = s;
+  if (std::string o = JobEnv(sp, job::kEnvOut); !o.empty() && !st.out_given) req.out = o;
   if (!IsValidStage(req.stage)) req.stage = "all";
 
-  spank_setenv(sp, kEnvActive, std::to_string(job_id).c_str(), 1);
+  spank_setenv(sp, job::kEnvActive, std::to_string(job_id).c_str(), 1);
   char** env = nullptr;
   if (spank_get_item(sp, S_JOB_ENV, &env) != ESPANK_SUCCESS || env == nullptr) {
     LogError("cannot read the job environment");

@@ -45,13 +45,13 @@ int SubmitInitPostOpt(spank_t sp) {
 
   PluginState& st = State();
   PilotRequest& req = st.request;
-  if (!st.pilot_option_seen) req.config = EnvOr("PILOT_CONFIG", "");
+  if (!st.pilot_option_seen) req.config = EnvOr(job::kUserConfig, "");
   if (req.config.empty()) return 0;
-  if (!st.stage_given) req.stage = EnvOr("PILOT_STAGE", "all");
-  if (!st.out_given) req.out = EnvOr("PILOT_OUT", "");
+  if (!st.stage_given) req.stage = EnvOr(job::kUserStage, "all");
+  if (!st.out_given) req.out = EnvOr(job::kUserOut, "");
   if (!IsValidStage(req.stage)) {
-    return Refuse(Status::Invalid("PILOT_STAGE", "must be single, node or all, got \"" +
-                                                     req.stage + "\""));
+    return Refuse(
+        Status::Invalid(job::kUserStage, "must be single, node or all, got \"" + req.stage + "\""));
   }
 
   std::error_code ec;
@@ -70,9 +70,9 @@ int SubmitInitPostOpt(spank_t sp) {
     if (ec) return Refuse(Status::IoError(req.out, ec.message()));
     req.out = out.lexically_normal().string();
   }
-  if (Record(sp, kEnvConfig, path) != 0 || Record(sp, kEnvConfigSha, cfg->sha256) != 0 ||
-      Record(sp, kEnvStage, req.stage) != 0 ||
-      (!req.out.empty() && Record(sp, kEnvOut, req.out) != 0)) {
+  if (Record(sp, job::kEnvConfig, path) != 0 || Record(sp, job::kEnvConfigSha, cfg->sha256) != 0 ||
+      Record(sp, job::kEnvStage, req.stage) != 0 ||
+      (!req.out.empty() && Record(sp, job::kEnvOut, req.out) != 0)) {
     return -1;
   }
   return 0;

@@ -16,7 +16,7 @@ using std::chrono::milliseconds;
 
 TEST(Outbox, EnqueueListFlush) {
   testutil::TempDir dir;
-  Outbox box(OutboxDir(dir.path()));
+  Outbox box(dir.path() + "/outbox");
   EXPECT_TRUE(box.List()->empty());  // no directory yet: empty
   ASSERT_TRUE(box.Enqueue("4242", "{\"job\":4242}").ok());
   ASSERT_TRUE(box.Enqueue("4243", "{\"job\":4243}").ok());

@@ -12,9 +12,9 @@
 
 #include "core/policy.h"
 #include "core/status.h"
-#include "prolog/job_env.h"
+#include "job/job_env.h"
 
-namespace pilot::jobscript {
+namespace pilot::job {
 
 struct ScriptFlags {
   std::string policy_path;  // "" = DefaultPolicyPath()
@@ -47,4 +47,4 @@ struct ScriptStart {
 std::optional<ScriptStart> StartScript(const char* name, const char* slurm_setting, int argc,
                                        char** argv, int* exit_code);
 
-}  // namespace pilot::jobscript
+}  // namespace pilot::job

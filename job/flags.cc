@@ -1,10 +1,10 @@
-#include "prolog/flags.h"
+#include "job/flags.h"
 
 #include <cstdio>
 
 #include "pilot/version.h"
 
-namespace pilot::jobscript {
+namespace pilot::job {
 
 Result<ScriptFlags> ParseScriptFlags(int argc, char** argv) {
   ScriptFlags f;
@@ -88,4 +88,4 @@ std::optional<ScriptStart> StartScript(const char* name, const char* slurm_setti
   return ScriptStart{std::move(*flags), std::move(*job), std::move(*policy)};
 }
 
-}  // namespace pilot::jobscript
+}  // namespace pilot::job

@@ -1,4 +1,4 @@
-#include "prolog/subprocess.h"
+#include "job/subprocess.h"
 
 #include <fcntl.h>
 #include <grp.h>
@@ -13,7 +13,7 @@
 #include <cstring>
 #include <sstream>
 
-namespace pilot::jobscript {
+namespace pilot::job {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -173,4 +173,4 @@ std::string FindExecutable(const std::string& name) {
   return "";
 }
 
-}  // namespace pilot::jobscript
+}  // namespace pilot::job

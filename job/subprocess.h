@@ -17,7 +17,7 @@
 
 #include "core/status.h"
 
-namespace pilot::jobscript {
+namespace pilot::job {
 
 struct RunAs {
   uid_t uid = 0;
@@ -60,4 +60,4 @@ std::vector<std::string> CleanEnvironment(const std::string& user = "",
 // executable `name`; "" when there is none.
 std::string FindExecutable(const std::string& name);
 
-}  // namespace pilot::jobscript
+}  // namespace pilot::job

@@ -1,12 +1,13 @@
-#include "prolog/job_env.h"
-
-#include "core/atomic_file.h"
+#include "job/job_env.h"
 
 #include <cerrno>
 #include <cstdlib>
 #include <limits>
 
-namespace pilot::jobscript {
+#include "core/atomic_file.h"
+#include "job/env_names.h"
+
+namespace pilot::job {
 namespace {
 
 std::string Get(const Lookup& env, const std::string& name) {
@@ -54,15 +55,14 @@ Result<JobEnv> ReadJobEnv(const Lookup& env) {
   if (job.node_list.empty()) job.node_list = Get(env, "SLURM_NODELIST");
   job.host = Get(env, "SLURMD_NODENAME");
   job.work_dir = Get(env, "SLURM_JOB_WORK_DIR");
-  job.config_path = Get(env, "SPANK_SLURM_PILOT_CONFIG");
-  job.config_sha256 = Get(env, "SPANK_SLURM_PILOT_CONFIG_SHA256");
-  job.is_pilot = !job.config_path.empty() ||
-                 !Get(env, "SPANK__SLURM_SPANK_OPTION_pilot_pilot").empty();
-  std::string stage = Get(env, "SPANK_SLURM_PILOT_STAGE");
+  job.config_path = Get(env, kJobControlConfig);
+  job.config_sha256 = Get(env, kJobControlConfigSha);
+  job.is_pilot = !job.config_path.empty() || !Get(env, kOptionPilot).empty();
+  std::string stage = Get(env, kJobControlStage);
   if (!stage.empty()) job.stage = stage;
-  job.out = Get(env, "SPANK_SLURM_PILOT_OUT");
+  job.out = Get(env, kJobControlOut);
   job.exit_code = Get(env, "SLURM_JOB_EXIT_CODE2");
-  job.container_image = Get(env, "SPANK__SLURM_SPANK_OPTION_pyxis_container_image");
+  job.container_image = Get(env, kOptionPyxisImage);
   return job;
 }
 
@@ -82,4 +82,4 @@ LoadOptions JobConfigOptions(const JobEnv& job, const std::string& user,
   return lo;
 }
 
-}  // namespace pilot::jobscript
+}  // namespace pilot::job

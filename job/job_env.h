@@ -1,13 +1,11 @@
 // What Slurm tells a prolog or epilog about the job, read from the
-// environment slurmd gives them (prolog_slurmd / epilog_slurmd), and the
-// paths of the pilot's per-job folder.
+// environment slurmd gives them (prolog_slurmd / epilog_slurmd).
 //
 // The plugin records the submitted config in the job control environment,
-// which slurmd passes to the prolog and epilog with a SPANK_ prefix:
-//   SPANK_SLURM_PILOT_CONFIG, SPANK_SLURM_PILOT_CONFIG_SHA256,
-//   SPANK_SLURM_PILOT_STAGE, SPANK_SLURM_PILOT_OUT
-// and Slurm forwards the option itself as
-//   SPANK__SLURM_SPANK_OPTION_pilot_pilot.
+// which slurmd passes to the prolog and epilog with a SPANK_ prefix
+// (SPANK_SLURM_PILOT_CONFIG, ..._CONFIG_SHA256, ..._STAGE, ..._OUT), and
+// Slurm forwards the option itself (SPANK__SLURM_SPANK_OPTION_pilot_pilot);
+// job/env_names.h holds the names.
 //
 // Thread-safety: pure functions over a lookup.
 #pragma once
@@ -22,7 +20,7 @@
 #include "core/config.h"
 #include "core/status.h"
 
-namespace pilot::jobscript {
+namespace pilot::job {
 
 using Lookup = std::function<std::optional<std::string>(const std::string&)>;
 Lookup ProcessLookup();  // getenv()
@@ -57,4 +55,4 @@ Result<JobEnv> ReadJobEnv(const Lookup& env);
 LoadOptions JobConfigOptions(const JobEnv& job, const std::string& user,
                              const std::string& home);
 
-}  // namespace pilot::jobscript
+}  // namespace pilot::job

@@ -1,0 +1,56 @@
+// The environment variable names the Slurm-side parts share: what the SPANK
+// plugin records at submission, what slurmd hands the prolog and epilog, and
+// what a user may set instead of an option. Every part that reads or writes
+// one of these names takes it from here.
+//
+// How a name travels (Slurm 22.05):
+//   - at submission the plugin sets kEnvConfig, kEnvConfigSha, kEnvStage and
+//     kEnvOut both in the command's environment (so the job's tasks see
+//     them) and in the job control environment, which slurmd passes to the
+//     prolog and epilog with a "SPANK_" prefix (kJobControlConfig, ...);
+//   - Slurm forwards a plugin option --OPT of plugin PLUGIN to the prolog
+//     and epilog as SPANK__SLURM_SPANK_OPTION_PLUGIN_OPT (kOptionPilot for
+//     our --pilot, kOptionPyxisImage for pyxis' --container-image);
+//   - in the task it replaces, the plugin sets kEnvActive, so an srun or
+//     sbatch started from inside a running pilot does not start another.
+//
+// Header only, plain character arrays and no other include: the plugin's
+// front part (spank_pilot.so, libc only) includes it too, and nothing here
+// needs Slurm's headers.
+#pragma once
+
+namespace pilot::job {
+
+// Recorded by the plugin at submission (job environment and job control
+// environment).
+inline constexpr char kEnvConfig[] = "SLURM_PILOT_CONFIG";            // absolute config path
+inline constexpr char kEnvConfigSha[] = "SLURM_PILOT_CONFIG_SHA256";  // sha256 of its text
+inline constexpr char kEnvStage[] = "SLURM_PILOT_STAGE";              // single | node | all
+inline constexpr char kEnvOut[] = "SLURM_PILOT_OUT";                  // --pilot-out, if given
+
+// Set in the runner's environment by the task it replaces (the job id).
+inline constexpr char kEnvActive[] = "SLURM_PILOT_ACTIVE";
+
+// The prefix slurmd puts before names of the job control environment when
+// it hands them to the prolog and epilog, and the names they read.
+inline constexpr char kJobControlPrefix[] = "SPANK_";
+inline constexpr char kJobControlConfig[] = "SPANK_SLURM_PILOT_CONFIG";
+inline constexpr char kJobControlConfigSha[] = "SPANK_SLURM_PILOT_CONFIG_SHA256";
+inline constexpr char kJobControlStage[] = "SPANK_SLURM_PILOT_STAGE";
+inline constexpr char kJobControlOut[] = "SPANK_SLURM_PILOT_OUT";
+
+// Options as Slurm forwards them to the prolog and epilog.
+inline constexpr char kOptionPilot[] = "SPANK__SLURM_SPANK_OPTION_pilot_pilot";
+inline constexpr char kOptionPyxisImage[] = "SPANK__SLURM_SPANK_OPTION_pyxis_container_image";
+
+// What a user may set in place of --pilot, --pilot-stage and --pilot-out
+// (read by the plugin at submission; spank_pilot(8)).
+inline constexpr char kUserConfig[] = "PILOT_CONFIG";
+inline constexpr char kUserStage[] = "PILOT_STAGE";
+inline constexpr char kUserOut[] = "PILOT_OUT";
+
+// The site policy file the `pilot` command reads when --policy is not given
+// (pilot(1)).
+inline constexpr char kUserPolicy[] = "PILOT_POLICY";
+
+}  // namespace pilot::job

@@ -1,0 +1,75 @@
+#include "job/state_layout.h"
+
+#include <utility>
+
+namespace pilot::job {
+namespace {
+
+// The only spelling of these names in the project's code (see the header).
+constexpr std::string_view kJobs = "jobs";
+constexpr std::string_view kVerdicts = "verdicts";
+constexpr std::string_view kOutbox = "outbox";
+constexpr std::string_view kGrants = "grants";
+constexpr std::string_view kConfigCopy = "config.toml";
+constexpr std::string_view kLock = "lock.json";
+constexpr std::string_view kRunnerStarted = "runner.started";
+constexpr std::string_view kWork = "work";
+constexpr std::string_view kResults = "results.json";
+constexpr std::string_view kRecordSuffix = ".json";  // verdicts/ and grants/
+constexpr size_t kMaxJobIdDigits = 12;
+
+std::string Join(const std::string& dir, std::string_view name) {
+  std::string path = dir;
+  path += '/';
+  path += name;
+  return path;
+}
+
+std::string Record(const std::string& dir, int64_t job_id) {
+  return Join(dir, std::to_string(job_id)) + std::string(kRecordSuffix);
+}
+
+}  // namespace
+
+StateLayout::StateLayout(std::string state_dir) : root_(std::move(state_dir)) {}
+
+std::string StateLayout::JobsDir() const { return Join(root_, kJobs); }
+std::string StateLayout::VerdictsDir() const { return Join(root_, kVerdicts); }
+std::string StateLayout::OutboxDir() const { return Join(root_, kOutbox); }
+std::string StateLayout::GrantsDir() const { return Join(root_, kGrants); }
+
+JobPaths StateLayout::Job(int64_t job_id) const {
+  JobPaths p;
+  p.dir = Join(JobsDir(), std::to_string(job_id));
+  p.config = Join(p.dir, kConfigCopy);
+  p.lock = Join(p.dir, kLock);
+  p.started = Join(p.dir, kRunnerStarted);
+  p.work = Join(p.dir, kWork);
+  return p;
+}
+
+std::string StateLayout::VerdictFile(int64_t job_id) const { return Record(VerdictsDir(), job_id); }
+
+std::string StateLayout::GrantFile(int64_t job_id) const { return Record(GrantsDir(), job_id); }
+
+std::string StateLayout::ResultsIn(const std::string& out_dir) { return Join(out_dir, kResults); }
+
+std::optional<int64_t> StateLayout::ParseJobId(std::string_view word) {
+  if (word.empty() || word.size() > kMaxJobIdDigits) return std::nullopt;
+  int64_t id = 0;
+  for (char c : word) {
+    if (c < '0' || c > '9') return std::nullopt;
+    id = id * 10 + (c - '0');
+  }
+  return id;
+}
+
+std::optional<int64_t> StateLayout::JobOfVerdictFile(std::string_view file_name) {
+  if (file_name.size() <= kRecordSuffix.size() ||
+      file_name.substr(file_name.size() - kRecordSuffix.size()) != kRecordSuffix) {
+    return std::nullopt;
+  }
+  return ParseJobId(file_name.substr(0, file_name.size() - kRecordSuffix.size()));
+}
+
+}  // namespace pilot::job

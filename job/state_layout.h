@@ -1,0 +1,80 @@
+// Every path under the pilot state directory (the policy's state_dir, the
+// plugin's state_dir= argument), spelled here and nowhere else:
+//
+//   STATE/jobs/                      root 0755   one folder per pilot job
+//   STATE/jobs/JOBID/                root 0755   made by the prolog
+//   STATE/jobs/JOBID/config.toml     root 0644   the prolog's copy of the config
+//   STATE/jobs/JOBID/lock.json       root 0644   what the prolog pinned
+//   STATE/jobs/JOBID/runner.started  root 0644   claimed by the task that runs the pilot
+//   STATE/jobs/JOBID/work/           user 0700   the runner's default --out folder
+//   STATE/verdicts/                  root 0755
+//   STATE/verdicts/JOBID.json        root 0644   the signed verdict (epilog)
+//   STATE/outbox/                    root 0700   verdicts not yet posted (core/outbox.h)
+//   STATE/grants/                    root 0755   made by `pilot grant`
+//   STATE/grants/JOBID.json          root 0644   one granted reservation
+//
+// The runner writes results.json (and its metrics, checkpoints) into the
+// folder it is given with --out; ResultsIn() names that file for the parts
+// that read it. The runner spells its own names: it learns every path on its
+// command line.
+//
+// A layout is a value: it never touches the disk (EnsureStateDir in
+// job/state_dir.h makes the folders). The state directory is used as given,
+// so every path is STATE + "/" + something; callers pass an absolute path
+// (the policy and the plugin arguments insist on one).
+//
+// Job ids are Slurm's, written in decimal without leading zeros.
+// REQUIRES: job_id >= 0 for every function taking one.
+//
+// Thread-safety: immutable after construction; safe to share.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace pilot::job {
+
+// One job's folder and the files in it.
+struct JobPaths {
+  std::string dir;      // STATE/jobs/JOBID
+  std::string config;   // DIR/config.toml
+  std::string lock;     // DIR/lock.json
+  std::string started;  // DIR/runner.started
+  std::string work;     // DIR/work
+};
+
+class StateLayout {
+ public:
+  explicit StateLayout(std::string state_dir);
+
+  const std::string& root() const { return root_; }
+
+  // The folders directly under the state directory.
+  std::string JobsDir() const;
+  std::string VerdictsDir() const;
+  std::string OutboxDir() const;
+  std::string GrantsDir() const;
+
+  JobPaths Job(int64_t job_id) const;
+  std::string VerdictFile(int64_t job_id) const;
+  std::string GrantFile(int64_t job_id) const;
+
+  // OUT/results.json: what the runner writes into its --out folder (the
+  // job's work folder unless the user gave --pilot-out).
+  static std::string ResultsIn(const std::string& out_dir);
+
+  // The job id a word names: 1 to 12 decimal digits ("4242"); nullopt for
+  // anything else (a path, a sign, a space, too many digits).
+  static std::optional<int64_t> ParseJobId(std::string_view word);
+
+  // The job whose verdict a file name in VerdictsDir() holds ("4242.json"
+  // -> 4242); nullopt for other names (temporary files, stray files).
+  static std::optional<int64_t> JobOfVerdictFile(std::string_view file_name);
+
+ private:
+  std::string root_;
+};
+
+}  // namespace pilot::job

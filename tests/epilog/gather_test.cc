@@ -1,0 +1,148 @@
+// GatherInputs: what the epilog reads about a finished pilot job (lock,
+// results as the user, verify as the user, the container tag again) in a
+// fake world.
+#include "epilog/epilog.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/atomic_file.h"
+#include "core/lock.h"
+#include "core/results.h"
+
+namespace pilot {
+namespace {
+
+using job::CommandResult;
+using job::CommandSpec;
+
+class GatherTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/pilot-parts-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    policy_.state_dir = dir_;
+    policy_.runner_path = "/opt/pilot-runner";
+    std::filesystem::create_directories(dir_ + "/jobs/7/work");
+    Lock lock;
+    lock.job.id = 7;
+    lock.job.user = "alice";
+    lock.seeds.source = "job_id";
+    lock.container.method = "none";
+    lock.created = "2026-11-30T00:00:00Z";
+    ASSERT_TRUE(ParseLock(LockToJson(lock)).ok()) << ParseLock(LockToJson(lock)).status().ToString();
+    ASSERT_TRUE(WriteFileAtomic(dir_ + "/jobs/7/lock.json", LockToJson(lock)).ok());
+    job_.job_id = 7;
+    job_.uid = getuid();
+    job_.gid = getgid();
+    job_.is_pilot = true;
+    job_.exit_code = "0:15";
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // A fake world: `cat` answers `results`, the runner answers `verify`.
+  epilog::EpilogDeps Deps(const std::string& results, bool results_ok) {
+    epilog::EpilogDeps d;
+    d.now_unix = [] { return int64_t{1'800'000'000}; };
+    d.run = [this, results, results_ok](const CommandSpec& s) -> Result<CommandResult> {
+      calls_.push_back(s);
+      CommandResult r;
+      if (s.argv[0] == "/bin/cat") {
+        r.exit_code = results_ok ? 0 : 1;
+        r.out = results;
+      } else {
+        r.exit_code = 0;
+        r.out = "{}";
+      }
+      return r;
+    };
+    return d;
+  }
+
+  std::string dir_;
+  Policy policy_;
+  job::JobEnv job_;
+  std::vector<CommandSpec> calls_;
+};
+
+TEST_F(GatherTest, MissingResultsIsTheReason) {
+  auto in = epilog::GatherInputs(policy_, job_, Deps("", false));
+  ASSERT_TRUE(in.lock) << in.lock_problem;
+  EXPECT_FALSE(in.results);
+  EXPECT_NE(in.results_problem.find("did not finish"), std::string::npos);
+  EXPECT_NE(in.results_problem.find("0:15"), std::string::npos);
+  EXPECT_FALSE(in.verify_ran);
+  ASSERT_EQ(calls_.size(), 1u);  // no verify without results
+  ASSERT_TRUE(calls_[0].run_as);
+  EXPECT_EQ(calls_[0].run_as->uid, getuid());
+  EXPECT_EQ(calls_[0].argv.back(), dir_ + "/jobs/7/work/results.json");
+}
+
+TEST_F(GatherTest, InvalidResultsAreNotTrusted) {
+  auto in = epilog::GatherInputs(policy_, job_, Deps("{\"schema\": 1}", true));
+  EXPECT_FALSE(in.results);
+  EXPECT_NE(in.results_problem.find("results.json is invalid"), std::string::npos);
+  in = epilog::GatherInputs(policy_, job_,
+                               Deps(std::string(kResultsMaxBytes + 1, ' '), true));
+  EXPECT_NE(in.results_problem.find("larger than"), std::string::npos);
+}
+
+TEST_F(GatherTest, VerifyRunsAsTheUserWithATimeout) {
+  Results r;
+  r.single.emplace();
+  r.single->status = "ok";
+  r.single->checkpoint.path = "/ck/step-000006";
+  policy_.verify_timeout_seconds = 77;
+  auto in = epilog::GatherInputs(policy_, job_, Deps(ResultsToJson(r), true));
+  ASSERT_TRUE(in.results) << in.results_problem;
+  ASSERT_EQ(calls_.size(), 2u);
+  const CommandSpec& v = calls_[1];
+  EXPECT_EQ(v.argv[0], "/opt/pilot-runner");
+  EXPECT_EQ(v.argv[1], "verify");
+  EXPECT_EQ(v.argv[3], "/ck/step-000006");
+  EXPECT_EQ(v.timeout_seconds, 77);
+  ASSERT_TRUE(v.run_as);
+  EXPECT_EQ(v.run_as->uid, getuid());
+  EXPECT_TRUE(in.verify_ran);
+  EXPECT_EQ(in.verify_output, "{}");
+}
+
+TEST_F(GatherTest, ResolvesTheContainerTagAgain) {
+  Lock lock = *ReadLock(dir_ + "/jobs/7/lock.json");
+  lock.container.method = "registry";
+  lock.container.reference = "127.0.0.1:5000/pilot/tiny:v1";
+  lock.container.digest = "sha256:" + std::string(64, '1');
+  lock.container.pinned = "127.0.0.1:5000/pilot/tiny@" + lock.container.digest;
+  ASSERT_TRUE(WriteFileAtomic(dir_ + "/jobs/7/lock.json", LockToJson(lock)).ok());
+  epilog::EpilogDeps deps = Deps("", false);
+  std::vector<std::string> asked;
+  deps.resolve_digest = [&](const std::string& ref) -> Result<std::string> {
+    asked.push_back(ref);
+    return "sha256:" + std::string(64, '2');
+  };
+  auto in = epilog::GatherInputs(policy_, job_, deps);
+  EXPECT_EQ(asked, std::vector<std::string>{"127.0.0.1:5000/pilot/tiny:v1"});
+  EXPECT_EQ(in.container_digest_now, "sha256:" + std::string(64, '2'));
+  deps.resolve_digest = [](const std::string&) -> Result<std::string> {
+    return Status::Unavailable("127.0.0.1:5000", "connection refused");
+  };
+  in = epilog::GatherInputs(policy_, job_, deps);
+  EXPECT_EQ(in.container_digest_now, "");
+  EXPECT_NE(in.container_problem.find("connection refused"), std::string::npos);
+}
+
+TEST_F(GatherTest, MissingLockIsRecorded) {
+  std::filesystem::remove(dir_ + "/jobs/7/lock.json");
+  auto in = epilog::GatherInputs(policy_, job_, Deps("", false));
+  EXPECT_FALSE(in.lock);
+  EXPECT_NE(in.lock_problem.find("prolog did not pin"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace pilot

@@ -1,0 +1,59 @@
+// ReadJobEnv: the job as slurmd describes it to the prolog and epilog.
+#include "job/job_env.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <optional>
+#include <string>
+
+namespace pilot {
+namespace {
+
+job::Lookup MapLookup(std::map<std::string, std::string> m) {
+  return [m](const std::string& k) -> std::optional<std::string> {
+    auto it = m.find(k);
+    if (it == m.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+TEST(JobEnv, PilotAndPlainJobs) {
+  std::map<std::string, std::string> env = {
+      {"SLURM_JOB_ID", "17"},       {"SLURM_JOB_UID", "1001"},
+      {"SLURM_JOB_GID", "1002"},    {"SLURM_JOB_USER", "alice"},
+      {"SLURMD_NODENAME", "n1"},    {"SLURM_JOB_NUM_NODES", "2"},
+      {"SLURM_JOB_EXIT_CODE2", "0:9"}};
+  auto plain = job::ReadJobEnv(MapLookup(env));
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_FALSE(plain->is_pilot);
+  EXPECT_EQ(plain->job_id, 17);
+  EXPECT_EQ(plain->uid, 1001u);
+  EXPECT_EQ(plain->gid, 1002u);
+  EXPECT_EQ(plain->nodes, 2);
+  env["SPANK_SLURM_PILOT_CONFIG"] = "/c/x.toml";
+  env["SPANK_SLURM_PILOT_CONFIG_SHA256"] = std::string(64, 'a');
+  env["SPANK_SLURM_PILOT_STAGE"] = "node";
+  auto pilot = job::ReadJobEnv(MapLookup(env));
+  ASSERT_TRUE(pilot.ok());
+  EXPECT_TRUE(pilot->is_pilot);
+  EXPECT_EQ(pilot->config_path, "/c/x.toml");
+  EXPECT_EQ(pilot->stage, "node");
+  EXPECT_EQ(pilot->exit_code, "0:9");
+  // The option alone (config not recorded) still marks a pilot job.
+  env.erase("SPANK_SLURM_PILOT_CONFIG");
+  env["SPANK__SLURM_SPANK_OPTION_pilot_pilot"] = "x.toml";
+  EXPECT_TRUE(job::ReadJobEnv(MapLookup(env))->is_pilot);
+}
+
+TEST(JobEnv, MissingOrBadIds) {
+  EXPECT_FALSE(job::ReadJobEnv(MapLookup({{"SLURM_JOB_UID", "1"}, {"SLURM_JOB_GID", "1"}}))
+                   .ok());
+  auto bad = job::ReadJobEnv(
+      MapLookup({{"SLURM_JOB_ID", "12x"}, {"SLURM_JOB_UID", "1"}, {"SLURM_JOB_GID", "1"}}));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().ToString().find("SLURM_JOB_ID: not a number"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace pilot
