@@ -2,6 +2,8 @@
 # CTest fixture of the `slurm` tests: start or stop the local cluster of
 # scripts/local-slurm for this build, and make sure the unprivileged test
 # user exists (jobs must not run as root for the trust model to be tested).
+# `down` removes the cluster folder and keeps a copy of its logs in the build
+# (slurm-cluster-log/), where a failed run can be read afterwards.
 #
 #   cluster.sh up | down        (environment as for e2e.sh)
 set -euo pipefail
@@ -19,10 +21,15 @@ case ${1:-} in
     # state is dropped so job ids and verdicts start afresh.
     "$SRC/scripts/local-slurm" down >/dev/null 2>&1 || true
     rm -rf "$PILOT_CLUSTER_DIR"
-    "$SRC/scripts/local-slurm" up "$BUILD"
+    PILOT_JOB_USER=$TEST_USER "$SRC/scripts/local-slurm" up "$BUILD"
     ;;
   down)
     "$SRC/scripts/local-slurm" down
+    if [[ -d $PILOT_CLUSTER_DIR/log ]]; then
+      rm -rf "$BUILD/slurm-cluster-log"
+      cp -r "$PILOT_CLUSTER_DIR/log" "$BUILD/slurm-cluster-log"
+    fi
+    "$SRC/scripts/local-slurm" down --purge
     ;;
   *)
     echo "usage: cluster.sh up|down" >&2

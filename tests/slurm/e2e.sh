@@ -6,11 +6,14 @@
 #
 #   e2e.sh CASE      CASE: sbatch_go srun_salloc submit_refused config_edited
 #                          cancelled time_limit outbox nested_srun registry
-#                          store_perms node_srun
+#                          store_perms node_srun preflight staged_paths
 #
 # Environment: PILOT_SOURCE_DIR, PILOT_BUILD_DIR, PILOT_CLUSTER_DIR,
 # PILOT_TEST_USER (default pilotuser), PILOT_E2E_STAGE (the stage of the
 # GO case, default all).
+#
+# The checkout may be private (mode 0700, as a clone in /root): whatever the
+# test user submits or reads is a copy in $TMP, never a path of $SRC or $BUILD.
 set -euo pipefail
 
 SRC=${PILOT_SOURCE_DIR:?}
@@ -22,11 +25,13 @@ STATE=$CLUSTER/state
 POLICY=$CLUSTER/etc/pilot.conf
 KEY=$CLUSTER/etc/verdict.key
 PILOT=$CLUSTER/bin/pilot   # the copy local-slurm made of $BUILD/cli/pilot
-TINY=$SRC/configs/tiny-cpu.toml
+TINY_SRC=$SRC/configs/tiny-cpu.toml
 
 TMP=$(mktemp -d /tmp/pilot-e2e.XXXXXX)
 chmod 0755 "$TMP"
 chown "$TEST_USER" "$TMP"
+TINY=$TMP/tiny-cpu.toml   # the user's copy of the tiny config
+install -m 0644 -o "$TEST_USER" "$TINY_SRC" "$TINY"
 BACKGROUND=()
 cleanup() {
   local pid
@@ -49,7 +54,7 @@ as_user() {
 user_config() {  # user_config NAME [SED_EXPR...]
   local f=$TMP/$1
   shift
-  cp "$TINY" "$f"
+  cp "$TINY_SRC" "$f"
   local e
   for e in "$@"; do sed -i "$e" "$f"; done
   chown "$TEST_USER" "$f"
@@ -355,6 +360,50 @@ case_node_srun() {
     [[ $got == "$r 2 srun ok gloo" ]] || fail "rank $r report: $got"
   done
   note "node stage under srun: job $job GO; $(check_named "$job" node_restore) node_restore; ranks from srun tasks"
+}
+
+# `local-slurm up` refuses, before starting a daemon, a cluster folder the
+# test user cannot enter, naming the file and the folder that blocks it.
+case_preflight() {
+  local priv=$TMP/private out rc=0 started
+  install -d -m 0700 "$priv"   # as a checkout in /root or a mktemp -d folder
+  started=$SECONDS
+  out=$(PILOT_CLUSTER_DIR=$priv/cluster PILOT_JOB_USER=$TEST_USER PILOT_UP_TIMEOUT=5 \
+          PILOT_SLURMCTLD_PORT=16827 PILOT_SLURMD_PORT=16828 \
+          "$SRC/scripts/local-slurm" up "$BUILD" 2>&1) || rc=$?
+  local daemons
+  daemons=$(ls "$priv/cluster/run" 2>/dev/null || true)
+  PILOT_CLUSTER_DIR=$priv/cluster "$SRC/scripts/local-slurm" down >/dev/null 2>&1 || true
+  ((rc != 0)) || fail "up accepted a cluster folder $TEST_USER cannot enter: $out"
+  [[ -z $daemons ]] || fail "up started daemons before its check: $daemons"
+  ((SECONDS - started < 30)) || fail "up took $((SECONDS - started)) s to refuse"
+  local want="pilot: local-slurm: $TEST_USER cannot read $priv/cluster/etc/slurm.conf: $priv blocks it (mode 700, owner root)"
+  grep -qF "$want" <<<"$out" || fail "no '$want' in: $out"
+  grep -qF "cannot execute $priv/cluster/bin/pilot-runner: $priv blocks it" <<<"$out" ||
+    fail "the runner is not named: $out"
+  grep -q "^pilot: local-slurm: hint: " <<<"$out" || fail "no hint: $out"
+  note "refused: $(head -n1 <<<"$out")"
+}
+
+# Nothing the cluster configures, and no library its programs load, lies in
+# the checkout or the build (which may be private). Stricter than a run from
+# a public checkout, where such a path would go unnoticed.
+case_staged_paths() {
+  local f p bad=()
+  for f in "$CLUSTER"/etc/{slurm.conf,plugstack.conf,pilot.conf,prolog.sh,epilog.sh}; do
+    [[ -f $f ]] || fail "no $f"
+    while read -r p; do
+      case $p/ in "$SRC"/*|"$BUILD"/*) bad+=("$f: $p") ;; esac
+    done < <(grep -v '^#' "$f" | grep -o '/[^[:space:]"=(),]*' || true)
+  done
+  for f in "$CLUSTER"/bin/*; do
+    while read -r p; do
+      case $p in "$SRC"/*|"$BUILD"/*) bad+=("$f loads $p") ;; esac
+    done < <(ldd "$f" 2>/dev/null | awk '$2 == "=>" {print $3}')
+  done
+  ((${#bad[@]} == 0)) || fail "paths into the checkout or build: ${bad[*]}"
+  case $CLUSTER/ in "$SRC"/*|"$BUILD"/*) fail "the cluster is in the checkout: $CLUSTER" ;; esac
+  note "configs and programs of $CLUSTER point outside $SRC and $BUILD"
 }
 
 [[ $# -eq 1 ]] || { echo "usage: e2e.sh CASE" >&2; exit 2; }
