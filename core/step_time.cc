@@ -2,29 +2,15 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
+
+#include "core/strings.h"
 
 namespace pilot {
 namespace {
 
-std::string Ms(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, v >= 100 ? "%.0f ms" : "%.1f ms", v);
-  return buf;
-}
-
-// "x1.350"
-std::string Times(double factor) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "x%.3f", factor);
-  return buf;
-}
-
-std::string Percent(double fraction) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.0f%%", 100 * fraction);
-  return buf;
-}
+std::string Ms(double v) { return FormatFixed(v, v >= 100 ? 0 : 1) + " ms"; }
+std::string Times(double factor) { return "x" + FormatFixed(factor, 3); }  // "x1.350"
+std::string Percent(double fraction) { return FormatFixed(100 * fraction, 0) + "%"; }
 
 }  // namespace
 

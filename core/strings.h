@@ -33,6 +33,9 @@ std::string Quote(std::string_view s);
 // "1e-08"); "nan" / "inf" / "-inf" for the non-finite values.
 std::string FormatDouble(double v);
 
+// `v` with exactly `decimals` digits after the point ("296.4", "0.35").
+std::string FormatFixed(double v, int decimals);
+
 // Bytes in GiB with one decimal ("53.6 GiB").
 std::string FormatGiB(int64_t bytes);
 

@@ -52,12 +52,15 @@ local function list_has(csv, item)
 end
 
 -- The user names of reservation `name`: from slurmctld's table when the
--- plugin exposes it, else from the grant record `pilot grant` wrote.
+-- plugin exposes it and the table has it, else from the grant record
+-- `pilot grant` wrote. The plugin refreshes its copy of the table only when
+-- slurmctld's reservation time stamp (whole seconds) is newer than the
+-- copy's, so a reservation created in the same second as the last refresh
+-- is missing from it until the next change.
 local function reservation_users(name)
 	if slurm.reservations ~= nil then
 		local r = slurm.reservations[name]
 		if r ~= nil then return r.users end
-		return nil
 	end
 	if GRANTS_DIR == "" then return nil end
 	local job = string.match(name, "^" .. RESERVATION_PREFIX .. "(%d+)$")

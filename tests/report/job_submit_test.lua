@@ -64,6 +64,15 @@ case("grant record of another user", { time_limit = 20 * DAY, reservation = "pil
 	slurm.ERROR, "not granted to bob")
 case("no grant record", { time_limit = 20 * DAY, reservation = "pilot_5" }, slurm.ERROR, "does not exist")
 
+-- A table copy older than the reservation (created in the second of the
+-- last refresh): the grant record answers.
+slurm.reservations = { pilot_77 = { users = "bob" } }
+case("reservation newer than the table", { time_limit = 20 * DAY, reservation = "pilot_4242" }, slurm.SUCCESS)
+case("newer reservation, another user", { time_limit = 20 * DAY, reservation = "pilot_4242", user_name = "bob" },
+	slurm.ERROR, "not granted to bob")
+case("in neither", { time_limit = 20 * DAY, reservation = "pilot_5" }, slurm.ERROR, "does not exist")
+case("in the table", { time_limit = 20 * DAY, reservation = "pilot_77", user_name = "bob" }, slurm.SUCCESS)
+
 -- Modifications: extending past the limit needs the grant; root may.
 messages = {}
 local rc = slurm_job_modify({ time_limit = 20 * DAY }, { resv_name = "", user_name = "alice" }, {}, 1001)
