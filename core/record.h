@@ -241,7 +241,8 @@ namespace record_internal {
 Status MakeError(const JsonStyle& s, const std::string& path, const std::string& detail);
 // "string" or "a string" ("null" stays bare).
 std::string Named(const JsonStyle& s, const char* base);
-// The value's JSON type as nlohmann names it ("number" for every number).
+// "expected <what>, got <j's type>", the type as nlohmann names it
+// ("number" for every number).
 template <class J>
 Status Expected(const JsonStyle& s, const std::string& path, const char* what, const J& j) {
   return MakeError(s, path, "expected " + Named(s, what) + ", got " + Named(s, j.type_name()));

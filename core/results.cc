@@ -10,8 +10,8 @@
 namespace pilot {
 
 // ---- field lists -----------------------------------------------------------
-// kMayBeAbsent marks a member that older files lack (read as null when
-// absent; always written).
+// kMayBeAbsent marks a member that older files lack (read as its default,
+// null for an optional, when absent; always written).
 
 template <class V, class S>
 void Fields(V& v, S& s, std::type_identity<MemoryStats>) {
