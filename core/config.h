@@ -170,9 +170,6 @@ struct Config {
   // "section.key" -> where it came from; every known key is present.
   std::map<std::string, KeySource> sources;
 
-  // Convenience: the shape the pilot actually runs (after defaults).
-  int PilotSeqLen() const { return training.seq_len; }
-  int PilotMicroBatch() const { return training.micro_batch; }
   // True when the pilot's shape equals the long run's (binding pilot).
   bool ShapeIsBinding() const {
     return training.seq_len == run.seq_len &&

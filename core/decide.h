@@ -2,37 +2,64 @@
 // the verdict. A pure function: no files, no clock, no environment; the
 // epilog reads the inputs, calls Decide, then signs and stores the result.
 //
-// Checks (Check::name; each pass | warn | fail | skip):
+// Checks (Check::name; each pass | warn | fail | skip), in the order Decide
+// makes them; [who] is the check's verified_by:
 //   pinning          one per lock problem (fail), or one pass     [prolog]
+//   container_tag    only when container_digest_now is set and the image
+//                    was pinned from a registry: the tag still points at
+//                    the pinned digest (warn when it moved; the job ran the
+//                    pinned image either way)                      [epilog]
 //   config_unchanged submitted sha256 == copied sha256 == the one the
 //                    runner reports                               [prolog]
 //   completed        results present, single stage "ok", exit 0; an OOM is
 //                    a fail naming step, phase and memory         [self_reported]
+// With a single stage and a parsed config:
 //   shape            pilot seq_len / micro_batch == the run's, optimizer
 //                    state included; smaller with allow_smaller_shape = warn
 //                    and a non-binding verdict                    [self_reported]
 //   steps            steps completed >= thresholds.min_pilot_steps
-//   restore          fresh-process resume equal (CPU bitwise, GPU within
-//                    thresholds.restore_tolerance)   [epilog when verify confirms]
-//   checkpoint       manifest hashes, completeness (every parameter has its
-//                    optimizer state), eval loss recomputed          [epilog]
-//   memory_headroom  peak device bytes vs the wanted GPU type's memory
-//                    with thresholds.memory_headroom free; skip on CPU
+//   restore          fresh-process resume ran, skipped nothing and is equal
+//                    (bitwise mode: loss and parameters exactly; otherwise
+//                    rel loss diff <= thresholds.restore_tolerance)
+//                    [epilog when verify recomputed the eval loss within
+//                    tolerance, else self_reported]
+// Always:
+//   checkpoint       verify ran, COMPLETE marker, manifest sizes and hashes,
+//                    every parameter has its optimizer state, eval loss
+//                    recomputed within tolerance                   [epilog]
+// With a single stage and a parsed config:
+//   memory_headroom  peak device bytes (PeakDeviceBytes) vs the memory of
+//                    the wanted GPU type (else the lock's GPUs, else the
+//                    device total) with thresholds.memory_headroom free;
+//                    skip without device figures (CPU), warn when no memory
+//                    size is known
 //   precision        bf16/fp16 loss vs fp32 within
-//                    thresholds.precision_loss_tolerance; skip for fp32
+//                    thresholds.precision_loss_tolerance; skip for fp32,
+//                    warn when not measured
+// When results.json has a node stage:
+//   node_stage       fail when the stage failed (phase, rank, message);
+//                    then no other node check
+//   node_restore     every sharded restore (same and other world size) ran,
+//                    skipped nothing and resumed equal
+//   scaling          only with a measured efficiency: per-GPU throughput
+//                    against the single stage >= thresholds.
+//                    min_scaling_efficiency (warn below); skip on CPU
+// When a plan could be made (single stage, config, a parameter count):
 //   memory_fit       the memory model's predicted peak for the run's shape,
 //                    layout (ddp/sharded x GPUs) and GPU type within
 //                    (1 - memory_headroom) of its memory (core/plan.h);
 //                    calibrated by the runner's memory_calibration when the
-//                    results hold one (CalibrationFrom), else residual
+//                    results hold one (CalibrationFrom), else residual;
+//                    warn when no GPU type was chosen
 //   budget           the whole pipeline (core/budget.h) within 30 days (fail
 //                    "does not fit a 30-day term" otherwise) and within the
-//                    requested run.reservation_days (warn if not)
-//   container_tag    only when container_digest_now is set: the tag still
-//                    points at the pinned digest (warn when it moved; the
-//                    job ran the pinned image either way)      [epilog]
-// decision = GO iff no check fails. expires = issued +
-// thresholds.verdict_lifetime_days. The verdict is returned unsigned.
+//                    requested run.reservation_days (warn if not); skip
+//                    without a throughput
+// hardware = one entry per GPU option of the plan (no plan: per candidate
+// type of [hardware], else per catalog type, "no memory measurement");
+// budget = the plan's. decision = GO iff no check
+// fails. expires = issued + thresholds.verdict_lifetime_days. The verdict is
+// returned unsigned.
 //
 // Thread-safety: pure.
 #pragma once

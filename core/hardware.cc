@@ -1,7 +1,7 @@
 #include "core/hardware.h"
 
 #include "core/atomic_file.h"
-#include "core/toml_reader.h"
+#include "core/record_toml.h"
 
 namespace pilot {
 namespace {
@@ -33,10 +33,27 @@ std::vector<std::string> HardwareCatalog::Names() const {
   return out;
 }
 
+// One [gpu.NAME] section; the name is the section's, not a key.
+template <class V, class S>
+void Fields(V& v, S& s, std::type_identity<GpuType>) {
+  v("memory_bytes", s.memory_bytes, IntRange{int64_t{1} << 30, int64_t{1} << 50});
+  v("hbm_tb_per_s", s.hbm_tb_per_s, NumRange{0.01, 1000});
+  v("bf16_tflops", s.bf16_tflops, NumRange{0.1, 1e6});
+  v("link", s.link);
+  v("link_gb_per_s", s.link_gb_per_s, NumRange{0, 1e6});
+  v("stack", s.stack, OneOf{{"cuda", "rocm"}});
+  v("price_per_gpu_hour", s.price_per_gpu_hour, NumRange{0, 1e6}, kMayBeAbsent);
+  v("source", s.source, kMayBeAbsent);
+  v("as_of", s.as_of, kMayBeAbsent);
+  v("example", s.example, kMayBeAbsent);
+}
+
 const std::vector<std::string>& KnownHardwareKeys() {
-  static const std::vector<std::string> k = {
-      "memory_bytes", "hbm_tb_per_s",       "bf16_tflops", "link",  "link_gb_per_s",
-      "stack",        "price_per_gpu_hour", "source",      "as_of", "example"};
+  static const std::vector<std::string> k = [] {
+    std::vector<std::string> names;
+    for (const RecordKey& key : RecordKeys<GpuType>()) names.push_back(key.name);
+    return names;
+  }();
   return k;
 }
 
@@ -59,15 +76,7 @@ Result<HardwareCatalog> ParseHardwareCatalog(std::string_view text, const std::s
           }
           GpuType x;
           x.name = name;
-          g.Int64("memory_bytes", &x.memory_bytes, int64_t{1} << 30, int64_t{1} << 50,
-                  TomlReader::kRequired);
-          g.Num("hbm_tb_per_s", &x.hbm_tb_per_s, 0.01, 1000, TomlReader::kRequired);
-          g.Num("bf16_tflops", &x.bf16_tflops, 0.1, 1e6, TomlReader::kRequired);
-          g.Str("link", &x.link, TomlReader::kRequired);
-          g.Num("link_gb_per_s", &x.link_gb_per_s, 0, 1e6, TomlReader::kRequired);
-          g.Enum("stack", &x.stack, {"cuda", "rocm"}, TomlReader::kRequired);
-          g.Num("price_per_gpu_hour", &x.price_per_gpu_hour, 0, 1e6);
-          g.Str("source", &x.source).Str("as_of", &x.as_of).Bool("example", &x.example);
+          ReadTomlRecord(g, &x);
           if (g.ok()) cat.gpus.push_back(std::move(x));
         });
       },

@@ -15,7 +15,9 @@
 //   as_of = "2026-11"
 //   example = true            # figures are examples, not the site's own
 // Loading is strict (unknown keys, wrong types, out-of-range values:
-// "FILE:LINE: gpu.NAME.key: problem").
+// "FILE:LINE: gpu.NAME.key: problem"). The keys of a [gpu.NAME] section, with
+// their bounds, are one field list in hardware.cc (core/record.h), which
+// drives both the reader and KnownHardwareKeys().
 //
 // Thread-safety: plain values.
 #pragma once

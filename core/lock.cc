@@ -1,91 +1,93 @@
+// lock.json: the field lists below (core/record.h) drive both LockToJson and
+// ParseLock.
 #include "core/lock.h"
 
 #include "core/atomic_file.h"
 #include "core/json_util.h"
+#include "core/record.h"
 
 namespace pilot {
 
-std::string LockToJson(const Lock& l) {
-  Json j;
-  j["schema"] = l.schema;
-  j["job"] = {{"id", l.job.id},       {"user", l.job.user},
-              {"uid", l.job.uid},     {"gid", l.job.gid},
-              {"nodes", l.job.nodes}, {"node_list", l.job.node_list},
-              {"host", l.job.host},   {"submit_dir", l.job.submit_dir}};
-  j["config"] = {{"path", l.config.path},
-                 {"copy", l.config.copy},
-                 {"sha256_submitted", l.config.sha256_submitted},
-                 {"sha256_copied", l.config.sha256_copied}};
-  j["seeds"] = {{"training", l.seeds.training}, {"source", l.seeds.source}};
-  j["container"] = {{"reference", l.container.reference},
-                    {"digest", l.container.digest},
-                    {"pinned", l.container.pinned},
-                    {"method", l.container.method}};
-  j["files"] = Json::array();
-  for (const auto& f : l.files) {
-    j["files"].push_back({{"role", f.role},
-                          {"path", f.path},
-                          {"sha256_expected", f.sha256_expected},
-                          {"sha256_actual", f.sha256_actual},
-                          {"bytes", f.bytes}});
-  }
-  j["versions"] = l.versions;
-  j["gpus"] = Json::array();
-  for (const auto& g : l.gpus) {
-    j["gpus"].push_back(
-        {{"index", g.index}, {"name", g.name}, {"uuid", g.uuid}, {"memory_bytes", g.memory_bytes}});
-  }
-  j["problems"] = Json::array();
-  for (const auto& p : l.problems)
-    j["problems"].push_back({{"code", p.code}, {"detail", p.detail}});
-  j["created"] = l.created;
-  return DumpJson(j, 2) + "\n";
+template <class V, class S>
+void Fields(V& v, S& s, std::type_identity<LockJob>) {
+  v("id", s.id);
+  v("user", s.user);
+  v("uid", s.uid);
+  v("gid", s.gid);
+  v("nodes", s.nodes);
+  v("node_list", s.node_list, kMayBeAbsent);
+  v("host", s.host, kMayBeAbsent);
+  v("submit_dir", s.submit_dir, kMayBeAbsent);
 }
+
+template <class V, class S>
+void Fields(V& v, S& s, std::type_identity<LockConfig>) {
+  v("path", s.path);
+  v("copy", s.copy, kMayBeAbsent);
+  v("sha256_submitted", s.sha256_submitted);
+  v("sha256_copied", s.sha256_copied);
+}
+
+template <class V, class S>
+void Fields(V& v, S& s, std::type_identity<LockSeeds>) {
+  v("training", s.training);
+  v("source", s.source, OneOf{{"config", "job_id"}});
+}
+
+template <class V, class S>
+void Fields(V& v, S& s, std::type_identity<LockContainer>) {
+  v("reference", s.reference);
+  v("digest", s.digest);
+  v("pinned", s.pinned, kMayBeAbsent);
+  v("method", s.method, OneOf{{"registry", "file", "none"}});
+}
+
+template <class V, class S>
+void Fields(V& v, S& s, std::type_identity<LockFile>) {
+  v("role", s.role, OneOf{{"init_weights", "train", "eval"}});
+  v("path", s.path);
+  v("sha256_expected", s.sha256_expected);
+  v("sha256_actual", s.sha256_actual);
+  v("bytes", s.bytes);
+}
+
+template <class V, class S>
+void Fields(V& v, S& s, std::type_identity<LockGpu>) {
+  v("index", s.index);
+  v("name", s.name);
+  v("uuid", s.uuid, kMayBeAbsent);
+  v("memory_bytes", s.memory_bytes);
+}
+
+template <class V, class S>
+void Fields(V& v, S& s, std::type_identity<LockProblem>) {
+  v("code", s.code);
+  v("detail", s.detail);
+}
+
+template <class V, class S>
+void Fields(V& v, S& s, std::type_identity<Lock>) {
+  v("schema", s.schema);
+  v("job", s.job);
+  v("config", s.config);
+  v("seeds", s.seeds);
+  v("container", s.container);
+  v("files", s.files);
+  v("versions", s.versions);
+  v("gpus", s.gpus);
+  v("problems", s.problems);
+  v("created", s.created, Validate{&CheckRfc3339});
+}
+
+std::string LockToJson(const Lock& l) { return DumpJson(RecordToJson(l), 2) + "\n"; }
 
 Result<Lock> ParseLock(std::string_view text, const std::string& label) {
   PILOT_ASSIGN_OR_RETURN(Json j, ParseJsonText(text, label, kMaxLockBytes));
+  PILOT_RETURN_IF_ERROR(CheckJsonSchema(j, label, kLockSchema));
   Lock l;
-  using R = ObjectReader;
-  R r(j, label, "");
-  r.Str("schema", &l.schema);
-  if (r.ok()) PILOT_RETURN_IF_ERROR(CheckSchema(label, l.schema, kLockSchema));
-  r.Object("job", [&](R& o) {
-    o.Int("id", &l.job.id).Str("user", &l.job.user).Uint("uid", &l.job.uid);
-    o.Uint("gid", &l.job.gid).Int("nodes", &l.job.nodes);
-    o.Str("node_list", &l.job.node_list, R::kOptional).Str("host", &l.job.host, R::kOptional);
-    o.Str("submit_dir", &l.job.submit_dir, R::kOptional);
-    if (o.ok() && l.job.id <= 0) o.Fail("id", "must be > 0");
-  });
-  r.Object("config", [&](R& o) {
-    o.Str("path", &l.config.path).Str("copy", &l.config.copy, R::kOptional);
-    o.Str("sha256_submitted", &l.config.sha256_submitted);
-    o.Str("sha256_copied", &l.config.sha256_copied);
-  });
-  r.Object("seeds", [&](R& o) {
-    o.Int("training", &l.seeds.training);
-    o.Enum("source", &l.seeds.source, {"config", "job_id"});
-  });
-  r.Object("container", [&](R& o) {
-    o.Str("reference", &l.container.reference).Str("digest", &l.container.digest);
-    o.Str("pinned", &l.container.pinned, R::kOptional);
-    o.Enum("method", &l.container.method, {"registry", "file", "none"});
-  });
-  r.Array<LockFile>("files", &l.files, [](R& o, LockFile* f) {
-    o.Enum("role", &f->role, {"init_weights", "train", "eval"}).Str("path", &f->path);
-    o.Str("sha256_expected", &f->sha256_expected).Str("sha256_actual", &f->sha256_actual);
-    o.Int("bytes", &f->bytes);
-  });
-  r.StrMap("versions", &l.versions);
-  r.Array<LockGpu>("gpus", &l.gpus, [](R& o, LockGpu* g) {
-    o.Int("index", &g->index).Str("name", &g->name).Str("uuid", &g->uuid, R::kOptional);
-    o.Int("memory_bytes", &g->memory_bytes);
-  });
-  r.Array<LockProblem>("problems", &l.problems, [](R& o, LockProblem* p) {
-    o.Str("code", &p->code).Str("detail", &p->detail);
-  });
-  r.Str("created", &l.created);
-  if (r.ok() && !ParseRfc3339(l.created).ok()) r.Fail("created", "expected RFC 3339 time");
-  PILOT_RETURN_IF_ERROR(r.Finish());
+  PILOT_RETURN_IF_ERROR(RecordFromJson(j, &l).Context(label));
+  // Beyond the field list: a lock belongs to a real job.
+  if (l.job.id <= 0) return Status::Corrupt(label + ": job.id", "must be > 0");
   return l;
 }
 

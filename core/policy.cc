@@ -5,7 +5,7 @@
 #include <climits>
 
 #include "core/atomic_file.h"
-#include "core/toml_reader.h"
+#include "core/record_toml.h"
 
 #ifndef PILOT_SYSCONFDIR
 #define PILOT_SYSCONFDIR "/etc/slurm-pilot"
@@ -16,11 +16,99 @@ namespace {
 
 constexpr size_t kMaxPolicyBytes = 1u << 20;
 
-void CheckAbsolute(TomlReader& r, std::string_view key, const std::string& value) {
-  if (!value.empty() && value.front() != '/') r.Fail(key, "must be an absolute path");
+std::string AbsoluteOrEmpty(const std::string& v) {
+  return v.empty() || v.front() == '/' ? "" : "must be an absolute path";
+}
+std::string NotEmpty(const std::string& v) { return v.empty() ? "must not be empty" : ""; }
+std::string HttpUrlOrEmpty(const std::string& v) {
+  if (v.empty() || v.rfind("http://", 0) == 0 || v.rfind("https://", 0) == 0) return "";
+  return "must start with http:// or https://";
 }
 
 }  // namespace
+
+// ---- the key table -----------------------------------------------------------
+// Every pilot.conf key, once, in documentation order: its type is the
+// member's, its default the member's initializer in policy.h (the catalog
+// path: DefaultPolicy()), then its bounds or checks and a one-line hint.
+// ParsePolicy and KnownPolicyKeys() both walk these lists (core/record.h,
+// read through core/record_toml.h). Adding a key is one line here plus its
+// entry in pilot.conf(5) and the commented etc/pilot.conf (tests check both).
+
+template <class V, class S>
+void Fields(V& v, S& s, std::type_identity<Thresholds>) {
+  v("memory_headroom", s.memory_headroom, NumRange{0, 0.9}, kMayBeAbsent,
+    Doc{"free fraction of GPU memory required"});
+  v("restore_tolerance", s.restore_tolerance, NumRange{0, 1}, kMayBeAbsent,
+    Doc{"max relative loss difference after a restore"});
+  v("min_pilot_steps", s.min_pilot_steps, IntRange{1, 1000000}, kMayBeAbsent,
+    Doc{"optimizer steps a pilot must complete"});
+  v("verdict_lifetime_days", s.verdict_lifetime_days, IntRange{1, 365}, kMayBeAbsent,
+    Doc{"a verdict expires this long after issue"});
+  v("max_unpiloted_days", s.max_unpiloted_days, IntRange{0, 365}, kMayBeAbsent,
+    Doc{"longest job allowed without a GO verdict"});
+  v("precision_loss_tolerance", s.precision_loss_tolerance, NumRange{0, 10}, kMayBeAbsent,
+    Doc{"max relative loss difference of bf16/fp16 against fp32"});
+  v("budget_buffer", s.budget_buffer, NumRange{0, 10}, kMayBeAbsent,
+    Doc{"operational buffer added to the budget"});
+  v("min_scaling_efficiency", s.min_scaling_efficiency, NumRange{0, 1}, kMayBeAbsent,
+    Doc{"node stage against single (warn below)"});
+}
+
+template <class V, class S>
+void Fields(V& v, S& s, std::type_identity<PlanningPolicy>) {
+  v("assumed_mfu", s.assumed_mfu, NumRange{0.01, 1}, kMayBeAbsent,
+    Doc{"model FLOP utilisation assumed for a CPU pilot"});
+  v("download_gb_per_s", s.download_gb_per_s, NumRange{1e-6, 1e6}, kMayBeAbsent,
+    Doc{"dataset download / copy-in rate"});
+  v("export_gb_per_s", s.export_gb_per_s, NumRange{1e-6, 1e6}, kMayBeAbsent,
+    Doc{"rate of copying outputs off the node"});
+  v("network_gb_per_s", s.network_gb_per_s, NumRange{1e-6, 1e6}, kMayBeAbsent,
+    Doc{"inter-node bandwidth per GPU"});
+  v("network_latency_us", s.network_latency_us, NumRange{0, 1e6}, kMayBeAbsent,
+    Doc{"latency per ring hop and gradient bucket"});
+  v("max_nodes", s.max_nodes, IntRange{1, 100000}, kMayBeAbsent,
+    Doc{"largest node count the scaling scan tries"});
+}
+
+template <class V, class S>
+void Fields(V& v, S& s, std::type_identity<RegistryPolicy>) {
+  v("insecure", s.insecure, kMayBeAbsent, Doc{"\"host:port\" registries reached over plain http"});
+  v("ca_file", s.ca_file, Validate{&AbsoluteOrEmpty}, kMayBeAbsent,
+    Doc{"extra CA bundle (\"\" = the system's)"});
+  v("connect_timeout_seconds", s.connect_timeout_seconds, IntRange{1, 300}, kMayBeAbsent,
+    Doc{"connect timeout per request"});
+  v("timeout_seconds", s.timeout_seconds, IntRange{1, 600}, kMayBeAbsent,
+    Doc{"timeout per request"});
+  v("retries", s.retries, IntRange{0, 10}, kMayBeAbsent, Doc{"extra attempts after the first"});
+}
+
+template <class V, class S>
+void Fields(V& v, S& s, std::type_identity<Policy>) {
+  v("state_dir", s.state_dir, Validate{&AbsoluteOrEmpty}, Validate{&NotEmpty}, kMayBeAbsent,
+    Doc{"where verdicts, locks and grants are kept"});
+  v("key_file", s.key_file, Validate{&AbsoluteOrEmpty}, kMayBeAbsent,
+    Doc{"the verdict signing key"});
+  v("notify_url", s.notify_url, Validate{&HttpUrlOrEmpty}, kMayBeAbsent,
+    Doc{"where verdicts are posted (\"\" = nowhere)"});
+  v("notify_timeout_seconds", s.notify_timeout_seconds, IntRange{1, 600}, kMayBeAbsent,
+    Doc{"per posting attempt"});
+  v("notify_retries", s.notify_retries, IntRange{0, 10}, kMayBeAbsent,
+    Doc{"extra posting attempts after the first"});
+  v("hardware_catalog", s.hardware_catalog, Validate{&AbsoluteOrEmpty}, kMayBeAbsent,
+    Doc{"the GPU types the site offers"});
+  v("runner_path", s.runner_path, Validate{&AbsoluteOrEmpty}, kMayBeAbsent,
+    Doc{"pilot-runner to run (\"\" = beside the calling program)"});
+  v("verify_timeout_seconds", s.verify_timeout_seconds, IntRange{1, 86400}, kMayBeAbsent,
+    Doc{"the epilog's pilot-runner verify"});
+  v("prolog_timeout_seconds", s.prolog_timeout_seconds, IntRange{1, 3600}, kMayBeAbsent,
+    Doc{"total pinning time in the prolog"});
+  v("scontrol_path", s.scontrol_path, Validate{&NotEmpty}, kMayBeAbsent,
+    Doc{"scontrol run by pilot grant"});
+  v("thresholds", s.thresholds, kMayBeAbsent);
+  v("planning", s.planning, kMayBeAbsent);
+  v("registry", s.registry, kMayBeAbsent);
+}
 
 Policy DefaultPolicy() {
   Policy p;
@@ -30,38 +118,17 @@ Policy DefaultPolicy() {
 
 std::string DefaultPolicyPath() { return std::string(PILOT_SYSCONFDIR) + "/pilot.conf"; }
 
+const std::vector<RecordKey>& PolicyKeys() {
+  static const std::vector<RecordKey> k = RecordKeys<Policy>();
+  return k;
+}
+
 const std::vector<std::string>& KnownPolicyKeys() {
-  static const std::vector<std::string> k = {
-      "state_dir",
-      "key_file",
-      "notify_url",
-      "notify_timeout_seconds",
-      "notify_retries",
-      "hardware_catalog",
-      "runner_path",
-      "verify_timeout_seconds",
-      "prolog_timeout_seconds",
-      "scontrol_path",
-      "thresholds.memory_headroom",
-      "thresholds.restore_tolerance",
-      "thresholds.min_pilot_steps",
-      "thresholds.verdict_lifetime_days",
-      "thresholds.max_unpiloted_days",
-      "thresholds.precision_loss_tolerance",
-      "thresholds.budget_buffer",
-      "thresholds.min_scaling_efficiency",
-      "planning.assumed_mfu",
-      "planning.download_gb_per_s",
-      "planning.export_gb_per_s",
-      "planning.network_gb_per_s",
-      "planning.network_latency_us",
-      "planning.max_nodes",
-      "registry.insecure",
-      "registry.ca_file",
-      "registry.connect_timeout_seconds",
-      "registry.timeout_seconds",
-      "registry.retries",
-  };
+  static const std::vector<std::string> k = [] {
+    std::vector<std::string> names;
+    for (const RecordKey& key : PolicyKeys()) names.push_back(key.name);
+    return names;
+  }();
   return k;
 }
 
@@ -70,54 +137,7 @@ Result<Policy> ParsePolicy(std::string_view text, const std::string& path) {
   Policy p = DefaultPolicy();
   p.path = path;
   TomlReader r(t, path, "");
-  r.Str("state_dir", &p.state_dir).Str("key_file", &p.key_file);
-  r.Str("notify_url", &p.notify_url);
-  r.Int("notify_timeout_seconds", &p.notify_timeout_seconds, 1, 600);
-  r.Int("notify_retries", &p.notify_retries, 0, 10);
-  r.Str("hardware_catalog", &p.hardware_catalog).Str("runner_path", &p.runner_path);
-  r.Int("verify_timeout_seconds", &p.verify_timeout_seconds, 1, 86400);
-  r.Int("prolog_timeout_seconds", &p.prolog_timeout_seconds, 1, 3600);
-  r.Str("scontrol_path", &p.scontrol_path);
-  if (r.ok()) {
-    CheckAbsolute(r, "state_dir", p.state_dir);
-    if (p.state_dir.empty()) r.Fail("state_dir", "must not be empty");
-    if (p.scontrol_path.empty()) r.Fail("scontrol_path", "must not be empty");
-    CheckAbsolute(r, "key_file", p.key_file);
-    CheckAbsolute(r, "hardware_catalog", p.hardware_catalog);
-    CheckAbsolute(r, "runner_path", p.runner_path);
-    if (!p.notify_url.empty() && p.notify_url.rfind("http://", 0) != 0 &&
-        p.notify_url.rfind("https://", 0) != 0) {
-      r.Fail("notify_url", "must start with http:// or https://");
-    }
-  }
-  Thresholds& th = p.thresholds;
-  r.Table("thresholds", [&](TomlReader& s) {
-    s.Num("memory_headroom", &th.memory_headroom, 0, 0.9);
-    s.Num("restore_tolerance", &th.restore_tolerance, 0, 1);
-    s.Int("min_pilot_steps", &th.min_pilot_steps, 1, 1000000);
-    s.Int("verdict_lifetime_days", &th.verdict_lifetime_days, 1, 365);
-    s.Int("max_unpiloted_days", &th.max_unpiloted_days, 0, 365);
-    s.Num("precision_loss_tolerance", &th.precision_loss_tolerance, 0, 10);
-    s.Num("budget_buffer", &th.budget_buffer, 0, 10);
-    s.Num("min_scaling_efficiency", &th.min_scaling_efficiency, 0, 1);
-  });
-  PlanningPolicy& pl = p.planning;
-  r.Table("planning", [&](TomlReader& s) {
-    s.Num("assumed_mfu", &pl.assumed_mfu, 0.01, 1);
-    s.Num("download_gb_per_s", &pl.download_gb_per_s, 1e-6, 1e6);
-    s.Num("export_gb_per_s", &pl.export_gb_per_s, 1e-6, 1e6);
-    s.Num("network_gb_per_s", &pl.network_gb_per_s, 1e-6, 1e6);
-    s.Num("network_latency_us", &pl.network_latency_us, 0, 1e6);
-    s.Int("max_nodes", &pl.max_nodes, 1, 100000);
-  });
-  RegistryPolicy& rg = p.registry;
-  r.Table("registry", [&](TomlReader& s) {
-    s.StrList("insecure", &rg.insecure).Str("ca_file", &rg.ca_file);
-    s.Int("connect_timeout_seconds", &rg.connect_timeout_seconds, 1, 300);
-    s.Int("timeout_seconds", &rg.timeout_seconds, 1, 600);
-    s.Int("retries", &rg.retries, 0, 10);
-    if (s.ok()) CheckAbsolute(s, "ca_file", rg.ca_file);
-  });
+  ReadTomlRecord(r, &p);
   PILOT_RETURN_IF_ERROR(r.Finish());
   return p;
 }

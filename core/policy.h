@@ -15,6 +15,8 @@
 
 namespace pilot {
 
+struct RecordKey;  // core/record.h
+
 // [thresholds]: what a pilot must show for a GO.
 struct Thresholds {
   double memory_headroom = 0.10;           // free fraction of GPU memory required
@@ -77,7 +79,10 @@ Result<Policy> LoadPolicy(const std::string& path, bool missing_ok = false);
 Result<Policy> ParsePolicy(std::string_view text, const std::string& path);
 
 // Every key as its dotted name ("state_dir", "thresholds.memory_headroom"),
-// in documentation order.
+// in documentation order, with its one-line hint: the key table in
+// policy.cc, which ParsePolicy reads by.
+const std::vector<RecordKey>& PolicyKeys();
+// The names of PolicyKeys().
 const std::vector<std::string>& KnownPolicyKeys();
 
 // policy.runner_path, or "pilot-runner" in the directory of the running

@@ -1,29 +1,17 @@
-// results.json: one field list per struct (Fields below) drives both the
+// results.json: the field lists below (core/record.h) drive both the
 // writer and the strict reader, so the two cannot drift apart.
 #include "core/results.h"
-
-#include <cmath>
-#include <fstream>
-#include <set>
-#include <sstream>
-#include <type_traits>
 
 #include <nlohmann/json.hpp>
 
 #include "core/atomic_file.h"
+#include "core/record.h"
 
 namespace pilot {
-namespace {
-
-using Json = nlohmann::ordered_json;
 
 // ---- field lists -----------------------------------------------------------
-// `S` is the struct, const or not; `V` is called as v("key", field), or
-// v("key", field, kMayBeAbsent) for an optional member that older files lack
-// (read as null when absent; always written).
-
-struct MayBeAbsent {};
-constexpr MayBeAbsent kMayBeAbsent{};
+// kMayBeAbsent marks a member that older files lack (read as its default,
+// null for an optional, when absent; always written).
 
 template <class V, class S>
 void Fields(V& v, S& s, std::type_identity<MemoryStats>) {
@@ -309,215 +297,39 @@ void Fields(V& v, S& s, std::type_identity<NodeStage>) {
   v("failure", s.failure);
 }
 
-template <class T>
-concept HasFields = requires(int& v, T& s) {
-  Fields(v, s, std::type_identity<T>{});
+// "stages" groups two members of Results; a view of them gives the group
+// its field list. R is Results or const Results.
+template <class R>
+struct ResultsStages {
+  R* r;
 };
 
-// ---- writing ---------------------------------------------------------------
-
-Json ToJson(bool b) { return b; }
-Json ToJson(int i) { return i; }
-Json ToJson(int64_t i) { return i; }
-Json ToJson(const std::string& s) { return s; }
-Json ToJson(double d) {
-  // JSON has no NaN/Infinity; a diverged loss is worth recording.
-  if (std::isnan(d)) return "nan";
-  if (std::isinf(d)) return d > 0 ? "inf" : "-inf";
-  return d;
-}
-template <class T>
-Json ToJson(const std::vector<T>& v);
-template <class T>
-Json ToJson(const std::optional<T>& o);
-template <class T>
-  requires HasFields<T>
-Json ToJson(const T& s);
-
-template <class T>
-Json ToJson(const std::vector<T>& v) {
-  Json a = Json::array();
-  for (const T& x : v) a.push_back(ToJson(x));
-  return a;
-}
-template <class T>
-Json ToJson(const std::optional<T>& o) {
-  return o ? ToJson(*o) : Json(nullptr);
+template <class V, class S, class R>
+void Fields(V& v, S& s, std::type_identity<ResultsStages<R>>) {
+  v("single", s.r->single);
+  // Files written before the node stage existed have no "node".
+  v("node", s.r->node, kMayBeAbsent);
 }
 
-struct Writer {
-  Json* out;
-  template <class T>
-  void operator()(const char* key, const T& value) {
-    (*out)[key] = ToJson(value);
-  }
-  template <class T>
-  void operator()(const char* key, const T& value, MayBeAbsent) {
-    (*this)(key, value);
-  }
-};
-
-template <class T>
-  requires HasFields<T>
-Json ToJson(const T& s) {
-  Json j = Json::object();
-  Writer w{&j};
-  Fields(w, s, std::type_identity<T>{});
-  return j;
+template <class V, class S>
+void Fields(V& v, S& s, std::type_identity<Results>) {
+  v("schema", s.schema);
+  v("config_path", s.config_path);
+  v("config_sha256", s.config_sha256);
+  v("lock_path", s.lock_path);
+  v("seed", s.seed);
+  v("started_at", s.started_at);
+  v("finished_at", s.finished_at);
+  v("exit_code", s.exit_code);
+  v("versions", s.versions);
+  // Files written before the allocator settings were recorded lack them.
+  v("alloc_conf", s.alloc_conf, kMayBeAbsent);
+  ResultsStages<S> stages{&s};
+  v("stages", stages);
 }
-
-// ---- reading ---------------------------------------------------------------
-
-std::string TypeName(const Json& j) {
-  if (j.is_null()) return "null";
-  if (j.is_boolean()) return "a boolean";
-  if (j.is_number()) return "a number";
-  if (j.is_string()) return "a string";
-  if (j.is_array()) return "an array";
-  return "an object";
-}
-
-Status Expected(const std::string& path, const char* what, const Json& j) {
-  return Status::Invalid(path, std::string("expected ") + what + ", got " + TypeName(j));
-}
-
-Status FromJson(const Json& j, const std::string& path, bool* out) {
-  if (!j.is_boolean()) return Expected(path, "a boolean", j);
-  *out = j.get<bool>();
-  return Status::Ok();
-}
-Status FromJson(const Json& j, const std::string& path, int64_t* out) {
-  if (!j.is_number_integer()) return Expected(path, "an integer", j);
-  *out = j.get<int64_t>();
-  return Status::Ok();
-}
-Status FromJson(const Json& j, const std::string& path, int* out) {
-  int64_t v = 0;
-  PILOT_RETURN_IF_ERROR(FromJson(j, path, &v));
-  if (v < INT32_MIN || v > INT32_MAX) return Status::Invalid(path, "integer out of range");
-  *out = static_cast<int>(v);
-  return Status::Ok();
-}
-Status FromJson(const Json& j, const std::string& path, double* out) {
-  if (j.is_number()) {
-    *out = j.get<double>();
-    return Status::Ok();
-  }
-  if (j.is_string()) {
-    const std::string& s = j.get_ref<const std::string&>();
-    if (s == "nan") *out = std::nan("");
-    else if (s == "inf") *out = INFINITY;
-    else if (s == "-inf") *out = -INFINITY;
-    else return Status::Invalid(path, "expected a number, got the string \"" + s.substr(0, 32) + "\"");
-    return Status::Ok();
-  }
-  return Expected(path, "a number", j);
-}
-Status FromJson(const Json& j, const std::string& path, std::string* out) {
-  if (!j.is_string()) return Expected(path, "a string", j);
-  *out = j.get<std::string>();
-  return Status::Ok();
-}
-template <class T>
-Status FromJson(const Json& j, const std::string& path, std::vector<T>* out);
-template <class T>
-Status FromJson(const Json& j, const std::string& path, std::optional<T>* out);
-template <class T>
-  requires HasFields<T>
-Status FromJson(const Json& j, const std::string& path, T* out);
-
-template <class T>
-Status FromJson(const Json& j, const std::string& path, std::vector<T>* out) {
-  if (!j.is_array()) return Expected(path, "an array", j);
-  out->clear();
-  out->reserve(j.size());
-  for (size_t i = 0; i < j.size(); ++i) {
-    T v{};
-    PILOT_RETURN_IF_ERROR(FromJson(j[i], path + "[" + std::to_string(i) + "]", &v));
-    out->push_back(std::move(v));
-  }
-  return Status::Ok();
-}
-template <class T>
-Status FromJson(const Json& j, const std::string& path, std::optional<T>* out) {
-  if (j.is_null()) {
-    out->reset();
-    return Status::Ok();
-  }
-  T v{};
-  PILOT_RETURN_IF_ERROR(FromJson(j, path, &v));
-  *out = std::move(v);
-  return Status::Ok();
-}
-
-struct Reader {
-  const Json* obj;
-  std::string prefix;  // "stages.single." etc.
-  Status status;
-  std::set<std::string> known;
-  template <class T>
-  void operator()(const char* key, T& value) {
-    known.insert(key);
-    if (!status.ok()) return;
-    auto it = obj->find(key);
-    if (it == obj->end()) {
-      status = Status::Invalid(prefix + key, "missing");
-      return;
-    }
-    status = FromJson(*it, prefix + key, &value);
-  }
-  template <class T>
-  void operator()(const char* key, std::optional<T>& value, MayBeAbsent) {
-    if (obj->find(key) == obj->end()) {
-      known.insert(key);
-      value.reset();
-      return;
-    }
-    (*this)(key, value);
-  }
-};
-
-Status CheckObject(const Json& j, const std::string& path) {
-  if (!j.is_object()) return Expected(path.empty() ? "(top level)" : path, "an object", j);
-  return Status::Ok();
-}
-
-Status UnknownKeys(const Json& j, const std::string& prefix, const std::set<std::string>& known) {
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    if (!known.count(it.key())) return Status::Invalid(prefix + it.key(), "unknown key");
-  }
-  return Status::Ok();
-}
-
-template <class T>
-  requires HasFields<T>
-Status FromJson(const Json& j, const std::string& path, T* out) {
-  PILOT_RETURN_IF_ERROR(CheckObject(j, path));
-  Reader r{&j, path + ".", Status::Ok(), {}};
-  Fields(r, *out, std::type_identity<T>{});
-  PILOT_RETURN_IF_ERROR(r.status);
-  return UnknownKeys(j, r.prefix, r.known);
-}
-
-}  // namespace
 
 std::string ResultsToJson(const Results& r) {
-  Json j = Json::object();
-  j["schema"] = r.schema;
-  j["config_path"] = r.config_path;
-  j["config_sha256"] = r.config_sha256;
-  j["lock_path"] = r.lock_path;
-  j["seed"] = r.seed;
-  j["started_at"] = r.started_at;
-  j["finished_at"] = r.finished_at;
-  j["exit_code"] = r.exit_code;
-  j["versions"] = ToJson(r.versions);
-  j["alloc_conf"] = r.alloc_conf;
-  Json stages = Json::object();
-  stages["single"] = ToJson(r.single);
-  stages["node"] = ToJson(r.node);
-  j["stages"] = std::move(stages);
-  return j.dump(2) + "\n";
+  return RecordToJson<nlohmann::ordered_json>(r, kMeasuredStyle).dump(2) + "\n";
 }
 
 Result<Results> ParseResults(const std::string& text, const std::string& name) {
@@ -525,56 +337,22 @@ Result<Results> ParseResults(const std::string& text, const std::string& name) {
   if (text.size() > kResultsMaxBytes) {
     return fail(Status::Invalid("", "larger than " + std::to_string(kResultsMaxBytes) + " bytes"));
   }
-  Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  // ordered: unknown keys are reported in file order.
+  auto j = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return fail(Status::Invalid("", "not valid JSON"));
-  PILOT_RETURN_IF_ERROR(fail(CheckObject(j, "")));
   Results r;
   // The schema first: a different version is reported as such, not as the
   // first field it happens to lack.
-  auto schema = j.find("schema");
-  if (schema == j.end()) return fail(Status::Invalid("schema", "missing"));
-  PILOT_RETURN_IF_ERROR(fail(FromJson(*schema, "schema", &r.schema)));
-  if (r.schema != kResultsSchema) {
-    return fail(Status::Invalid("schema", "unsupported \"" + r.schema.substr(0, 64) +
-                                              "\", expected \"" + kResultsSchema + "\""));
-  }
-  Reader top{&j, "", Status::Ok(), {"schema"}};
-  top("config_path", r.config_path);
-  top("config_sha256", r.config_sha256);
-  top("lock_path", r.lock_path);
-  top("seed", r.seed);
-  top("started_at", r.started_at);
-  top("finished_at", r.finished_at);
-  top("exit_code", r.exit_code);
-  top("versions", r.versions);
-  // Files written before the allocator settings were recorded lack them.
-  if (j.contains("alloc_conf")) {
-    top("alloc_conf", r.alloc_conf);
-  } else {
-    top.known.insert("alloc_conf");
-  }
-  if (top.status.ok()) {
-    auto stages = j.find("stages");
-    top.known.insert("stages");
-    if (stages == j.end()) {
-      top.status = Status::Invalid("stages", "missing");
-    } else if (!stages->is_object()) {
-      top.status = Expected("stages", "an object", *stages);
-    } else {
-      Reader st{&*stages, "stages.", Status::Ok(), {}};
-      st("single", r.single);
-      // Files written before the node stage existed have no "node".
-      if (stages->contains("node")) {
-        st("node", r.node);
-      } else {
-        st.known.insert("node");
-      }
-      top.status = st.status;
-      if (top.status.ok()) top.status = UnknownKeys(*stages, "stages.", st.known);
+  if (j.is_object()) {
+    auto schema = j.find("schema");
+    if (schema == j.end()) return fail(Status::Invalid("schema", "missing"));
+    PILOT_RETURN_IF_ERROR(fail(RecordValueFromJson(*schema, "schema", &r.schema, kMeasuredStyle)));
+    if (r.schema != kResultsSchema) {
+      return fail(Status::Invalid("schema", "unsupported \"" + r.schema.substr(0, 64) +
+                                                "\", expected \"" + kResultsSchema + "\""));
     }
   }
-  PILOT_RETURN_IF_ERROR(fail(top.status));
-  PILOT_RETURN_IF_ERROR(fail(UnknownKeys(j, "", top.known)));
+  PILOT_RETURN_IF_ERROR(fail(RecordFromJson(j, &r, kMeasuredStyle)));
   return r;
 }
 

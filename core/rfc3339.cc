@@ -101,4 +101,8 @@ Result<int64_t> ParseRfc3339(std::string_view s) {
   return days * 86400 + h * 3600 + mi * 60 + (se == 60 ? 59 : se) - offset;
 }
 
+std::string CheckRfc3339(const std::string& text) {
+  return ParseRfc3339(text).ok() ? "" : "expected RFC 3339 time";
+}
+
 }  // namespace pilot

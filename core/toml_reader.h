@@ -1,5 +1,7 @@
-// Strict reading of the site's TOML files (pilot.conf, hardware.toml).
-// Internal to pilot_core: the header pulls in TOML++, which is a private
+// Strict reading of the site's TOML files (pilot.conf, hardware.toml): the
+// primitives the records' TOML backend (core/record_toml.h) drives from a
+// field list, and that a reader uses directly for what a field list cannot
+// say (the [gpu.NAME] sections named by their keys). Internal to pilot_core: the header pulls in TOML++, which is a private
 // dependency of the library.
 //
 // Every problem becomes one Status of kind kInvalid whose `what` is

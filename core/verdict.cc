@@ -2,72 +2,94 @@
 
 #include "core/atomic_file.h"
 #include "core/crypto.h"
+#include "core/record.h"
 #include "core/rfc3339.h"
 
 namespace pilot {
-namespace {
 
-const std::vector<std::string>& DecisionNames() {
+const std::vector<std::string>& EnumNames(std::type_identity<Decision>) {
   static const std::vector<std::string> k = {"GO", "NO-GO"};
   return k;
 }
-const std::vector<std::string>& StatusNames() {
+const std::vector<std::string>& EnumNames(std::type_identity<CheckStatus>) {
   static const std::vector<std::string> k = {"pass", "warn", "fail", "skip"};
   return k;
 }
-const std::vector<std::string>& VerifiedNames() {
+const std::vector<std::string>& EnumNames(std::type_identity<VerifiedBy>) {
   static const std::vector<std::string> k = {"epilog", "self_reported", "prolog"};
   return k;
 }
 
-template <typename E>
-E FromName(const std::vector<std::string>& names, const std::string& s) {
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (names[i] == s) return static_cast<E>(i);
-  }
-  return static_cast<E>(0);  // unreachable after Enum() validation
+const char* DecisionName(Decision d) { return EnumNames(std::type_identity<Decision>{})[static_cast<size_t>(d)].c_str(); }
+const char* CheckStatusName(CheckStatus s) {
+  return EnumNames(std::type_identity<CheckStatus>{})[static_cast<size_t>(s)].c_str();
+}
+const char* VerifiedByName(VerifiedBy v) {
+  return EnumNames(std::type_identity<VerifiedBy>{})[static_cast<size_t>(v)].c_str();
 }
 
-}  // namespace
+// ---- field lists (core/record.h) --------------------------------------------
+// The signature covers CanonicalJson of what these lists write (less
+// "signature"): a field added here enters the signed bytes, and a verdict
+// signed before it existed would no longer verify once read back with a
+// default for it. A new field therefore comes with a new schema version.
 
-const char* DecisionName(Decision d) { return DecisionNames()[static_cast<int>(d)].c_str(); }
-const char* CheckStatusName(CheckStatus s) { return StatusNames()[static_cast<int>(s)].c_str(); }
-const char* VerifiedByName(VerifiedBy v) { return VerifiedNames()[static_cast<int>(v)].c_str(); }
+template <class V, class S>
+void Fields(V& v, S& s, std::type_identity<VerdictJob>) {
+  v("id", s.id);
+  v("user", s.user);
+  v("run", s.run);
+  v("config_sha256", s.config_sha256);
+}
+
+template <class V, class S>
+void Fields(V& v, S& s, std::type_identity<Check>) {
+  v("name", s.name);
+  v("status", s.status);
+  v("measured", s.measured);
+  v("threshold", s.threshold);
+  v("detail", s.detail);
+  v("verified_by", s.verified_by);
+}
+
+template <class V, class S>
+void Fields(V& v, S& s, std::type_identity<HardwareFit>) {
+  v("gpu_type", s.gpu_type);
+  v("fits", s.fits);
+  v("predicted_peak_bytes", s.predicted_peak_bytes);
+  v("memory_bytes", s.memory_bytes);
+  v("headroom", s.headroom);
+  v("note", s.note);
+}
+
+template <class V, class S>
+void Fields(V& v, S& s, std::type_identity<Budget>) {
+  v("term", s.term, OneOf{{"7-day", "30-day", "none"}});
+  v("days", s.days);
+  v("gpu_hours", s.gpu_hours);
+  v("cost", s.cost);
+  v("currency", s.currency);
+  v("breakdown", s.breakdown);
+}
+
+template <class V, class S>
+void Fields(V& v, S& s, std::type_identity<Verdict>) {
+  v("schema", s.schema);
+  v("job", s.job);
+  v("decision", s.decision);
+  v("binding", s.binding);
+  v("checks", s.checks);
+  v("hardware", s.hardware);
+  v("budget", s.budget);
+  v("issued", s.issued, Validate{&CheckRfc3339});
+  v("expires", s.expires, Validate{&CheckRfc3339});
+  v("key_id", s.key_id);
+  v("signature", s.signature);
+}
 
 Json VerdictToJsonValue(const Verdict& v, bool with_signature) {
-  Json j;
-  j["schema"] = v.schema;
-  j["job"] = {{"id", v.job.id},
-              {"user", v.job.user},
-              {"run", v.job.run},
-              {"config_sha256", v.job.config_sha256}};
-  j["decision"] = DecisionName(v.decision);
-  j["binding"] = v.binding;
-  j["checks"] = Json::array();
-  for (const auto& c : v.checks) {
-    j["checks"].push_back({{"name", c.name},
-                           {"status", CheckStatusName(c.status)},
-                           {"measured", c.measured},
-                           {"threshold", c.threshold},
-                           {"detail", c.detail},
-                           {"verified_by", VerifiedByName(c.verified_by)}});
-  }
-  j["hardware"] = Json::array();
-  for (const auto& h : v.hardware) {
-    j["hardware"].push_back({{"gpu_type", h.gpu_type},
-                             {"fits", h.fits},
-                             {"predicted_peak_bytes", h.predicted_peak_bytes},
-                             {"memory_bytes", h.memory_bytes},
-                             {"headroom", h.headroom},
-                             {"note", h.note}});
-  }
-  j["budget"] = {{"term", v.budget.term},           {"days", v.budget.days},
-                 {"gpu_hours", v.budget.gpu_hours}, {"cost", v.budget.cost},
-                 {"currency", v.budget.currency},   {"breakdown", v.budget.breakdown}};
-  j["issued"] = v.issued;
-  j["expires"] = v.expires;
-  j["key_id"] = v.key_id;
-  if (with_signature) j["signature"] = v.signature;
+  Json j = RecordToJson(v);
+  if (!with_signature) j.erase("signature");
   return j;
 }
 
@@ -75,45 +97,9 @@ std::string VerdictToJson(const Verdict& v) { return DumpJson(VerdictToJsonValue
 
 Result<Verdict> ParseVerdict(std::string_view text, const std::string& label) {
   PILOT_ASSIGN_OR_RETURN(Json j, ParseJsonText(text, label, kMaxVerdictBytes));
+  PILOT_RETURN_IF_ERROR(CheckJsonSchema(j, label, kVerdictSchema));
   Verdict v;
-  using R = ObjectReader;
-  R r(j, label, "");
-  r.Str("schema", &v.schema);
-  if (r.ok()) PILOT_RETURN_IF_ERROR(CheckSchema(label, v.schema, kVerdictSchema));
-  r.Object("job", [&](R& o) {
-    o.Int("id", &v.job.id).Str("user", &v.job.user).Str("run", &v.job.run);
-    o.Str("config_sha256", &v.job.config_sha256);
-  });
-  std::string s;
-  r.Enum("decision", &s, DecisionNames());
-  if (r.ok()) v.decision = FromName<Decision>(DecisionNames(), s);
-  r.Bool("binding", &v.binding);
-  r.Array<Check>("checks", &v.checks, [](R& o, Check* c) {
-    std::string st, vb;
-    o.Str("name", &c->name).Enum("status", &st, StatusNames());
-    o.Str("measured", &c->measured).Str("threshold", &c->threshold).Str("detail", &c->detail);
-    o.Enum("verified_by", &vb, VerifiedNames());
-    if (o.ok()) {
-      c->status = FromName<CheckStatus>(StatusNames(), st);
-      c->verified_by = FromName<VerifiedBy>(VerifiedNames(), vb);
-    }
-  });
-  r.Array<HardwareFit>("hardware", &v.hardware, [](R& o, HardwareFit* h) {
-    o.Str("gpu_type", &h->gpu_type).Bool("fits", &h->fits);
-    o.Int("predicted_peak_bytes", &h->predicted_peak_bytes).Int("memory_bytes", &h->memory_bytes);
-    o.Num("headroom", &h->headroom).Str("note", &h->note);
-  });
-  r.Object("budget", [&](R& o) {
-    o.Enum("term", &v.budget.term, {"7-day", "30-day", "none"});
-    o.Num("days", &v.budget.days).Num("gpu_hours", &v.budget.gpu_hours);
-    o.Num("cost", &v.budget.cost).Str("currency", &v.budget.currency);
-    o.NumMap("breakdown", &v.budget.breakdown);
-  });
-  r.Str("issued", &v.issued).Str("expires", &v.expires);
-  if (r.ok() && !ParseRfc3339(v.issued).ok()) r.Fail("issued", "expected RFC 3339 time");
-  if (r.ok() && !ParseRfc3339(v.expires).ok()) r.Fail("expires", "expected RFC 3339 time");
-  r.Str("key_id", &v.key_id).Str("signature", &v.signature);
-  PILOT_RETURN_IF_ERROR(r.Finish());
+  PILOT_RETURN_IF_ERROR(RecordFromJson(j, &v).Context(label));
   return v;
 }
 

@@ -47,6 +47,5 @@ std::string VerifyReportToJson(const VerifyReport& v);
 // Strict parse (kMaxVerifyBytes). Errors: kCorrupt naming the field path.
 Result<VerifyReport> ParseVerifyReport(std::string_view text,
                                        const std::string& label = "verify.json");
-Result<VerifyReport> ReadVerifyReport(const std::string& path);
 
 }  // namespace pilot

@@ -525,8 +525,8 @@ TEST(ConfigTest, SmallerShapeIsAllowedWhenAskedAndNonBinding) {
       Parse(kRun + "[training]\nallow_smaller_shape = true\nseq_len = 64\nmicro_batch = 1\n");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_FALSE(r->ShapeIsBinding());
-  EXPECT_EQ(r->PilotSeqLen(), 64);
-  EXPECT_EQ(r->PilotMicroBatch(), 1);
+  EXPECT_EQ(r->training.seq_len, 64);  // the shape the pilot runs
+  EXPECT_EQ(r->training.micro_batch, 1);
 }
 
 TEST(ConfigTest, TargetTokensTakesWholeFloatsAndGivesRunSteps) {

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "core/record.h"
 #include "tests/core/net_test_util.h"
 
 namespace pilot {
@@ -68,6 +69,13 @@ TEST(Policy, EveryKeyIsDocumented) {
     EXPECT_NE(conf.find("#" + leaf + " = "), std::string::npos)
         << key << " missing from etc/pilot.conf";
   }
+}
+
+TEST(Policy, EveryKeyOfTheTableHasAHint) {
+  ASSERT_EQ(PolicyKeys().size(), KnownPolicyKeys().size());
+  EXPECT_EQ(PolicyKeys().front().name, "state_dir");
+  EXPECT_EQ(PolicyKeys().back().name, "registry.retries");
+  for (const RecordKey& key : PolicyKeys()) EXPECT_FALSE(key.doc.empty()) << key.name;
 }
 
 TEST(Policy, ReadsValues) {
