@@ -11,19 +11,15 @@
 #include <future>
 #include <map>
 
-#include <nlohmann/json.hpp>
-
 #include "core/atomic_file.h"
 #include "core/crypto.h"
-#include "runner/train/device.h"
 #include "runner/ckpt/dir_commit.h"
 #include "runner/ckpt/safetensors.h"
+#include "runner/train/device.h"
 
 namespace pilot::runner {
 namespace fs = std::filesystem;
 namespace {
-
-using Json = nlohmann::ordered_json;
 
 std::string Hex(const at::Tensor& bytes) {
   at::Tensor b = bytes.contiguous();
@@ -55,72 +51,46 @@ Result<at::Tensor> Unhex(const std::string& s, const std::string& what) {
   return t;
 }
 
-// JSON has no NaN: a diverged loss is written as the string "nan".
-Json Num(double v) {
-  if (std::isfinite(v)) return v;
-  return std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf";
-}
-double ReadNum(const Json& j) {
-  if (j.is_string()) {
-    const std::string s = j.get<std::string>();
-    if (s == "nan") return std::nan("");
-    if (s == "inf") return INFINITY;
-    if (s == "-inf") return -INFINITY;
-  }
-  return j.get<double>();
-}
-
-Json StateToJson(const TrainState& s) {
-  Json j;
-  j["schema"] = kCheckpointSchema;
-  j["step"] = s.step;
-  j["seed"] = s.seed;
-  j["data"] = {{"format", s.data_format}, {"next_index", s.data_next_index}};
-  j["scheduler"] = {{"kind", s.lr_schedule}, {"horizon", s.lr_horizon}, {"lr_last", Num(s.lr_last)}};
-  j["scaler"] = {{"precision", s.precision},
-                 {"scale", Num(s.scaler_scale)},
-                 {"growth_tracker", s.scaler_growth_tracker},
-                 {"skipped", s.scaler_skipped}};
-  j["rng"] = {{"cpu", s.rng_cpu}, {"cuda", s.rng_cuda}};
-  j["config_sha256"] = s.config_sha256;
-  j["device"] = s.device;
-  j["model"] = {{"kind", s.model_kind}, {"params", s.params}};
-  j["optimizer"] = s.optimizer;
-  j["eval"] = {{"batches", s.eval_batches}, {"loss", Num(s.eval_loss)}};
-  return j;
+// state.json through core's record (core/checkpoint_meta.h): one field
+// list writes and reads it.
+CheckpointState ToRecord(const TrainState& s) {
+  CheckpointState r;
+  r.step = s.step;
+  r.seed = s.seed;
+  r.data = {s.data_format, s.data_next_index};
+  r.scheduler = {s.lr_schedule, s.lr_horizon, s.lr_last};
+  r.scaler = {s.precision, s.scaler_scale, s.scaler_growth_tracker, s.scaler_skipped};
+  r.rng = {s.rng_cpu, s.rng_cuda};
+  r.config_sha256 = s.config_sha256;
+  r.device = s.device;
+  r.model = {s.model_kind, s.params};
+  r.optimizer = s.optimizer;
+  r.eval = {s.eval_batches, s.eval_loss};
+  return r;
 }
 
-Result<TrainState> StateFromJson(const std::string& text, const std::string& path) {
-  Json j = Json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return Status::Corrupt(path, "not a JSON object");
+TrainState FromRecord(const CheckpointState& r) {
   TrainState s;
-  try {
-    if (j.at("schema").get<std::string>() != kCheckpointSchema) {
-      return Status::Corrupt(path, "schema is not " + std::string(kCheckpointSchema));
-    }
-    s.step = j.at("step").get<int64_t>();
-    s.seed = j.at("seed").get<uint64_t>();
-    s.data_format = j.at("data").at("format").get<std::string>();
-    s.data_next_index = j.at("data").at("next_index").get<int64_t>();
-    s.lr_schedule = j.at("scheduler").at("kind").get<std::string>();
-    s.lr_horizon = j.at("scheduler").at("horizon").get<int64_t>();
-    s.lr_last = ReadNum(j.at("scheduler").at("lr_last"));
-    s.precision = j.at("scaler").at("precision").get<std::string>();
-    s.scaler_scale = ReadNum(j.at("scaler").at("scale"));
-    s.scaler_growth_tracker = j.at("scaler").at("growth_tracker").get<int64_t>();
-    s.scaler_skipped = j.at("scaler").at("skipped").get<int64_t>();
-    s.rng_cpu = j.at("rng").at("cpu").get<std::string>();
-    s.rng_cuda = j.at("rng").at("cuda").get<std::string>();
-    s.config_sha256 = j.at("config_sha256").get<std::string>();
-    s.device = j.at("device").get<std::string>();
-    s.model_kind = j.at("model").at("kind").get<std::string>();
-    s.params = j.at("model").at("params").get<int64_t>();
-    s.optimizer = j.at("optimizer").get<std::string>();
-    s.eval_batches = j.at("eval").at("batches").get<int>();
-    s.eval_loss = ReadNum(j.at("eval").at("loss"));
-  } catch (const std::exception& e) {
-    return Status::Corrupt(path, std::string("bad field: ") + e.what());
-  }
+  s.step = r.step;
+  s.seed = r.seed;
+  s.data_format = r.data.format;
+  s.data_next_index = r.data.next_index;
+  s.lr_schedule = r.scheduler.kind;
+  s.lr_horizon = r.scheduler.horizon;
+  s.lr_last = r.scheduler.lr_last;
+  s.precision = r.scaler.precision;
+  s.scaler_scale = r.scaler.scale;
+  s.scaler_growth_tracker = r.scaler.growth_tracker;
+  s.scaler_skipped = r.scaler.skipped;
+  s.rng_cpu = r.rng.cpu;
+  s.rng_cuda = r.rng.cuda;
+  s.config_sha256 = r.config_sha256;
+  s.device = r.device;
+  s.model_kind = r.model.kind;
+  s.params = r.model.params;
+  s.optimizer = r.optimizer;
+  s.eval_batches = r.eval.batches;
+  s.eval_loss = r.eval.loss;
   return s;
 }
 
@@ -206,16 +176,11 @@ Result<CheckpointIo> SaveCheckpoint(const std::string& root, const Model& model,
     dir.Abort();
     return first_error;
   }
-  const std::string state_text = StateToJson(state).dump(2) + "\n";
+  const std::string state_text = CheckpointStateToJson(ToRecord(state));
   Status written = WriteFileAtomic(tmp + "/state.json", state_text);
   man.files.push_back({"state.json", static_cast<int64_t>(state_text.size()), Sha256Hex(state_text)});
-  Json mj;
-  mj["schema"] = kCheckpointSchema;
-  mj["step"] = state.step;
-  Json files = Json::array();
-  for (const auto& f : man.files) files.push_back({{"name", f.name}, {"bytes", f.bytes}, {"sha256", f.sha256}});
-  mj["files"] = files;
-  if (written.ok()) written = WriteFileAtomic(tmp + "/manifest.json", mj.dump(2) + "\n");
+  man.step = state.step;
+  if (written.ok()) written = WriteFileAtomic(tmp + "/manifest.json", CheckpointManifestToJson(man));
   if (!written.ok()) {
     dir.Abort();
     return written;
@@ -241,32 +206,15 @@ Result<CheckpointIo> SaveCheckpoint(const std::string& root, const Model& model,
 
 Result<Manifest> ReadManifest(const std::string& dir) {
   const std::string path = dir + "/manifest.json";
-  PILOT_ASSIGN_OR_RETURN(std::string text, ReadFileLimited(path, 1 << 20));
-  Json j = Json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return Status::Corrupt(path, "not a JSON object");
-  Manifest m;
-  try {
-    m.schema = j.at("schema").get<std::string>();
-    if (m.schema != kCheckpointSchema) return Status::Corrupt(path, "unknown schema " + m.schema);
-    m.step = j.at("step").get<int64_t>();
-    for (const auto& f : j.at("files")) {
-      ManifestFile mf{f.at("name").get<std::string>(), f.at("bytes").get<int64_t>(),
-                      f.at("sha256").get<std::string>()};
-      if (mf.name.empty() || mf.name.find('/') != std::string::npos || mf.name[0] == '.') {
-        return Status::Corrupt(path, "bad file name \"" + mf.name + "\"");
-      }
-      m.files.push_back(std::move(mf));
-    }
-  } catch (const std::exception& e) {
-    return Status::Corrupt(path, std::string("bad field: ") + e.what());
-  }
-  return m;
+  PILOT_ASSIGN_OR_RETURN(std::string text, ReadFileLimited(path, kMaxCheckpointMetaBytes));
+  return ParseCheckpointManifest(text, path);
 }
 
 Result<TrainState> ReadTrainState(const std::string& dir) {
   const std::string path = dir + "/state.json";
-  PILOT_ASSIGN_OR_RETURN(std::string text, ReadFileLimited(path, 1 << 20));
-  return StateFromJson(text, path);
+  PILOT_ASSIGN_OR_RETURN(std::string text, ReadFileLimited(path, kMaxCheckpointMetaBytes));
+  PILOT_ASSIGN_OR_RETURN(CheckpointState r, ParseCheckpointState(text, path));
+  return FromRecord(r);
 }
 
 Result<TrainState> LoadCheckpoint(const std::string& dir, Model* model, Optimizer* optim,

@@ -27,13 +27,13 @@
 #include <string>
 #include <vector>
 
+#include "core/checkpoint_meta.h"
 #include "core/status.h"
 #include "runner/train/model.h"
 #include "runner/train/optim.h"
 
 namespace pilot::runner {
 
-inline constexpr char kCheckpointSchema[] = "slurm-pilot/checkpoint/1";
 
 struct TrainState {
   int64_t step = 0;                 // optimizer steps completed
@@ -58,17 +58,9 @@ struct TrainState {
   double eval_loss = 0;             // eval loss of the weights saved here
 };
 
-struct ManifestFile {
-  std::string name;
-  int64_t bytes = 0;
-  std::string sha256;
-};
-
-struct Manifest {
-  std::string schema;
-  int64_t step = 0;
-  std::vector<ManifestFile> files;
-};
+// manifest.json: core's record (core/checkpoint_meta.h).
+using ManifestFile = CheckpointFile;
+using Manifest = CheckpointManifest;
 
 struct CheckpointIo {
   std::string path;  // the committed directory

@@ -62,7 +62,8 @@ Result<NodeCheckpointIo> SaveNodeCheckpoint(const std::string& root, NodeEngine&
   }
   comm.StoreSet(key + std::to_string(comm.rank()), st.ok() ? files.dump() : "error: " + st.ToString());
   if (comm.rank() == 0) {
-    json all = json::array();
+    // manifest.json: core's record (core/checkpoint_meta.h).
+    NodeCheckpointManifest m;
     std::string failed;
     for (int r = 0; r < comm.world(); ++r) {
       const std::string v = comm.StoreGet(key + std::to_string(r));
@@ -70,20 +71,26 @@ Result<NodeCheckpointIo> SaveNodeCheckpoint(const std::string& root, NodeEngine&
         failed = "rank " + std::to_string(r) + ": " + v.substr(7);
         continue;
       }
-      for (auto& f : json::parse(v)) all.push_back(f);
+      for (const auto& f : json::parse(v)) {
+        m.files.push_back({f.at("name").get<std::string>(), f.at("rank").get<int>(),
+                           f.at("bytes").get<int64_t>(), f.at("sha256").get<std::string>()});
+      }
     }
-    json params = json::array();
     const NamedTensors& ps = e.Parameters();
     for (size_t i = 0; i < ps.size(); ++i) {
-      params.push_back({{"name", ps[i].first}, {"shape", e.Shape(i)}, {"numel", e.Numel(i)}, {"chunk", e.Chunk(i)}});
+      m.params.push_back({ps[i].first, e.Shape(i), e.Numel(i), e.Chunk(i)});
     }
     Status commit = failed.empty() ? Status::Ok() : Status::IoError("checkpoint", failed);
     if (commit.ok()) {
-      json m = {{"schema", kNodeCheckpointSchema}, {"step", info.step}, {"world_size", comm.world()},
-                {"data_ranks", info.data_ranks}, {"mode", info.mode}, {"seed", info.seed},
-                {"optimizer", e.optim().kind()}, {"optimizer_step", e.optim().step()},
-                {"states", e.optim().StateNames()}, {"params", params}, {"files", all}};
-      commit = WriteFileAtomic(tmp + "/manifest.json", m.dump(2) + "\n");
+      m.step = info.step;
+      m.world_size = comm.world();
+      m.data_ranks = info.data_ranks;
+      m.mode = info.mode;
+      m.seed = info.seed;
+      m.optimizer = e.optim().kind();
+      m.optimizer_step = e.optim().step();
+      m.states = e.optim().StateNames();
+      commit = WriteFileAtomic(tmp + "/manifest.json", NodeCheckpointManifestToJson(m));
     }
     if (commit.ok()) {
       commit = staged->Commit("");
@@ -102,49 +109,37 @@ Result<NodeCheckpointIo> SaveNodeCheckpoint(const std::string& root, NodeEngine&
 
 namespace {
 
-Result<json> ReadManifestJson(const std::string& dir) {
+Result<NodeCheckpointManifest> ReadManifestRecord(const std::string& dir) {
   if (!fs::exists(dir + "/COMPLETE")) {
     return Status::NotFound(dir, "no COMPLETE: the checkpoint was not committed");
   }
-  PILOT_ASSIGN_OR_RETURN(std::string text, ReadFileLimited(dir + "/manifest.json", 64 << 20));
-  json m = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (m.is_discarded() || !m.is_object() || m.value("schema", "") != kNodeCheckpointSchema) {
-    return Status::Corrupt(dir + "/manifest.json", std::string("not a ") + kNodeCheckpointSchema + " manifest");
-  }
-  for (const char* k : {"step", "world_size", "data_ranks", "optimizer_step"}) {
-    if (!m.contains(k) || !m[k].is_number_integer()) {
-      return Status::Corrupt(dir + "/manifest.json", std::string("missing integer \"") + k + "\"");
-    }
-  }
-  if (!m.contains("params") || !m["params"].is_array() || !m.contains("files") || !m["files"].is_array() ||
-      !m.contains("states") || !m["states"].is_array()) {
-    return Status::Corrupt(dir + "/manifest.json", "missing params, states or files");
-  }
-  return m;
+  const std::string path = dir + "/manifest.json";
+  PILOT_ASSIGN_OR_RETURN(std::string text, ReadFileLimited(path, kMaxNodeManifestBytes));
+  return ParseNodeCheckpointManifest(text, path);
 }
 
 }  // namespace
 
 Result<NodeCheckpointInfo> ReadNodeManifest(const std::string& dir) {
-  PILOT_ASSIGN_OR_RETURN(json m, ReadManifestJson(dir));
+  PILOT_ASSIGN_OR_RETURN(NodeCheckpointManifest m, ReadManifestRecord(dir));
   NodeCheckpointInfo info;
-  info.step = m["step"].get<int64_t>();
-  info.world_size = m["world_size"].get<int>();
-  info.data_ranks = m["data_ranks"].get<int>();
-  info.mode = m.value("mode", "");
-  info.seed = m.value("seed", uint64_t{0});
-  info.optimizer_step = m["optimizer_step"].get<int64_t>();
+  info.step = m.step;
+  info.world_size = m.world_size;
+  info.data_ranks = m.data_ranks;
+  info.mode = m.mode;
+  info.seed = m.seed;
+  info.optimizer_step = m.optimizer_step;
   return info;
 }
 
 Result<NodeCheckpointIo> LoadNodeCheckpoint(const std::string& dir, NodeEngine& e, NodeCheckpointInfo* info) {
   const auto t0 = std::chrono::steady_clock::now();
-  PILOT_ASSIGN_OR_RETURN(json m, ReadManifestJson(dir));
+  PILOT_ASSIGN_OR_RETURN(NodeCheckpointManifest m, ReadManifestRecord(dir));
   PILOT_ASSIGN_OR_RETURN(*info, ReadNodeManifest(dir));
   const int world = info->world_size;
   if (world < 1) return Status::Corrupt(dir + "/manifest.json", "world_size < 1");
   std::map<std::string, std::pair<int64_t, std::string>> digest;  // name -> (bytes, sha256)
-  for (const auto& f : m["files"]) digest[f.value("name", "")] = {f.value("bytes", int64_t{-1}), f.value("sha256", "")};
+  for (const NodeShardFile& f : m.files) digest[f.name] = {f.bytes, f.sha256};
   NodeCheckpointIo io;
   // kind -> parameter -> chunks of every rank
   auto load_kind = [&](const std::string& kind, std::map<std::string, at::Tensor>* whole) -> Status {
@@ -155,11 +150,10 @@ Result<NodeCheckpointIo> LoadNodeCheckpoint(const std::string& dir, NodeEngine& 
       auto d = digest.find(name);
       if (d == digest.end()) return Status::Corrupt(dir + "/manifest.json", "does not list " + name);
       std::map<std::string, at::Tensor> dst;
-      for (const auto& p : m["params"]) {
-        const int64_t chunk = p.value("chunk", int64_t{0});
-        at::Tensor t = at::empty({chunk}, at::kFloat);
-        dst[p.value("name", "")] = t;
-        parts[p.value("name", "")].push_back(t);
+      for (const NodeParamSlot& p : m.params) {
+        at::Tensor t = at::empty({p.chunk}, at::kFloat);
+        dst[p.name] = t;
+        parts[p.name].push_back(t);
       }
       PILOT_ASSIGN_OR_RETURN(FileDigest got, LoadSafetensors(path, dst));
       if (got.bytes != d->second.first || got.sha256 != d->second.second) {
@@ -168,19 +162,16 @@ Result<NodeCheckpointIo> LoadNodeCheckpoint(const std::string& dir, NodeEngine& 
       }
       io.bytes += got.bytes;
     }
-    for (const auto& p : m["params"]) {
-      const std::string n = p.value("name", "");
-      std::vector<int64_t> shape = p.value("shape", std::vector<int64_t>{});
-      at::Tensor flat = at::cat(parts[n]).narrow(0, 0, p.value("numel", int64_t{0}));
-      (*whole)[n] = flat.view(shape);
+    for (const NodeParamSlot& p : m.params) {
+      at::Tensor flat = at::cat(parts[p.name]).narrow(0, 0, p.numel);
+      (*whole)[p.name] = flat.view(p.shape);
     }
     return Status::Ok();
   };
   std::map<std::string, at::Tensor> params;
   PILOT_RETURN_IF_ERROR(load_kind("model", &params));
   std::map<std::string, std::map<std::string, at::Tensor>> states;
-  for (const auto& s : m["states"]) {
-    const std::string st = s.get<std::string>();
+  for (const std::string& st : m.states) {
     PILOT_RETURN_IF_ERROR(load_kind("optim-" + st, &states[st]));
   }
   PILOT_RETURN_IF_ERROR(e.LoadFull(params, states, info->optimizer_step));

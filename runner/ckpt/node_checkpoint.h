@@ -31,14 +31,13 @@
 #include <map>
 #include <string>
 
+#include "core/checkpoint_meta.h"
 #include "core/status.h"
 #include "runner/node/comm.h"
 #include "runner/node/engine.h"
 #include "runner/train/model.h"
 
 namespace pilot::runner {
-
-inline constexpr char kNodeCheckpointSchema[] = "slurm-pilot/node-checkpoint/1";
 
 struct NodeCheckpointInfo {
   int64_t step = 0;

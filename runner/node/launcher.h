@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include "core/rank_report.h"
 
 namespace pilot::runner {
 
@@ -51,9 +51,9 @@ class Launcher {
   // The failure of watched process `index` (Start's order), which ended
   // with wait status `status`. `signalled`: the stage signalled the
   // remaining processes after the first failure. `reports`: the ranks'
-  // reports by rank, null where a rank left none.
+  // reports by rank, nullopt where a rank left none (or none that reads).
   virtual RankBlame Blame(size_t index, int status, bool signalled,
-                          const std::vector<nlohmann::ordered_json>& reports) const = 0;
+                          const std::vector<std::optional<RankReport>>& reports) const = 0;
 };
 
 // The launcher parallel.launcher names: "auto" is the first of the table

@@ -56,16 +56,16 @@ class LocalLauncher final : public Launcher {
   }
 
   RankBlame Blame(size_t index, int status, bool signalled,
-                  const std::vector<nlohmann::ordered_json>& reports) const override {
+                  const std::vector<std::optional<RankReport>>& reports) const override {
     const int r = static_cast<int>(index);
-    const nlohmann::ordered_json& rep = reports[r];
+    const std::optional<RankReport>& rep = reports[r];
     const bool stopped_by_us = signalled && WIFSIGNALED(status) &&
-                               (WTERMSIG(status) == SIGTERM || WTERMSIG(status) == SIGKILL) && rep.is_null();
+                               (WTERMSIG(status) == SIGTERM || WTERMSIG(status) == SIGKILL) && !rep;
     RankBlame b;
     b.rank = r;
     b.message = "rank " + std::to_string(r) + " failed (" + DescribeWaitStatus(status) +
                 (stopped_by_us ? ": it stopped responding and the launcher ended it" : "") + ")" +
-                (rep.is_object() && rep.contains("message") ? ": " + rep["message"].get<std::string>() : "");
+                (rep && rep->message ? ": " + *rep->message : "");
     return b;
   }
 };

@@ -15,8 +15,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <vector>
 
 #include "core/atomic_file.h"
+#include "core/rank_report.h"
 #include "runner/ckpt/checkpoint.h"
 #include "runner/ckpt/compare.h"
 #include "runner/ckpt/node_checkpoint.h"
@@ -35,8 +37,6 @@ namespace pilot::runner {
 namespace fs = std::filesystem;
 namespace {
 
-using json = nlohmann::ordered_json;
-
 std::optional<std::string> Getenv(const std::string& name) {
   const char* v = std::getenv(name.c_str());
   if (!v) return std::nullopt;
@@ -51,18 +51,17 @@ int EnvInt(const char* name, int fallback) {
   return (end && *end == 0 && n > 0 && n < (1 << 30)) ? static_cast<int>(n) : fallback;
 }
 
-json MemoryJson(const MemoryStats& m) {
-  json j = {{"device", m.device}, {"step", m.step}};
-  auto put = [&](const char* k, const std::optional<int64_t>& v) {
-    if (v) j[k] = *v;
-  };
-  put("peak_allocated_bytes", m.peak_allocated_bytes);
-  put("peak_reserved_bytes", m.peak_reserved_bytes);
-  put("device_used_bytes", m.device_used_bytes);
-  put("process_device_bytes", m.process_device_bytes);
-  put("process_peak_rss_bytes", m.process_peak_rss_bytes);
-  put("process_rss_bytes", m.process_rss_bytes);
-  return j;
+RankMemory RankMemoryOf(const MemoryStats& m) {
+  RankMemory r;
+  r.device = m.device;
+  r.step = m.step;
+  r.peak_allocated_bytes = m.peak_allocated_bytes;
+  r.peak_reserved_bytes = m.peak_reserved_bytes;
+  r.device_used_bytes = m.device_used_bytes;
+  r.process_device_bytes = m.process_device_bytes;
+  r.process_peak_rss_bytes = m.process_peak_rss_bytes;
+  r.process_rss_bytes = m.process_rss_bytes;
+  return r;
 }
 
 std::string FirstLine(std::string m) {
@@ -105,19 +104,24 @@ int RunNodeRank(const RunOptions& o) {
   }();
   std::error_code ec;
   fs::create_directories(dir, ec);
-  json rep = {{"rank", info.rank}, {"world_size", info.world_size}, {"local_rank", info.local_rank},
-              {"node_id", info.node_id}, {"launcher", info.launcher}, {"phase", resume ? "resume" : "train"}};
+  RankReport rep;
+  rep.rank = info.rank;
+  rep.world_size = info.world_size;
+  rep.local_rank = info.local_rank;
+  rep.node_id = info.node_id;
+  rep.launcher = info.launcher;
+  rep.phase = resume ? "resume" : "train";
   char host[256] = {0};
   ::gethostname(host, sizeof(host) - 1);
-  rep["host"] = host;
+  rep.host = host;
   auto finish = [&](int code, const std::string& message) {
-    rep["status"] = code == kExitOk ? "ok" : "error";
-    rep["exit_code"] = code;
+    rep.status = code == kExitOk ? "ok" : "error";
+    rep.exit_code = code;
     if (!message.empty()) {
-      rep["message"] = message;
+      rep.message = message;
       std::fprintf(stderr, "pilot: node: rank %d: %s\n", info.rank, message.c_str());
     }
-    Status w = WriteFileAtomic(report, rep.dump(2) + "\n");
+    Status w = WriteFileAtomic(report, RankReportToJson(rep));
     if (!w.ok()) std::fprintf(stderr, "%s\n", w.ToString().c_str());
     return code;
   };
@@ -159,14 +163,14 @@ int RunNodeRank(const RunOptions& o) {
     Result<std::unique_ptr<Comm>> cm = Comm::Create(info, s->device(), timeout);
     if (!cm.ok()) return finish(kExitError, cm.status().ToString());
     comm = std::move(cm).value();
-    rep["backend"] = comm->backend();
+    rep.backend = comm->backend();
     Result<std::unique_ptr<NodeEngine>> em = NodeEngine::Create(s.get(), comm.get(), c.parallel.mode, data_ranks);
     if (!em.ok()) return finish(kExitUsage, em.status().ToString());
     e = std::move(em).value();
-    rep["mode"] = e->mode();
-    rep["data_ranks"] = data_ranks;
-    rep["buckets"] = e->buckets();
-    rep["units"] = e->units();
+    rep.mode = e->mode();
+    rep.data_ranks = data_ranks;
+    rep.buckets = e->buckets();
+    rep.units = e->units();
     const int64_t n = c.training.steps, at = c.checkpoint.at_step;
     int64_t first = 1;
     bool rewind_data = false;
@@ -181,14 +185,13 @@ int RunNodeRank(const RunOptions& o) {
       const RestoreSkips skips = RestoreSkips::FromEnv();
       if (skips.optimizer) e->optim().Reset();
       rewind_data = skips.data;
-      rep["skipped"] = skips.Describe();
-      rep["load"] = {{"path", io->path}, {"bytes", io->bytes}, {"seconds", io->seconds},
-                     {"from_world_size", ci.world_size}};
+      rep.skipped = skips.Describe();
+      rep.load = RankLoad{io->path, io->bytes, io->seconds, ci.world_size};
     }
     Status opened = rewind_data ? e->OpenData(pins, 1, n - first + 1) : e->OpenData(pins, first, n);
     if (!opened.ok()) return finish(kExitUsage, opened.ToString());
     const int64_t measure = std::min<int64_t>(n, resume ? first : std::max<int64_t>(2, c.training.warmup_steps + 1));
-    json losses = json::array(), norms = json::array();
+    std::vector<double> losses, norms;
     double ms_sum = 0, wait_sum = 0, compute_sum = 0, exposed_sum = 0, opt_sum = 0, busy_sum = 0;
     int64_t coll_sum = 0;
     int timed = 0;
@@ -204,10 +207,8 @@ int RunNodeRank(const RunOptions& o) {
       int64_t colls = 0;
       const double busy = comm->TakeBusySeconds(&colls);
       if (mem) {
-        rep["memory"] = MemoryJson(Snapshot(s->device(), step));
-        if (r.forward_peak_allocated_bytes) {
-          rep["memory"]["forward_peak_allocated_bytes"] = *r.forward_peak_allocated_bytes;
-        }
+        rep.memory = RankMemoryOf(Snapshot(s->device(), step));
+        rep.memory->forward_peak_allocated_bytes = r.forward_peak_allocated_bytes;
       }
       losses.push_back(r.loss);
       norms.push_back(r.grad_norm);
@@ -233,23 +234,23 @@ int RunNodeRank(const RunOptions& o) {
         NodeCheckpointInfo ci{step, info.world_size, data_ranks, e->mode(), s->seed(), 0};
         Result<NodeCheckpointIo> io = SaveNodeCheckpoint(root, *e, *comm, ci);
         if (!io.ok()) return finish(kExitError, io.status().ToString());
-        rep["checkpoint"] = {{"path", io->path}, {"step", step}, {"bytes", io->bytes}, {"seconds", io->seconds}};
+        rep.checkpoint = RankCheckpoint{io->path, step, io->bytes, io->seconds};
       }
     }
-    rep["first_step"] = first;
-    rep["losses"] = losses;
-    rep["grad_norms"] = norms;
-    rep["timed_steps"] = timed;
+    rep.first_step = first;
+    rep.losses = losses;
+    rep.grad_norms = norms;
+    rep.timed_steps = timed;
     if (timed > 0) {
       const double step_ms = ms_sum / timed;
-      rep["step_ms"] = step_ms;
-      rep["tokens_per_second"] = static_cast<double>(e->TokensPerRankStep()) * 1000.0 / step_ms;
-      rep["data_wait_ms"] = wait_sum / timed;
-      rep["compute_ms"] = compute_sum / timed;
-      rep["comm_total_ms"] = busy_sum / timed;
-      rep["comm_exposed_ms"] = exposed_sum / timed;
-      rep["optimizer_ms"] = opt_sum / timed;
-      rep["collectives_per_step"] = static_cast<double>(coll_sum) / timed;
+      rep.step_ms = step_ms;
+      rep.tokens_per_second = static_cast<double>(e->TokensPerRankStep()) * 1000.0 / step_ms;
+      rep.data_wait_ms = wait_sum / timed;
+      rep.compute_ms = compute_sum / timed;
+      rep.comm_total_ms = busy_sum / timed;
+      rep.comm_exposed_ms = exposed_sum / timed;
+      rep.optimizer_ms = opt_sum / timed;
+      rep.collectives_per_step = static_cast<double>(coll_sum) / timed;
     }
     // Final parameters: whole on every rank; rank 0 writes or compares them.
     e->Gather();
@@ -260,9 +261,9 @@ int RunNodeRank(const RunOptions& o) {
       } else if (!o.reference_params.empty()) {
         Result<ParamDiff> d = CompareParameters(e->Parameters(), o.reference_params);
         if (!d.ok()) return finish(kExitError, d.status().ToString());
-        rep["max_abs_param_diff"] = d->max_abs;
-        rep["max_rel_param_diff"] = d->max_rel;
-        rep["params_compared"] = e->Parameters().size();
+        rep.max_abs_param_diff = d->max_abs;
+        rep.max_rel_param_diff = d->max_rel;
+        rep.params_compared = static_cast<int64_t>(e->Parameters().size());
       }
     }
     e->Release();
@@ -270,7 +271,7 @@ int RunNodeRank(const RunOptions& o) {
   } catch (const std::exception& ex) {
     const std::string phase = s ? s->phase() : "build";
     const int64_t step = current;
-    rep["failure"] = {{"phase", phase}, {"step", step}, {"out_of_memory", IsOutOfMemory(ex)}};
+    rep.failure = RankFailure{phase, step, IsOutOfMemory(ex)};
     const std::string what = ex.what();
     bool comm_failed = phase == "communication";
     for (const char* m : {"all-reduce failed", "all-gather failed", "reduce-scatter failed", "Connection closed",

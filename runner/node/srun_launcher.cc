@@ -31,16 +31,15 @@ class SrunLauncher final : public Launcher {
   // srun's status does not name the task: the rank without a report or
   // with the earliest error does.
   RankBlame Blame(size_t /*index*/, int status, bool /*signalled*/,
-                  const std::vector<nlohmann::ordered_json>& reports) const override {
+                  const std::vector<std::optional<RankReport>>& reports) const override {
     RankBlame b;
     for (size_t r = 0; r < reports.size(); ++r) {
-      const nlohmann::ordered_json& rep = reports[r];
-      if (rep.is_null() || rep.value("status", "") != "ok") {
+      const std::optional<RankReport>& rep = reports[r];
+      if (!rep || rep->status != "ok") {
         b.rank = static_cast<int>(r);
         b.message = "rank " + std::to_string(r) + " failed" +
-                    (rep.is_object() && rep.contains("message")
-                         ? ": " + rep["message"].get<std::string>()
-                         : " (no report; srun " + DescribeWaitStatus(status) + ")");
+                    (rep && rep->message ? ": " + *rep->message
+                                         : " (no report; srun " + DescribeWaitStatus(status) + ")");
         return b;
       }
     }

@@ -28,7 +28,6 @@ namespace pilot::runner {
 namespace fs = std::filesystem;
 namespace {
 
-using json = nlohmann::ordered_json;
 using Clock = std::chrono::steady_clock;
 
 struct Phase {
@@ -43,7 +42,7 @@ struct PhaseOutcome {
   int exit_code = kExitOk;
   std::string message;   // names the failed rank
   std::optional<int> failed_rank;
-  std::vector<json> reports;  // by rank; null when missing
+  std::vector<std::optional<RankReport>> reports;  // by rank; nullopt when missing or unreadable
 };
 
 std::vector<std::string> ChildArgs(const RunOptions& o, const Phase& ph) {
@@ -140,13 +139,15 @@ PhaseOutcome RunPhase(const RunOptions& o, const Config& cfg, const Phase& ph, i
   for (int r = 0; r < ph.world; ++r) {
     char b[32];
     std::snprintf(b, sizeof(b), "/rank-%05d.json", r);
-    Result<std::string> text = ReadFileLimited(ph.dir + b, 64 << 20);
-    json j = text.ok() ? json::parse(*text, nullptr, false) : json();
-    out.reports.push_back(j.is_discarded() ? json() : j);
+    Result<RankReport> rep = ReadRankReport(ph.dir + b);
+    if (!rep.ok() && rep.status().code() != Code::kNotFound) {
+      std::fprintf(stderr, "pilot: node: %s: %s\n", ph.name.c_str(), rep.status().ToString().c_str());
+    }
+    out.reports.push_back(rep.ok() ? std::optional<RankReport>(std::move(rep).value()) : std::nullopt);
   }
   if (failures.empty()) {
     for (int r = 0; r < ph.world; ++r) {
-      if (out.reports[r].is_null()) {
+      if (!out.reports[r]) {
         out.ok = false;
         out.failed_rank = r;
         out.exit_code = kExitError;
@@ -162,8 +163,9 @@ PhaseOutcome RunPhase(const RunOptions& o, const Config& cfg, const Phase& ph, i
   // collectives failed because of it.
   std::optional<std::pair<size_t, int>> failed;
   for (const auto& f : failures) {
-    const json& rep = f.first < out.reports.size() ? out.reports[f.first] : json();
-    const bool secondary = rep.is_object() && rep.value("message", "").find("communication failed") != std::string::npos;
+    const std::optional<RankReport>* rep = f.first < out.reports.size() ? &out.reports[f.first] : nullptr;
+    const bool secondary = rep && *rep && (*rep)->message &&
+                           (*rep)->message->find("communication failed") != std::string::npos;
     if (!secondary) {
       failed = f;
       break;
@@ -180,36 +182,30 @@ PhaseOutcome RunPhase(const RunOptions& o, const Config& cfg, const Phase& ph, i
   return out;
 }
 
-double Mean(const std::vector<json>& reps, const char* key) {
+// The mean of a figure over the ranks that report it.
+double Mean(const std::vector<std::optional<RankReport>>& reps,
+            std::optional<double> RankReport::*figure) {
   double s = 0;
   int n = 0;
   for (const auto& r : reps) {
-    if (r.is_object() && r.contains(key) && r[key].is_number()) {
-      s += r[key].get<double>();
+    if (r && (*r).*figure) {
+      s += *((*r).*figure);
       ++n;
     }
   }
   return n ? s / n : 0;
 }
 
-double Num(const json& j, const char* key, double fallback = 0) {
-  return j.is_object() && j.contains(key) && j[key].is_number() ? j[key].get<double>() : fallback;
-}
-
-std::optional<NodeMemoryStats> MemoryOf(const json& rep) {
-  if (!rep.is_object() || !rep.contains("memory") || !rep["memory"].is_object()) return std::nullopt;
-  const json& m = rep["memory"];
+std::optional<NodeMemoryStats> MemoryOf(const std::optional<RankReport>& rep) {
+  if (!rep || !rep->memory) return std::nullopt;
+  const RankMemory& m = *rep->memory;
   NodeMemoryStats s;
-  s.step = m.value("step", int64_t{0});
-  auto get = [&](const char* k) -> std::optional<int64_t> {
-    if (m.contains(k) && m[k].is_number_integer()) return m[k].get<int64_t>();
-    return std::nullopt;
-  };
-  s.peak_allocated_bytes = get("peak_allocated_bytes");
-  s.peak_reserved_bytes = get("peak_reserved_bytes");
-  s.process_peak_rss_bytes = get("process_peak_rss_bytes");
-  s.device_used_bytes = get("device_used_bytes");
-  s.forward_peak_allocated_bytes = get("forward_peak_allocated_bytes");
+  s.step = m.step;
+  s.peak_allocated_bytes = m.peak_allocated_bytes;
+  s.peak_reserved_bytes = m.peak_reserved_bytes;
+  s.process_peak_rss_bytes = m.process_peak_rss_bytes;
+  s.device_used_bytes = m.device_used_bytes;
+  s.forward_peak_allocated_bytes = m.forward_peak_allocated_bytes;
   return s;
 }
 
@@ -230,24 +226,23 @@ NodeRestore CompareRestore(const PhaseOutcome& ref, const PhaseOutcome& got, con
     r.detail = got.message;
     return r;
   }
-  const json& a = ref.reports[0];
-  const json& b = got.reports[0];
-  const json la = a.value("losses", json::array());
-  const json lb = b.value("losses", json::array());
-  const size_t first = static_cast<size_t>(std::max<int64_t>(1, b.value("first_step", int64_t{1})));
+  const RankReport& a = *ref.reports[0];
+  const RankReport& b = *got.reports[0];
+  const std::vector<double> la = a.losses.value_or(std::vector<double>{});
+  const std::vector<double> lb = b.losses.value_or(std::vector<double>{});
+  const size_t first = static_cast<size_t>(std::max<int64_t>(1, b.first_step.value_or(1)));
   const bool complete = !lb.empty() && la.size() == first - 1 + lb.size();
   if (complete) {
-    std::vector<double> resumed, reference;
-    for (const auto& x : lb) resumed.push_back(x.get<double>());
-    for (size_t i = first - 1; i < la.size(); ++i) reference.push_back(la[i].get<double>());
+    const std::vector<double> resumed = lb;
+    const std::vector<double> reference(la.begin() + static_cast<std::ptrdiff_t>(first - 1), la.end());
     const LossDiff d = CompareLosses(resumed, reference);
     r.max_abs_loss_diff = std::max(r.max_abs_loss_diff, d.max_abs);
     r.max_rel_loss_diff = std::max(r.max_rel_loss_diff, d.max_rel);
   }
-  r.max_abs_param_diff = Num(b, "max_abs_param_diff", INFINITY);
-  r.max_rel_param_diff = Num(b, "max_rel_param_diff", INFINITY);
-  if (b.contains("load")) r.load_seconds = Num(b["load"], "seconds");
-  r.skipped = b.value("skipped", "");
+  r.max_abs_param_diff = b.max_abs_param_diff.value_or(INFINITY);
+  r.max_rel_param_diff = b.max_rel_param_diff.value_or(INFINITY);
+  if (b.load) r.load_seconds = b.load->seconds;
+  r.skipped = b.skipped.value_or("");
   r.equal = complete && r.max_rel_loss_diff <= tol && r.max_rel_param_diff <= tol;
   if (!r.equal) {
     r.detail = !complete ? "the resumed run has the wrong number of steps"
@@ -301,21 +296,23 @@ int RunNodeStage(const RunOptions& o, const Config& cfg, int nproc, std::optiona
   Phase train{"train", world, base + "/train", "", ""};
   PhaseOutcome t = RunPhase(o, cfg, train, data_ranks, *launcher);
   if (!t.ok) return fail(t, "train");
-  const json& r0 = t.reports[0];
-  for (const auto& x : r0.value("losses", json::array())) n.losses.push_back(x.get<double>());
+  // A phase that ended ok has every rank's report (RunPhase).
+  const RankReport& r0 = *t.reports[0];
+  n.losses = r0.losses.value_or(std::vector<double>{});
   double tps_sum = 0;
   std::optional<int64_t> peak_fresh;
-  for (const auto& r : t.reports) {
+  for (const auto& rep : t.reports) {
+    const RankReport& r = *rep;
     NodeRankStats st;
-    st.rank = r.value("rank", 0);
-    st.node_id = r.value("node_id", 0);
-    st.host = r.value("host", "");
-    st.tokens_per_second = Num(r, "tokens_per_second");
-    st.step_ms = Num(r, "step_ms");
-    st.data_wait_ms = Num(r, "data_wait_ms");
-    st.comm_total_ms = Num(r, "comm_total_ms");
-    st.comm_exposed_ms = Num(r, "comm_exposed_ms");
-    st.memory = MemoryOf(r);
+    st.rank = r.rank;
+    st.node_id = r.node_id;
+    st.host = r.host;
+    st.tokens_per_second = r.tokens_per_second.value_or(0);
+    st.step_ms = r.step_ms.value_or(0);
+    st.data_wait_ms = r.data_wait_ms.value_or(0);
+    st.comm_total_ms = r.comm_total_ms.value_or(0);
+    st.comm_exposed_ms = r.comm_exposed_ms.value_or(0);
+    st.memory = MemoryOf(rep);
     tps_sum += st.tokens_per_second;
     n.data_stall_ms_per_step = std::max(n.data_stall_ms_per_step, st.data_wait_ms);
     if (auto p = PeakOf(st.memory)) peak_fresh = std::max(peak_fresh.value_or(0), *p);
@@ -324,22 +321,23 @@ int RunNodeStage(const RunOptions& o, const Config& cfg, int nproc, std::optiona
   n.scaling.tokens_per_second = tps_sum;
   n.scaling.tokens_per_second_per_rank = tps_sum / world;
   if (single_tps && *single_tps > 0) n.scaling.efficiency = n.scaling.tokens_per_second_per_rank / *single_tps;
-  const double step_ms = Mean(t.reports, "step_ms");
-  n.comm.backend = r0.value("backend", "");
-  n.comm.total_ms_per_step = Mean(t.reports, "comm_total_ms");
-  n.comm.exposed_ms_per_step = Mean(t.reports, "comm_exposed_ms");
+  const double step_ms = Mean(t.reports, &RankReport::step_ms);
+  n.comm.backend = r0.backend.value_or("");
+  n.comm.total_ms_per_step = Mean(t.reports, &RankReport::comm_total_ms);
+  n.comm.exposed_ms_per_step = Mean(t.reports, &RankReport::comm_exposed_ms);
   n.comm.exposed_fraction = step_ms > 0 ? n.comm.exposed_ms_per_step / step_ms : 0.0;
-  n.comm.collectives_per_step = Mean(t.reports, "collectives_per_step");
-  n.comm.buckets = r0.value("buckets", 0);
-  n.comm.units = r0.value("units", 0);
-  const json ck = r0.value("checkpoint", json::object());
-  n.checkpoint.path = ck.value("path", "");
-  n.checkpoint.step = ck.value("step", int64_t{0});
+  n.comm.collectives_per_step = Mean(t.reports, &RankReport::collectives_per_step);
+  n.comm.buckets = r0.buckets.value_or(0);
+  n.comm.units = r0.units.value_or(0);
+  if (r0.checkpoint) {
+    n.checkpoint.path = r0.checkpoint->path;
+    n.checkpoint.step = r0.checkpoint->step;
+  }
   n.checkpoint.shards = world;
   for (const auto& r : t.reports) {
-    if (!r.contains("checkpoint")) continue;
-    n.checkpoint.bytes += r["checkpoint"].value("bytes", int64_t{0});
-    n.checkpoint.save_seconds = std::max(n.checkpoint.save_seconds, Num(r["checkpoint"], "seconds"));
+    if (!r->checkpoint) continue;
+    n.checkpoint.bytes += r->checkpoint->bytes;
+    n.checkpoint.save_seconds = std::max(n.checkpoint.save_seconds, r->checkpoint->seconds);
   }
   n.memory.fresh_peak_bytes = peak_fresh;
   const std::string ref = train.dir + "/final.safetensors";
