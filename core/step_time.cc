@@ -57,6 +57,11 @@ StepTimeEstimate EstimateStepTime(const StepTimeBasis& b, const Workload& w, con
   StepTimeEstimate e;
   const int accum_q = std::max(1, q.grad_accum);
   e.tokens_per_step = static_cast<double>(q.seq_len) * q.micro_batch * accum_q;
+  // results.json is the job's file: a timing that is not a finite,
+  // non-negative number (a "nan" string reads as NaN) gives no estimate.
+  for (double v : {b.step_ms, b.data_wait_ms, b.forward_backward_ms, b.optimizer_ms}) {
+    if (!std::isfinite(v) || v < 0) return e;
+  }
   if (b.step_ms <= 0 || b.seq_len <= 0 || b.micro_batch <= 0) return e;
 
   // The pilot's step in parts that add up to its step time: data wait,
@@ -88,7 +93,8 @@ StepTimeEstimate EstimateStepTime(const StepTimeBasis& b, const Workload& w, con
   // T(n) = alpha + beta n at the pilot's seq_len and setting.
   double alpha = 0;
   double beta = n_p > 0 ? fb_p / n_p : 0;
-  if (b.second_micro_batch && b.second_forward_backward_ms) {
+  if (b.second_micro_batch && b.second_forward_backward_ms &&
+      std::isfinite(*b.second_forward_backward_ms)) {
     const double n_c = static_cast<double>(b.seq_len) * *b.second_micro_batch;
     const double slope = (fb_p - *b.second_forward_backward_ms) / (n_p - n_c);
     const double a = fb_p - slope * n_p;
@@ -127,7 +133,8 @@ StepTimeEstimate EstimateStepTime(const StepTimeBasis& b, const Workload& w, con
   if (q.activation_checkpointing != b.activation_checkpointing) {
     double cost = 1.0 / 3.0;
     std::string source = "not measured: one more forward pass, 1/3 of forward and backward";
-    if (b.recompute_cost_fraction && *b.recompute_cost_fraction > -0.5) {
+    if (b.recompute_cost_fraction && std::isfinite(*b.recompute_cost_fraction) &&
+        *b.recompute_cost_fraction > -0.5) {
       cost = *b.recompute_cost_fraction;
       source = "the recompute check measured " + Percent(cost);
     }

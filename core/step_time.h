@@ -100,7 +100,10 @@ struct StepTimeEstimate {
 double FlopsPerTokenAt(const Workload& w, int seq_len);
 
 // REQUIRES: b.seq_len, b.micro_batch > 0 and q.seq_len, q.micro_batch > 0.
-// A basis without timings (step_ms <= 0) gives an estimate of zeros.
+// A basis without timings (step_ms <= 0), or with one that is not a finite,
+// non-negative number, gives an estimate of zeros (callers then keep the
+// pilot's own per-token rate); a second point or recompute cost that is not
+// finite is left out, as if not measured.
 StepTimeEstimate EstimateStepTime(const StepTimeBasis& b, const Workload& w, const StepShape& q);
 
 }  // namespace pilot

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 
 #include "core/plan.h"
@@ -132,6 +133,25 @@ TEST(StepTime, NoTimingsNoEstimate) {
   const StepTimeEstimate e = EstimateStepTime(b, Gpt1b(), {256, 2, 1, false});
   EXPECT_EQ(e.step_ms, 0);
   EXPECT_DOUBLE_EQ(e.tokens_per_step, 512);
+}
+
+// results.json is the user's file: "nan" reads as NaN.
+TEST(StepTime, TimingsThatAreNotNumbersGiveNoEstimate) {
+  for (double bad : {std::nan(""), static_cast<double>(INFINITY), -5.0}) {
+    StepTimeBasis b = Basis();
+    b.forward_backward_ms = bad;
+    EXPECT_EQ(EstimateStepTime(b, Gpt1b(), {2048, 16, 1, false}).step_ms, 0) << bad;
+    b = Basis();
+    b.step_ms = bad;
+    EXPECT_EQ(EstimateStepTime(b, Gpt1b(), {2048, 16, 1, false}).step_ms, 0) << bad;
+  }
+  StepTimeBasis b = Basis();
+  b.second_micro_batch = 4;
+  b.second_forward_backward_ms = std::nan("");
+  b.recompute_cost_fraction = std::nan("");
+  const StepTimeEstimate e = EstimateStepTime(b, Gpt1b(), {2048, 16, 1, true});
+  EXPECT_TRUE(std::isfinite(e.step_ms));
+  EXPECT_NEAR(e.recompute_factor, 4.0 / 3.0, 1e-12);  // as if not measured
 }
 
 TEST(StepTime, TheBasisReadsOnlyAMatchingCalibration) {
