@@ -51,49 +51,6 @@ Result<at::Tensor> Unhex(const std::string& s, const std::string& what) {
   return t;
 }
 
-// state.json through core's record (core/checkpoint_meta.h): one field
-// list writes and reads it.
-CheckpointState ToRecord(const TrainState& s) {
-  CheckpointState r;
-  r.step = s.step;
-  r.seed = s.seed;
-  r.data = {s.data_format, s.data_next_index};
-  r.scheduler = {s.lr_schedule, s.lr_horizon, s.lr_last};
-  r.scaler = {s.precision, s.scaler_scale, s.scaler_growth_tracker, s.scaler_skipped};
-  r.rng = {s.rng_cpu, s.rng_cuda};
-  r.config_sha256 = s.config_sha256;
-  r.device = s.device;
-  r.model = {s.model_kind, s.params};
-  r.optimizer = s.optimizer;
-  r.eval = {s.eval_batches, s.eval_loss};
-  return r;
-}
-
-TrainState FromRecord(const CheckpointState& r) {
-  TrainState s;
-  s.step = r.step;
-  s.seed = r.seed;
-  s.data_format = r.data.format;
-  s.data_next_index = r.data.next_index;
-  s.lr_schedule = r.scheduler.kind;
-  s.lr_horizon = r.scheduler.horizon;
-  s.lr_last = r.scheduler.lr_last;
-  s.precision = r.scaler.precision;
-  s.scaler_scale = r.scaler.scale;
-  s.scaler_growth_tracker = r.scaler.growth_tracker;
-  s.scaler_skipped = r.scaler.skipped;
-  s.rng_cpu = r.rng.cpu;
-  s.rng_cuda = r.rng.cuda;
-  s.config_sha256 = r.config_sha256;
-  s.device = r.device;
-  s.model_kind = r.model.kind;
-  s.params = r.model.params;
-  s.optimizer = r.optimizer;
-  s.eval_batches = r.eval.batches;
-  s.eval_loss = r.eval.loss;
-  return s;
-}
-
 std::map<std::string, at::Tensor> ByName(const NamedTensors& list) {
   std::map<std::string, at::Tensor> m;
   for (const auto& [n, t] : list) m.emplace(n, t);
@@ -176,7 +133,7 @@ Result<CheckpointIo> SaveCheckpoint(const std::string& root, const Model& model,
     dir.Abort();
     return first_error;
   }
-  const std::string state_text = CheckpointStateToJson(ToRecord(state));
+  const std::string state_text = CheckpointStateToJson(state);
   Status written = WriteFileAtomic(tmp + "/state.json", state_text);
   man.files.push_back({"state.json", static_cast<int64_t>(state_text.size()), Sha256Hex(state_text)});
   man.step = state.step;
@@ -213,8 +170,7 @@ Result<Manifest> ReadManifest(const std::string& dir) {
 Result<TrainState> ReadTrainState(const std::string& dir) {
   const std::string path = dir + "/state.json";
   PILOT_ASSIGN_OR_RETURN(std::string text, ReadFileLimited(path, kMaxCheckpointMetaBytes));
-  PILOT_ASSIGN_OR_RETURN(CheckpointState r, ParseCheckpointState(text, path));
-  return FromRecord(r);
+  return ParseCheckpointState(text, path);
 }
 
 Result<TrainState> LoadCheckpoint(const std::string& dir, Model* model, Optimizer* optim,
@@ -279,20 +235,20 @@ Result<TrainState> LoadCheckpoint(const std::string& dir, Model* model, Optimize
     optim->SetStep(state.step);
   }
   if (!skips.rng) {
-    PILOT_ASSIGN_OR_RETURN(at::Tensor cpu, Unhex(state.rng_cpu, dir + "/state.json: rng.cpu"));
+    PILOT_ASSIGN_OR_RETURN(at::Tensor cpu, Unhex(state.rng.cpu, dir + "/state.json: rng.cpu"));
     at::Generator gen = at::globalContext().defaultGenerator(at::Device(at::kCPU));
     {
       std::lock_guard<std::mutex> lock(gen.mutex());
       gen.set_state(cpu);
     }
-    if (!state.rng_cuda.empty() && CudaAvailable()) {
-      PILOT_ASSIGN_OR_RETURN(at::Tensor g, Unhex(state.rng_cuda, dir + "/state.json: rng.cuda"));
+    if (!state.rng.cuda.empty() && CudaAvailable()) {
+      PILOT_ASSIGN_OR_RETURN(at::Tensor g, Unhex(state.rng.cuda, dir + "/state.json: rng.cuda"));
       at::Generator cg = at::globalContext().defaultGenerator(at::Device(at::kCUDA, 0));
       std::lock_guard<std::mutex> lock(cg.mutex());
       cg.set_state(g);
     }
   }
-  if (skips.data) state.data_next_index = 0;
+  if (skips.data) state.data.next_index = 0;
   Synchronize(params.empty() ? at::Device(at::kCPU) : params[0].second.device());
   if (io) {
     io->path = dir;

@@ -35,28 +35,9 @@
 namespace pilot::runner {
 
 
-struct TrainState {
-  int64_t step = 0;                 // optimizer steps completed
-  uint64_t seed = 0;
-  int64_t data_next_index = 0;      // next training micro-batch index
-  std::string data_format;
-  std::string lr_schedule;
-  int64_t lr_horizon = 0;
-  double lr_last = 0;               // learning rate of step `step`
-  std::string precision;
-  double scaler_scale = 0;          // fp16 only (0 otherwise)
-  int64_t scaler_growth_tracker = 0;
-  int64_t scaler_skipped = 0;
-  std::string rng_cpu;              // hex of torch's CPU generator state
-  std::string rng_cuda;             // hex of the CUDA generator state ("" on CPU)
-  std::string config_sha256;
-  std::string device;
-  std::string model_kind;
-  int64_t params = 0;
-  std::string optimizer;
-  int eval_batches = 0;
-  double eval_loss = 0;             // eval loss of the weights saved here
-};
+// state.json: core's record (core/checkpoint_meta.h), written and read by
+// its field list.
+using TrainState = CheckpointState;
 
 // manifest.json: core's record (core/checkpoint_meta.h).
 using ManifestFile = CheckpointFile;
@@ -86,7 +67,7 @@ Result<CheckpointIo> SaveCheckpoint(const std::string& root, const Model& model,
                                     Optimizer& optim, const TrainState& state, int keep);
 
 // Restores model weights, optimizer state (and step), RNG states; returns the
-// saved TrainState (with data_next_index rewound to 0 when skips.data).
+// saved TrainState (with data.next_index rewound to 0 when skips.data).
 // Errors: kNotFound (no COMPLETE), kCorrupt (hash, size, tensor mismatch,
 // naming the file), kIoError.
 Result<TrainState> LoadCheckpoint(const std::string& dir, Model* model, Optimizer* optim,

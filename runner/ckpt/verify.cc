@@ -189,7 +189,7 @@ int RunVerify(const VerifyOptions& o) {
     return LoadSafetensors(model_file, dst);
   }();
   rep.eval_tolerance = cfg.eval.restore_tolerance;
-  rep.eval_loss_recorded = ts->eval_loss;
+  rep.eval_loss_recorded = ts->eval.loss;
   if (!loaded.ok()) {
     ck.Fail("eval", model_file, "weights not loaded: " + loaded.status().Message());
   } else {
@@ -197,11 +197,11 @@ int RunVerify(const VerifyOptions& o) {
     if (!ev.ok()) return input_error(ev.status());
     rep.eval_recomputed = true;
     rep.eval_loss_recomputed = *ev;
-    rep.eval_rel_diff = RelDiff(*ev, ts->eval_loss);
+    rep.eval_rel_diff = RelDiff(*ev, ts->eval.loss);
     rep.eval_within = rep.eval_rel_diff <= rep.eval_tolerance;
     char detail[160];
     std::snprintf(detail, sizeof(detail), "recomputed %.6f, recorded %.6f, rel diff %.3g, tolerance %.3g",
-                  *ev, ts->eval_loss, rep.eval_rel_diff, rep.eval_tolerance);
+                  *ev, ts->eval.loss, rep.eval_rel_diff, rep.eval_tolerance);
     if (rep.eval_within) {
       ck.Pass("eval", detail);
     } else {
@@ -219,7 +219,7 @@ int RunVerify(const VerifyOptions& o) {
       if (st.checkpoint.step != ts->step || !fs::equivalent(st.checkpoint.path, o.checkpoint, ec)) {
         ck.Fail("expect", o.expect, "names checkpoint " + st.checkpoint.path + " step " +
                                         std::to_string(st.checkpoint.step) + ", not this one");
-      } else if (RelDiff(st.eval.loss_at_checkpoint, ts->eval_loss) > rep.eval_tolerance) {
+      } else if (RelDiff(st.eval.loss_at_checkpoint, ts->eval.loss) > rep.eval_tolerance) {
         rep.eval_within = false;
         ck.Fail("expect", o.expect, "eval.loss_at_checkpoint differs from the checkpoint's state.json");
       } else {

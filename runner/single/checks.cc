@@ -27,8 +27,8 @@ Status Reload(Session& s, const std::string& ckpt) {
   Result<TrainState> ts = LoadCheckpoint(ckpt, &s.model(), &s.optim(), RestoreSkips{}, nullptr);
   if (!ts.ok()) return ts.status();
   if (s.compute_dtype() == at::kHalf) {
-    s.scaler().scale = ts->scaler_scale;
-    s.scaler().growth_tracker = ts->scaler_growth_tracker;
+    s.scaler().scale = ts->scaler.scale;
+    s.scaler().growth_tracker = ts->scaler.growth_tracker;
   }
   return Status::Ok();
 }

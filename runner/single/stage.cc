@@ -68,26 +68,20 @@ TrainState StateAt(Session& s, int64_t step, double eval_loss) {
   const Config& c = s.cfg();
   ts.step = step;
   ts.seed = s.seed();
-  ts.data_next_index = step * std::max(1, c.run.grad_accum);
-  ts.data_format = c.data.format;
-  ts.lr_schedule = c.training.lr_schedule;
-  ts.lr_horizon = s.horizon();
-  ts.lr_last = LearningRate(c.training, step, s.horizon());
-  ts.precision = c.training.precision;
+  ts.data = {c.data.format, step * std::max(1, c.run.grad_accum)};
+  ts.scheduler = {c.training.lr_schedule, s.horizon(), LearningRate(c.training, step, s.horizon())};
+  ts.scaler.precision = c.training.precision;
   if (s.compute_dtype() == at::kHalf) {
-    ts.scaler_scale = s.scaler().scale;
-    ts.scaler_growth_tracker = s.scaler().growth_tracker;
-    ts.scaler_skipped = s.scaler().skipped;
+    ts.scaler.scale = s.scaler().scale;
+    ts.scaler.growth_tracker = s.scaler().growth_tracker;
+    ts.scaler.skipped = s.scaler().skipped;
   }
-  ts.rng_cpu = CaptureCpuRng();
-  ts.rng_cuda = s.device().is_cuda() ? CaptureCudaRng() : "";
+  ts.rng = {CaptureCpuRng(), s.device().is_cuda() ? CaptureCudaRng() : ""};
   ts.config_sha256 = c.sha256;
   ts.device = s.device().is_cuda() ? "cuda" : "cpu";
-  ts.model_kind = s.model().Kind();
-  ts.params = CountParameters(s.model());
+  ts.model = {s.model().Kind(), CountParameters(s.model())};
   ts.optimizer = s.optim().kind();
-  ts.eval_batches = std::max(1, c.eval.batches);
-  ts.eval_loss = eval_loss;
+  ts.eval = {std::max(1, c.eval.batches), eval_loss};
   return ts;
 }
 
@@ -340,11 +334,11 @@ int RunResumed(const RunOptions& o) {
     Result<TrainState> ts = LoadCheckpoint(o.resume_checkpoint, &s->model(), &s->optim(), skips, &io);
     if (!ts.ok()) throw std::runtime_error(ts.status().ToString());
     if (s->compute_dtype() == at::kHalf && !skips.optimizer) {
-      s->scaler().scale = ts->scaler_scale;
-      s->scaler().growth_tracker = ts->scaler_growth_tracker;
-      s->scaler().skipped = ts->scaler_skipped;
+      s->scaler().scale = ts->scaler.scale;
+      s->scaler().growth_tracker = ts->scaler.growth_tracker;
+      s->scaler().skipped = ts->scaler.skipped;
     }
-    s->set_data_shift(ts->data_next_index - ts->step * std::max(1, cfg.run.grad_accum));
+    s->set_data_shift(ts->data.next_index - ts->step * std::max(1, cfg.run.grad_accum));
     st.checkpoint.path = o.resume_checkpoint;
     st.checkpoint.bytes = io.bytes;
     st.checkpoint.load_seconds = io.seconds;
