@@ -1,11 +1,33 @@
 #include "cli/pilot_input.h"
 
+#include <unistd.h>
+
 #include <filesystem>
 
 #include "cli/verdict_store.h"
+#include "core/atomic_file.h"
+#include "job/safe_read.h"
 #include "job/state_layout.h"
 
 namespace pilot::cli {
+
+Result<std::string> ReadPilotFile(const std::string& state_dir, const std::string& path,
+                                  size_t max_bytes, bool from_job) {
+  if (from_job || ::geteuid() == 0) {
+    const std::string jobs = job::StateLayout(state_dir).JobsDir();
+    if (std::optional<std::string> rel = job::PathBelow(jobs, path)) {
+      return job::ReadFileBeneath(jobs, *rel, max_bytes);
+    }
+  }
+  return ReadFileLimited(path, max_bytes);
+}
+
+Result<Results> ReadPilotResults(const std::string& state_dir, const std::string& path,
+                                 bool from_job) {
+  PILOT_ASSIGN_OR_RETURN(std::string text,
+                         ReadPilotFile(state_dir, path, kResultsMaxBytes, from_job));
+  return ParseResults(text, path);
+}
 
 Result<PilotInput> LoadPilotInput(const std::string& source, const std::string& config_flag,
                                   const std::string& policy_flag) {
@@ -20,6 +42,7 @@ Result<PilotInput> LoadPilotInput(const std::string& source, const std::string& 
   std::string config_path = config_flag;
   const std::optional<int64_t> job_id = job::StateLayout::ParseJobId(source);
   const bool is_job = job_id.has_value();
+  bool config_path_trusted = true;  // results.config_path may be read
   if (is_job) {
     const job::StateLayout layout(in.policy.state_dir);
     const job::JobPaths paths = layout.Job(*job_id);
@@ -31,8 +54,22 @@ Result<PilotInput> LoadPilotInput(const std::string& source, const std::string& 
   } else {
     in.label = source;
     in.results_path = source;
+    const job::StateLayout layout(in.policy.state_dir);
+    const std::optional<std::string> rel = job::PathBelow(layout.JobsDir(), source);
+    if (rel && ::geteuid() == 0 && config_path.empty()) {
+      // The user's results name any file as their config_path; root reads
+      // the prolog's copy of the job the file is in instead.
+      const std::optional<int64_t> owner =
+          job::StateLayout::ParseJobId(rel->substr(0, rel->find('/')));
+      if (owner) {
+        config_path = layout.Job(*owner).config;
+      } else {
+        config_path_trusted = false;
+      }
+    }
   }
-  Result<Results> r = ReadResultsFile(in.results_path);
+  in.from_job = is_job;
+  Result<Results> r = ReadPilotResults(in.policy.state_dir, in.results_path, is_job);
   if (!r.ok()) {
     Status s = r.status();
     if (is_job && s.code() == Code::kNotFound) {
@@ -43,6 +80,11 @@ Result<PilotInput> LoadPilotInput(const std::string& source, const std::string& 
   in.results = std::move(r).value();
   in.metrics_path =
       (std::filesystem::path(in.results_path).parent_path() / "metrics.jsonl").string();
+  if (!config_path_trusted) {
+    in.config_error = "a results.json in " + job::StateLayout(in.policy.state_dir).JobsDir() +
+                      " outside a job's folder: root does not read its config_path: pass --config";
+    return in;
+  }
   if (config_path.empty()) config_path = in.results.config_path;
   if (config_path.empty()) {
     in.config_error = "results.json names no config: pass --config";

@@ -6,6 +6,12 @@
 // verdict when there is one) or the path of a results.json (its config from
 // --config, else the results' config_path).
 //
+// A job's folder belongs to its user, who may have put links there: files
+// of a JOBID, and any file inside STATE/jobs/ when the effective uid is 0,
+// are read with job::ReadFileBeneath (no link followed, regular files only).
+// For root, a results.json inside STATE/jobs/JOBID/ also takes its config
+// from that job's config.toml, not from the config_path its user wrote.
+//
 // Thread-safety: single-threaded (command-line program).
 #pragma once
 
@@ -25,6 +31,7 @@ struct PilotInput {
   std::string label;  // "job 4242" or the results path
   std::string results_path;
   std::string metrics_path;  // metrics.jsonl beside results.json
+  bool from_job = false;     // the source was a JOBID
   Results results;
   std::optional<Config> config;
   std::string config_error;        // why config is nullopt
@@ -38,5 +45,17 @@ struct PilotInput {
 // is reported in config_error (`plan` needs it, `report` does without).
 Result<PilotInput> LoadPilotInput(const std::string& source, const std::string& config_flag,
                                   const std::string& policy_flag);
+
+// The bytes of `path`, a file a pilot wrote (results.json, metrics.jsonl),
+// at most `max_bytes`. Inside STATE/jobs/ it is read without following links
+// (job::ReadFileBeneath from STATE/jobs) when `from_job` or the effective uid
+// is 0; anything else is read as ReadFileLimited reads it.
+// Errors: those of job::ReadFileBeneath and ReadFileLimited.
+Result<std::string> ReadPilotFile(const std::string& state_dir, const std::string& path,
+                                  size_t max_bytes, bool from_job);
+
+// ReadPilotFile and ParseResults: the strict reader on the bytes read.
+Result<Results> ReadPilotResults(const std::string& state_dir, const std::string& path,
+                                 bool from_job);
 
 }  // namespace pilot::cli

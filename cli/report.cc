@@ -59,7 +59,8 @@ int RunReport(const Invocation& inv) {
   } else {
     r.plan_error = in->config ? "no single-stage measurements" : in->config_error;
   }
-  Result<std::string> metrics = ReadFileLimited(in->metrics_path, kMaxMetricsBytes);
+  Result<std::string> metrics =
+      ReadPilotFile(in->policy.state_dir, in->metrics_path, kMaxMetricsBytes, in->from_job);
   if (metrics.ok()) {
     size_t skipped = 0;
     r.metrics = ParseMetricsJsonl(*metrics, &skipped);
