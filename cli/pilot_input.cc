@@ -47,7 +47,9 @@ Result<PilotInput> LoadPilotInput(const std::string& source, const std::string& 
     const job::StateLayout layout(in.policy.state_dir);
     const job::JobPaths paths = layout.Job(*job_id);
     in.label = "job " + source;
-    in.results_path = job::StateLayout::ResultsIn(paths.work);
+    // The supervisor's results; the workload's metrics stay in work/.
+    in.results_path = paths.results;
+    in.metrics_path = paths.work + "/metrics.jsonl";
     if (config_path.empty()) config_path = paths.config;
     Result<Verdict> v = ReadVerdict(layout.VerdictFile(*job_id));
     if (v.ok()) in.verdict = std::move(v).value();
@@ -73,13 +75,16 @@ Result<PilotInput> LoadPilotInput(const std::string& source, const std::string& 
   if (!r.ok()) {
     Status s = r.status();
     if (is_job && s.code() == Code::kNotFound) {
-      s = s.WithHint("the job wrote its results elsewhere (--pilot-out)? pass that results.json");
+      s = s.WithHint("the pilot did not finish, or its job ran before results were kept by "
+                     "pilot-supervisor: pass a results.json");
     }
     return s;
   }
   in.results = std::move(r).value();
-  in.metrics_path =
-      (std::filesystem::path(in.results_path).parent_path() / "metrics.jsonl").string();
+  if (in.metrics_path.empty()) {
+    in.metrics_path =
+        (std::filesystem::path(in.results_path).parent_path() / "metrics.jsonl").string();
+  }
   if (!config_path_trusted) {
     in.config_error = "a results.json in " + job::StateLayout(in.policy.state_dir).JobsDir() +
                       " outside a job's folder: root does not read its config_path: pass --config";

@@ -30,6 +30,11 @@
 namespace pilot {
 
 inline constexpr char kCheckpointSchema[] = "slurm-pilot/checkpoint/1";
+// The manifest's name in a checkpoint directory, and the single stage's
+// reference parameters in the workload's --out folder (the fresh restore
+// process compares against them; the supervisor names both to it).
+inline constexpr char kManifestFileName[] = "manifest.json";
+inline constexpr char kReferenceParamsFile[] = "reference-final.safetensors";
 inline constexpr char kNodeCheckpointSchema[] = "slurm-pilot/node-checkpoint/1";
 inline constexpr size_t kMaxCheckpointMetaBytes = 1u << 20;       // state.json, manifest.json
 inline constexpr size_t kMaxNodeManifestBytes = size_t{64} << 20;  // lists every shard

@@ -76,7 +76,7 @@ const SingleStage* CheckCompleted(const DecideInput& in, std::vector<Check>* out
   const std::string want = "single stage ok, exit 0";
   auto fail = [&](std::string measured, std::string detail) {
     out->push_back(MakeCheck("completed", CheckStatus::kFail, std::move(measured), want,
-                             std::move(detail), VerifiedBy::kSelfReported));
+                             std::move(detail), VerifiedBy::kWorkload));
     return nullptr;
   };
   if (!in.results) {
@@ -98,12 +98,15 @@ const SingleStage* CheckCompleted(const DecideInput& in, std::vector<Check>* out
                     (f.message.empty() ? "" : ": " + f.message));
   }
   if (s.status != "ok") return fail("status " + s.status, "the single stage did not finish");
-  if (r.exit_code != 0) {
+  // Exit 1 is "ran to the end, a check failed" (the restore): the checks
+  // below say which; every other status is a run that did not finish.
+  if (r.exit_code != 0 && r.exit_code != 1) {
     return fail("exit " + std::to_string(r.exit_code), "the runner exited with an error");
   }
+  // The supervisor saw every process exit and wrote the results itself.
+  const VerifiedBy by = r.supervisor ? VerifiedBy::kSupervisor : VerifiedBy::kWorkload;
   out->push_back(MakeCheck("completed", CheckStatus::kPass, "ok", want,
-                           "load, steps, eval, checkpoint and restore ran",
-                           VerifiedBy::kSelfReported));
+                           "load, steps, eval, checkpoint and restore ran", by));
   return &s;
 }
 
@@ -129,7 +132,7 @@ bool CheckShape(const Config& cfg, const SingleStage& s, std::vector<Check>* out
     st = CheckStatus::kFail;
     detail = "the pilot's shape differs from the run's";
   }
-  out->push_back(MakeCheck("shape", st, measured, want, detail, VerifiedBy::kSelfReported));
+  out->push_back(MakeCheck("shape", st, measured, want, detail, VerifiedBy::kWorkload));
   return equal && sh.optimizer_state_included;
 }
 
@@ -139,10 +142,10 @@ void CheckSteps(const SingleStage& s, const Policy& p, std::vector<Check>* out) 
   out->push_back(MakeCheck("steps", ok ? CheckStatus::kPass : CheckStatus::kFail,
                            std::to_string(s.steps), ">= " + std::to_string(min),
                            ok ? "enough optimizer steps" : "too few optimizer steps for a verdict",
-                           VerifiedBy::kSelfReported));
+                           VerifiedBy::kWorkload));
 }
 
-void CheckRestore(const SingleStage& s, const VerifyReport& v, const Policy& p,
+void CheckRestore(const SingleStage& s, bool supervisor_compared, const Policy& p,
                   std::vector<Check>* out) {
   const RestoreInfo& r = s.restore;
   bool bitwise = r.mode == "bitwise";
@@ -150,8 +153,9 @@ void CheckRestore(const SingleStage& s, const VerifyReport& v, const Policy& p,
   std::string want = bitwise ? "bitwise equal" : "rel diff <= " + Sci(tol);
   std::string measured = "step " + std::to_string(r.from_step) + "->" + std::to_string(r.to_step) +
                          ", rel diff " + Sci(r.max_rel_loss_diff);
-  VerifiedBy by =
-      v.ran && v.eval_recomputed && v.eval_within ? VerifiedBy::kEpilog : VerifiedBy::kSelfReported;
+  // The comparison is the supervisor's when it started both processes and
+  // compared their reports; the checkpoint itself is the epilog's check.
+  VerifiedBy by = supervisor_compared ? VerifiedBy::kSupervisor : VerifiedBy::kWorkload;
   CheckStatus st = CheckStatus::kPass;
   std::string detail = "a fresh process restored the checkpoint and resumed equal";
   if (!r.ran) {
@@ -180,7 +184,7 @@ void CheckNode(const NodeStage& n, const Policy& p, bool on_gpu, std::vector<Che
     std::string rank = n.failure->rank ? "rank " + std::to_string(*n.failure->rank) + ": " : "";
     out->push_back(MakeCheck("node_stage", CheckStatus::kFail, what + ", failed in " +
                              n.failure->phase, "completes", rank + n.failure->message,
-                             VerifiedBy::kSelfReported));
+                             VerifiedBy::kWorkload));
     return;
   }
   bool all_equal = !n.restore.empty();
@@ -199,7 +203,7 @@ void CheckNode(const NodeStage& n, const Policy& p, bool on_gpu, std::vector<Che
   if (n.restore.empty()) detail = "no restore ran in the node stage";
   out->push_back(MakeCheck("node_restore", all_equal ? CheckStatus::kPass : CheckStatus::kFail,
                            what + (measured.empty() ? "" : ": " + measured), "equal", detail,
-                           VerifiedBy::kSelfReported));
+                           VerifiedBy::kWorkload));
   if (n.scaling.efficiency) {
     const double eff = *n.scaling.efficiency, min = p.thresholds.min_scaling_efficiency;
     CheckStatus st = !on_gpu ? CheckStatus::kSkip
@@ -208,7 +212,7 @@ void CheckNode(const NodeStage& n, const Policy& p, bool on_gpu, std::vector<Che
                             : "per-GPU throughput against the single stage";
     out->push_back(MakeCheck("scaling", st,
                              Sci(eff) + ", comm exposed " + Sci(n.comm.exposed_fraction),
-                             ">= " + Sci(min), d, VerifiedBy::kSelfReported));
+                             ">= " + Sci(min), d, VerifiedBy::kWorkload));
   }
 }
 
@@ -255,7 +259,7 @@ void CheckMemory(const SingleStage& s, const Config& cfg, const DecideInput& in,
   if (!peak) {
     out->push_back(MakeCheck("memory_headroom", CheckStatus::kSkip, "no device memory figures",
                              want, "the pilot ran on " + s.device + ": nothing to compare",
-                             VerifiedBy::kSelfReported));
+                             VerifiedBy::kWorkload));
     return;
   }
   int64_t mem = 0;
@@ -273,7 +277,7 @@ void CheckMemory(const SingleStage& s, const Config& cfg, const DecideInput& in,
   if (mem <= 0) {
     out->push_back(MakeCheck("memory_headroom", CheckStatus::kWarn, FormatGiB(*peak), want,
                              "no GPU memory size known to compare with",
-                             VerifiedBy::kSelfReported));
+                             VerifiedBy::kWorkload));
     return;
   }
   double free = 1.0 - static_cast<double>(*peak) / static_cast<double>(mem);
@@ -282,7 +286,7 @@ void CheckMemory(const SingleStage& s, const Config& cfg, const DecideInput& in,
       "memory_headroom", ok ? CheckStatus::kPass : CheckStatus::kFail,
       FormatGiB(*peak) + " of " + FormatGiB(mem) + " on " + where + Fmt(" (%.0f%% free)", free * 100), want,
       ok ? "the measured peak fits with headroom" : "too little memory left at the peak",
-      VerifiedBy::kSelfReported));
+      VerifiedBy::kWorkload));
 }
 
 void CheckPrecision(const SingleStage& s, const Policy& p, std::vector<Check>* out) {
@@ -291,14 +295,14 @@ void CheckPrecision(const SingleStage& s, const Policy& p, std::vector<Check>* o
   std::string want = "rel loss diff vs fp32 <= " + Sci(tol);
   if (s.shape.precision == "fp32" || s.shape.precision.empty()) {
     out->push_back(MakeCheck("precision", CheckStatus::kSkip, "fp32", want,
-                             "full precision: nothing to compare", VerifiedBy::kSelfReported));
+                             "full precision: nothing to compare", VerifiedBy::kWorkload));
     return;
   }
   if (!pc.ran) {
     out->push_back(MakeCheck("precision", CheckStatus::kWarn, "not measured", want,
                              s.shape.precision + " was not compared with fp32" +
                                  (pc.detail.empty() ? "" : ": " + pc.detail),
-                             VerifiedBy::kSelfReported));
+                             VerifiedBy::kWorkload));
     return;
   }
   bool ok = pc.max_rel_loss_diff <= tol;
@@ -306,7 +310,7 @@ void CheckPrecision(const SingleStage& s, const Policy& p, std::vector<Check>* o
       MakeCheck("precision", ok ? CheckStatus::kPass : CheckStatus::kFail,
                 s.shape.precision + " rel diff " + Sci(pc.max_rel_loss_diff), want,
                 ok ? "lower precision tracks fp32" : "lower precision diverges from fp32",
-                VerifiedBy::kSelfReported));
+                VerifiedBy::kWorkload));
 }
 
 // Hardware fit per candidate from the memory model (core/memory_model.h)
@@ -352,7 +356,7 @@ void CheckMemoryFit(const Plan& plan, const Policy& p, std::vector<Check>* out) 
   if (plan.chosen < 0) {
     out->push_back(MakeCheck("memory_fit", CheckStatus::kWarn, "no GPU type", want,
                              "none of the candidate GPU types is in the catalog",
-                             VerifiedBy::kSelfReported));
+                             VerifiedBy::kWorkload));
     return;
   }
   const GpuOption& o = plan.options[static_cast<size_t>(plan.chosen)];
@@ -373,7 +377,7 @@ void CheckMemoryFit(const Plan& plan, const Policy& p, std::vector<Check>* out) 
                              : "; fits: " + others);
   }
   out->push_back(MakeCheck("memory_fit", o.fit.fits ? CheckStatus::kPass : CheckStatus::kFail,
-                           measured, want, detail, VerifiedBy::kSelfReported));
+                           measured, want, detail, VerifiedBy::kWorkload));
 }
 
 // budget: fail when the whole pipeline does not fit a 30-day term, warn
@@ -382,7 +386,7 @@ void CheckBudget(const Budget& b, const Config& cfg, std::vector<Check>* out) {
   std::string want = "<= " + Fmt("%g", cfg.run.reservation_days) + " days requested, <= 30 days";
   if (b.days <= 0) {
     out->push_back(MakeCheck("budget", CheckStatus::kSkip, "no throughput", want,
-                             "no throughput measured to estimate from", VerifiedBy::kSelfReported));
+                             "no throughput measured to estimate from", VerifiedBy::kWorkload));
     return;
   }
   std::string measured = Fmt("%.1f days", b.days) + " (" + b.term + ")";
@@ -392,7 +396,7 @@ void CheckBudget(const Budget& b, const Config& cfg, std::vector<Check>* out) {
         Fmt("does not fit a 30-day term: %.1f days incl. buffer (train %.1f, ", b.days,
             b.breakdown.count("train") ? b.breakdown.at("train") : 0.0) +
             Fmt("%.0f GPU-hours); use more nodes or fewer tokens", b.gpu_hours),
-        VerifiedBy::kSelfReported));
+        VerifiedBy::kWorkload));
     return;
   }
   bool ok = b.days <= cfg.run.reservation_days;
@@ -400,7 +404,7 @@ void CheckBudget(const Budget& b, const Config& cfg, std::vector<Check>* out) {
       "budget", ok ? CheckStatus::kPass : CheckStatus::kWarn, measured, want,
       ok ? "the estimated pipeline fits the requested term"
          : "the estimated pipeline does not fit the requested term: plan a longer or wider run",
-      VerifiedBy::kSelfReported));
+      VerifiedBy::kWorkload));
 }
 
 void CheckContainerTag(const DecideInput& in, std::vector<Check>* out) {
@@ -414,6 +418,22 @@ void CheckContainerTag(const DecideInput& in, std::vector<Check>* out) {
                                       " moved during the job; the pilot ran the pinned " +
                                       c.digest + ": use the pinned reference for the long run",
                            VerifiedBy::kEpilog));
+}
+
+// The policy's independent_checks pass only when something other than the
+// workload established them: a pass the workload alone vouches for fails.
+void RequireIndependent(const Policy& p, std::vector<Check>* checks) {
+  for (Check& c : *checks) {
+    if (c.status != CheckStatus::kPass) continue;
+    if (c.verified_by != VerifiedBy::kWorkload && c.verified_by != VerifiedBy::kSelfReported) continue;
+    if (std::find(p.independent_checks.begin(), p.independent_checks.end(), c.name) ==
+        p.independent_checks.end()) {
+      continue;
+    }
+    c.status = CheckStatus::kFail;
+    c.detail = "only the workload vouches for this (" + c.detail +
+               "); the site requires the supervisor, epilog or prolog to (independent_checks)";
+  }
 }
 
 }  // namespace
@@ -442,6 +462,7 @@ Verdict Decide(const DecideInput& in, const Policy& policy, const HardwareCatalo
   v.job.id = in.lock.job.id;
   v.job.user = in.lock.job.user;
   v.job.config_sha256 = in.lock.config.sha256_copied;
+  v.instance = in.lock.instance;
   if (in.config) v.job.run = in.config->run.name;
   v.issued = FormatRfc3339(now);
   v.expires = FormatRfc3339(now + int64_t{86400} * policy.thresholds.verdict_lifetime_days);
@@ -456,7 +477,8 @@ Verdict Decide(const DecideInput& in, const Policy& policy, const HardwareCatalo
   if (s != nullptr && cfg != nullptr) {
     binding = CheckShape(*cfg, *s, &checks);
     CheckSteps(*s, policy, &checks);
-    CheckRestore(*s, in.verify, policy, &checks);
+    CheckRestore(*s, in.results->supervisor && in.results->supervisor->restore_compared, policy,
+                 &checks);
   }
   CheckCheckpoint(in.verify, &checks);
   if (s != nullptr && cfg != nullptr) {
@@ -481,9 +503,20 @@ Verdict Decide(const DecideInput& in, const Policy& policy, const HardwareCatalo
     CheckBudget(v.budget, *cfg, &checks);
   }
 
+  RequireIndependent(policy, &checks);
   v.binding = binding;
   bool any_fail = std::any_of(checks.begin(), checks.end(),
                               [](const Check& c) { return c.status == CheckStatus::kFail; });
+  if (!any_fail && in.results && in.results->exit_code != 0) {
+    // A failed check of the run's own that none of the above explains.
+    for (Check& c : checks) {
+      if (c.name != "completed") continue;
+      c.status = CheckStatus::kFail;
+      c.measured = "exit " + std::to_string(in.results->exit_code);
+      c.detail = "the pilot reported a failed check that no verdict check explains";
+      any_fail = true;
+    }
+  }
   v.decision = any_fail ? Decision::kNoGo : Decision::kGo;
   return v;
 }

@@ -68,6 +68,8 @@ void Fields(V& v, S& s, std::type_identity<LockProblem>) {
 template <class V, class S>
 void Fields(V& v, S& s, std::type_identity<Lock>) {
   v("schema", s.schema);
+  // Locks written before instances existed have none.
+  v("instance", s.instance, kMayBeAbsent);
   v("job", s.job);
   v("config", s.config);
   v("seeds", s.seeds);

@@ -75,6 +75,10 @@ struct LockProblem {
 
 struct Lock {
   std::string schema = kLockSchema;
+  // This start of the job: 32 hex characters the prolog draws at random.
+  // A requeued job, or a job id Slurm hands out again, is a new instance;
+  // results and verdicts name the instance they belong to.
+  std::string instance;
   LockJob job;
   LockConfig config;
   LockSeeds seeds;

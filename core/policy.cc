@@ -99,6 +99,12 @@ void Fields(V& v, S& s, std::type_identity<Policy>) {
     Doc{"the GPU types the site offers"});
   v("runner_path", s.runner_path, Validate{&AbsoluteOrEmpty}, kMayBeAbsent,
     Doc{"pilot-runner to run (\"\" = beside the calling program)"});
+  v("supervisor_path", s.supervisor_path, Validate{&AbsoluteOrEmpty}, kMayBeAbsent,
+    Doc{"pilot-supervisor the plugin starts (\"\" = beside the calling program)"});
+  v("allow_test_switches", s.allow_test_switches, kMayBeAbsent,
+    Doc{"pass PILOT_RUNNER_TEST_* variables to the workload (test clusters only)"});
+  v("independent_checks", s.independent_checks, kMayBeAbsent,
+    Doc{"checks the workload alone cannot pass"});
   v("verify_timeout_seconds", s.verify_timeout_seconds, IntRange{1, 86400}, kMayBeAbsent,
     Doc{"the epilog's pilot-runner verify"});
   v("prolog_timeout_seconds", s.prolog_timeout_seconds, IntRange{1, 3600}, kMayBeAbsent,
@@ -151,13 +157,22 @@ Result<Policy> LoadPolicy(const std::string& path, bool missing_ok) {
   return ParsePolicy(*text, path);
 }
 
-std::string ResolveRunnerPath(const Policy& policy) {
-  if (!policy.runner_path.empty()) return policy.runner_path;
+namespace {
+std::string BesideSelf(const std::string& name) {
   char buf[PATH_MAX];
   ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return "pilot-runner";
+  if (n <= 0) return name;
   std::string self(buf, static_cast<size_t>(n));
-  return DirName(self) + "/pilot-runner";
+  return DirName(self) + "/" + name;
+}
+}  // namespace
+
+std::string ResolveRunnerPath(const Policy& policy) {
+  return policy.runner_path.empty() ? BesideSelf("pilot-runner") : policy.runner_path;
+}
+
+std::string ResolveSupervisorPath(const Policy& policy) {
+  return policy.supervisor_path.empty() ? BesideSelf("pilot-supervisor") : policy.supervisor_path;
 }
 
 }  // namespace pilot

@@ -58,6 +58,13 @@ struct Policy {
   int notify_retries = 3;            // extra attempts after the first
   std::string hardware_catalog;      // default: <sysconfdir>/slurm-pilot/hardware.toml
   std::string runner_path;           // "" = pilot-runner beside the calling program
+  std::string supervisor_path;       // "" = pilot-supervisor beside the calling program
+  // PILOT_RUNNER_TEST_* switches reach the workload only when true (test
+  // clusters); otherwise the supervisor drops them from its environment.
+  bool allow_test_switches = false;
+  // Checks that pass only when something other than the workload itself
+  // established them (verified_by supervisor, epilog or prolog).
+  std::vector<std::string> independent_checks = {"completed", "restore", "checkpoint"};
   int verify_timeout_seconds = 600;  // epilog's `pilot-runner verify`
   int prolog_timeout_seconds = 120;  // total pinning time in the prolog
   std::string scontrol_path = "scontrol";  // run by `pilot grant` (PATH lookup without '/')
@@ -88,5 +95,8 @@ const std::vector<std::string>& KnownPolicyKeys();
 // policy.runner_path, or "pilot-runner" in the directory of the running
 // executable (/proc/self/exe) when it is empty.
 std::string ResolveRunnerPath(const Policy& policy);
+// policy.supervisor_path, or "pilot-supervisor" beside the running
+// executable when it is empty.
+std::string ResolveSupervisorPath(const Policy& policy);
 
 }  // namespace pilot

@@ -312,8 +312,42 @@ void Fields(V& v, S& s, std::type_identity<ResultsStages<R>>) {
 }
 
 template <class V, class S>
+void Fields(V& v, S& s, std::type_identity<SupervisedProcess>) {
+  v("role", s.role, OneOf{{"single", "restore", "node"}});
+  v("exit_code", s.exit_code);
+  v("signal", s.signal, IntRange{0, 128});
+  v("wall_seconds", s.wall_seconds);
+  v("report_bytes", s.report_bytes);
+  v("report_problem", s.report_problem);
+}
+
+template <class V, class S>
+void Fields(V& v, S& s, std::type_identity<DeviceMemorySample>) {
+  v("index", s.index, IntRange{0, 1024});
+  v("uuid", s.uuid);
+  v("peak_used_bytes", s.peak_used_bytes);
+  v("total_bytes", s.total_bytes);
+}
+
+template <class V, class S>
+void Fields(V& v, S& s, std::type_identity<SupervisorInfo>) {
+  v("version", s.version);
+  v("started_at", s.started_at);
+  v("finished_at", s.finished_at);
+  v("wall_seconds", s.wall_seconds);
+  v("processes", s.processes);
+  v("checkpoint_manifest_sha256", s.checkpoint_manifest_sha256);
+  v("restore_compared", s.restore_compared);
+  v("environment", s.environment);
+  v("test_switches", s.test_switches);
+  v("device_memory_source", s.device_memory_source);
+  v("device_memory", s.device_memory);
+}
+
+template <class V, class S>
 void Fields(V& v, S& s, std::type_identity<Results>) {
   v("schema", s.schema);
+  v("instance", s.instance, kMayBeAbsent);
   v("config_path", s.config_path);
   v("config_sha256", s.config_sha256);
   v("lock_path", s.lock_path);
@@ -326,6 +360,7 @@ void Fields(V& v, S& s, std::type_identity<Results>) {
   v("alloc_conf", s.alloc_conf, kMayBeAbsent);
   ResultsStages<S> stages{&s};
   v("stages", stages);
+  v("supervisor", s.supervisor, kOmitIfUnset);
 }
 
 std::string ResultsToJson(const Results& r) {

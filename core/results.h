@@ -241,8 +241,54 @@ struct Versions {
   bool operator==(const Versions&) const = default;
 };
 
+// One workload process the supervisor started, as the supervisor saw it.
+struct SupervisedProcess {
+  std::string role;             // "single" | "restore" | "node"
+  int exit_code = -1;           // its exit status; -1 when a signal ended it
+  int signal = 0;               // that signal, else 0
+  double wall_seconds = 0;      // start to exit, on the supervisor's clock
+  int64_t report_bytes = 0;     // what it wrote to its report pipe
+  std::string report_problem;   // "" = a valid report; else why not
+  bool operator==(const SupervisedProcess&) const = default;
+};
+
+// Peak memory in use on one device while the workload ran, sampled by the
+// supervisor (NVML), whatever the workload's own allocator says.
+struct DeviceMemorySample {
+  int index = 0;
+  std::string uuid;
+  int64_t peak_used_bytes = 0;
+  int64_t total_bytes = 0;
+  bool operator==(const DeviceMemorySample&) const = default;
+};
+
+// What pilot-supervisor (root) established itself. Present only in the
+// results.json it writes into the job's root-owned folder.
+struct SupervisorInfo {
+  std::string version;
+  std::string started_at;       // RFC 3339 UTC, supervisor's clock
+  std::string finished_at;
+  double wall_seconds = 0;
+  std::vector<SupervisedProcess> processes;
+  // sha256 of the checkpoint's manifest.json (itself the list of every
+  // file's sha256) when the single stage reported the checkpoint complete,
+  // read as the job's user. "" = no checkpoint was reported.
+  std::string checkpoint_manifest_sha256;
+  // True when the restore comparison in stages.single.restore was made by
+  // the supervisor from the reports of two processes it started.
+  bool restore_compared = false;
+  std::vector<std::string> environment;    // names of the variables the workload got
+  std::vector<std::string> test_switches;  // PILOT_RUNNER_TEST_* passed (policy allowed)
+  std::string device_memory_source;        // "nvml", or why there are no samples
+  std::vector<DeviceMemorySample> device_memory;
+  bool operator==(const SupervisorInfo&) const = default;
+};
+
 struct Results {
   std::string schema = kResultsSchema;
+  // The pilot instance (lock.json's) these results belong to; "" when the
+  // runner ran outside a supervised job.
+  std::string instance;
   std::string config_path;
   std::string config_sha256;
   std::string lock_path;           // "" when run without a lock
@@ -256,6 +302,7 @@ struct Results {
   std::string alloc_conf;
   std::optional<SingleStage> single;  // stages.single
   std::optional<NodeStage> node;      // stages.node
+  std::optional<SupervisorInfo> supervisor;  // only from pilot-supervisor
   bool operator==(const Results&) const = default;
 };
 

@@ -16,7 +16,8 @@ const std::vector<std::string>& EnumNames(std::type_identity<CheckStatus>) {
   return k;
 }
 const std::vector<std::string>& EnumNames(std::type_identity<VerifiedBy>) {
-  static const std::vector<std::string> k = {"epilog", "self_reported", "prolog"};
+  static const std::vector<std::string> k = {"epilog", "self_reported", "prolog", "workload",
+                                                "supervisor"};
   return k;
 }
 
@@ -76,6 +77,7 @@ template <class V, class S>
 void Fields(V& v, S& s, std::type_identity<Verdict>) {
   v("schema", s.schema);
   v("job", s.job);
+  v("instance", s.instance, kMayBeAbsent);
   v("decision", s.decision);
   v("binding", s.binding);
   v("checks", s.checks);

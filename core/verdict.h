@@ -28,10 +28,16 @@ inline constexpr size_t kMaxVerdictBytes = 4u << 20;  // 4 MiB
 
 enum class Decision { kGo, kNoGo };
 enum class CheckStatus { kPass, kWarn, kFail, kSkip };
-enum class VerifiedBy { kEpilog, kSelfReported, kProlog };
+// Who established a check: the epilog (recomputed it from files after the
+// job), the supervisor (root, in the job: saw it through its own pipes,
+// clock and process table), the prolog (pinned it before the job), or only
+// the workload (the job's own processes said so: the user could have
+// changed it). kSelfReported is the name verdicts of schema 1 used for
+// kWorkload; it is read, never written.
+enum class VerifiedBy { kEpilog, kSelfReported, kProlog, kWorkload, kSupervisor };
 
 // "GO" / "NO-GO"; "pass" | "warn" | "fail" | "skip"; "epilog" |
-// "self_reported" | "prolog".
+// "self_reported" | "prolog" | "workload" | "supervisor".
 const char* DecisionName(Decision d);
 const char* CheckStatusName(CheckStatus s);
 const char* VerifiedByName(VerifiedBy v);
@@ -49,7 +55,7 @@ struct Check {
   std::string measured;   // what was found, for people ("61.2 GiB")
   std::string threshold;  // what was required ("<= 72.0 GiB")
   std::string detail;     // one sentence
-  VerifiedBy verified_by = VerifiedBy::kSelfReported;
+  VerifiedBy verified_by = VerifiedBy::kWorkload;
   bool operator==(const Check&) const = default;
 };
 
@@ -76,6 +82,7 @@ struct Budget {
 struct Verdict {
   std::string schema = kVerdictSchema;
   VerdictJob job;
+  std::string instance;  // lock.json's instance: which start of the job this judges
   Decision decision = Decision::kNoGo;
   bool binding = false;  // false when the pilot ran a smaller shape
   std::vector<Check> checks;

@@ -54,6 +54,10 @@ Result<Verdict> DecideForEpilog(const EpilogInputs& in, const Policy& policy) {
       d.verify.ran = false;
       d.verify.error = v.status().Message();
     }
+    if (d.verify.ran && !in.manifest_problem.empty()) {
+      d.verify.manifest_ok = false;
+      d.verify.manifest_detail = in.manifest_problem;
+    }
   } else {
     d.verify.ran = false;
     d.verify.error = !in.verify_problem.empty() ? in.verify_problem

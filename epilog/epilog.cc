@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "core/atomic_file.h"
+#include "core/checkpoint_meta.h"
 #include "core/crypto.h"
 #include "core/strings.h"
 #include "job/state_dir.h"
@@ -29,6 +30,24 @@ RunAs UserOf(const JobEnv& job, std::string* home) {
     *home = pw->pw_dir;
   }
   return as;
+}
+
+// sha256 of CHECKPOINT/manifest.json, read as the job's user ("" when it
+// cannot be read).
+std::string ManifestSha256AsUser(const EpilogDeps& deps, const std::string& checkpoint,
+                                 const RunAs& as, const std::string& home) {
+  const std::string sha = job::FindExecutable("sha256sum");
+  if (sha.empty()) return "";
+  CommandSpec spec;
+  spec.argv = {sha, "--", checkpoint + "/" + kManifestFileName};
+  spec.env = CleanEnvironment(as.user, home);
+  spec.run_as = as;
+  spec.timeout_seconds = 60;
+  Result<CommandResult> r = deps.run(spec);
+  if (!r.ok() || !r->Succeeded() || r->out.size() < 64 || !IsSha256Hex(r->out.substr(0, 64))) {
+    return "";
+  }
+  return r->out.substr(0, 64);
 }
 
 std::string FirstLine(std::string_view s) {
@@ -58,31 +77,25 @@ EpilogInputs GatherInputs(const Policy& policy, const JobEnv& job, const EpilogD
 
   std::string home;
   RunAs as = UserOf(job, &home);
-  std::string out = job.out.empty() ? paths.work : job.out;
-  in.results_path = StateLayout::ResultsIn(out);
   std::string why_ended = job.exit_code.empty() ? "" : " (job exit " + job.exit_code + ")";
 
-  // results.json is the user's file: read it with the user's rights.
-  CommandSpec cat;
-  cat.argv = {"/bin/cat", "--", in.results_path};
-  cat.env = CleanEnvironment(as.user, home);
-  cat.run_as = as;
-  cat.timeout_seconds = 30;
-  cat.max_output_bytes = kResultsMaxBytes + 1;
-  Result<CommandResult> read = deps.run(cat);
-  if (!read.ok() || !read->Succeeded()) {
-    in.results_problem = "no results.json: the runner did not finish (crashed, killed, "
-                         "out of time or cancelled)" + why_ended;
-  } else if (read->out.size() > kResultsMaxBytes) {
-    in.results_problem = "results.json is larger than " + std::to_string(kResultsMaxBytes) +
-                         " bytes";
+  // results.json is pilot-supervisor's, in the job's root-owned folder: the
+  // user cannot write it. A results.json in work/ is the user's and is not
+  // read at all.
+  in.results_path = paths.results;
+  Result<Results> r = ReadResultsFile(paths.results);
+  if (!r.ok() && r.status().code() == Code::kNotFound) {
+    in.results_problem = "no results.json from the supervisor: the pilot did not finish "
+                         "(crashed, killed, out of time or cancelled)" + why_ended;
+  } else if (!r.ok()) {
+    in.results_problem = "results.json is invalid: " + r.status().Message();
+  } else if (!r->supervisor) {
+    in.results_problem = "results.json was not written by pilot-supervisor";
+  } else if (in.lock && r->instance != in.lock->instance) {
+    in.results_problem = "results.json belongs to pilot instance \"" + r->instance.substr(0, 40) +
+                         "\", not to this start of the job (\"" + in.lock->instance + "\")";
   } else {
-    Result<Results> r = ParseResults(read->out, in.results_path);
-    if (r.ok()) {
-      in.results = std::move(r).value();
-    } else {
-      in.results_problem = "results.json is invalid: " + r.status().Message();
-    }
+    in.results = std::move(r).value();
   }
   if (in.lock && in.lock->container.method == "registry" && !in.lock->container.digest.empty() &&
       in.lock->container.reference.find('@') == std::string::npos && deps.resolve_digest) {
@@ -114,6 +127,16 @@ EpilogInputs GatherInputs(const Policy& policy, const JobEnv& job, const EpilogD
     return in;
   }
   in.verify_ran = !v->timed_out && v->signal == 0 && v->exit_code <= 2;
+  const std::string manifest_now = ManifestSha256AsUser(deps, checkpoint, as, home);
+  const std::string& manifest_then = in.results->supervisor->checkpoint_manifest_sha256;
+  if (manifest_then.empty()) {
+    in.manifest_problem = "the supervisor recorded no manifest for the checkpoint";
+  } else if (manifest_now != manifest_then) {
+    in.manifest_problem = "the checkpoint's manifest.json changed after the workload reported "
+                          "it complete (sha256 " + manifest_then.substr(0, 12) + "... then, " +
+                          (manifest_now.empty() ? "unreadable" : manifest_now.substr(0, 12) + "...") +
+                          " now)";
+  }
   in.verify_exit_code = v->exit_code;
   in.verify_output = v->out;
   if (!in.verify_ran) {

@@ -2,15 +2,17 @@
 //
 // Runs as root on every node after a job (Slurm Epilog=). For a pilot job it
 //  1. reads the job's lock.json (written by the prolog; root's, trusted);
-//  2. reads OUT/results.json AS THE JOB'S USER, at most kResultsMaxBytes,
-//     and parses it strictly: everything in work/ is the user's and is
-//     untrusted (a link to a root-only file is read with the user's rights);
-//     missing or invalid results (runner crashed, killed, out of time,
-//     cancelled) give NO-GO with the reason;
+//  2. reads STATE/jobs/JOBID/results.json, written by pilot-supervisor
+//     (root) into the job's root-owned folder, and parses it strictly;
+//     missing, invalid, not the supervisor's, or of another instance of
+//     the job (lock.json's "instance") gives NO-GO with the reason;
+//     everything in work/ is the user's and is never taken as results;
 //  3. otherwise runs `pilot-runner verify --checkpoint DIR --config COPY
 //     --expect RESULTS --json` as the job's user (setgid, initgroups,
 //     setuid; clean environment; policy verify_timeout_seconds, then
-//     SIGTERM/SIGKILL of its process group);
+//     SIGTERM/SIGKILL of its process group), and hashes the checkpoint's
+//     manifest.json as the user: it must be the one the supervisor hashed
+//     when the workload reported the checkpoint complete;
 //  4. decides (a pure core function), signs with the policy's key_file
 //     (HMAC-SHA256), stores STATE/verdicts/JOBID.json atomically (root,
 //     0644; the folder root's, 0755);
@@ -54,6 +56,9 @@ struct EpilogInputs {
   int verify_exit_code = -1;     // 0 verified, 1 failed a check, 2 usage/IO
   std::string verify_output;     // its stdout (JSON), at most 1 MiB
   std::string verify_problem;    // timed out, killed, could not start
+  // The checkpoint's manifest.json now against the supervisor's hash of it
+  // when the workload reported the checkpoint ("" = unchanged).
+  std::string manifest_problem;
   // The container tag resolved again after the job (registry images pinned
   // from a tag only): Decide's container_tag check warns when it moved.
   std::string container_digest_now;

@@ -11,8 +11,9 @@
 //   - Slurm forwards a plugin option --OPT of plugin PLUGIN to the prolog
 //     and epilog as SPANK__SLURM_SPANK_OPTION_PLUGIN_OPT (kOptionPilot for
 //     our --pilot, kOptionPyxisImage for pyxis' --container-image);
-//   - in the task it replaces, the plugin sets kEnvActive, so an srun or
-//     sbatch started from inside a running pilot does not start another.
+//   - the supervisor sets kEnvActive and kEnvInstance for the workload;
+//     a second pilot in the same job is prevented by the task's claim of
+//     runner.started (spank_plugin/remote.cc), not by these.
 //
 // Header only, plain character arrays and no other include: the plugin's
 // front part (spank_pilot.so, libc only) includes it too, and nothing here
@@ -28,8 +29,11 @@ inline constexpr char kEnvConfigSha[] = "SLURM_PILOT_CONFIG_SHA256";  // sha256 
 inline constexpr char kEnvStage[] = "SLURM_PILOT_STAGE";              // single | node | all
 inline constexpr char kEnvOut[] = "SLURM_PILOT_OUT";                  // --pilot-out, if given
 
-// Set in the runner's environment by the task it replaces (the job id).
+// Set by pilot-supervisor in the workload's environment (the job id and
+// the pilot instance). Only informative: no part trusts them, since a user
+// can put any variable into a job's environment.
 inline constexpr char kEnvActive[] = "SLURM_PILOT_ACTIVE";
+inline constexpr char kEnvInstance[] = "SLURM_PILOT_INSTANCE";
 
 // The prefix slurmd puts before names of the job control environment when
 // it hands them to the prolog and epilog, and the names they read.

@@ -27,6 +27,7 @@ Status EnsureStateDir(const StateLayout& layout) {
   PILOT_RETURN_IF_ERROR(MakeRootDir(layout.JobsDir(), 0755));
   PILOT_RETURN_IF_ERROR(MakeRootDir(layout.VerdictsDir(), 0755));
   PILOT_RETURN_IF_ERROR(MakeRootDir(layout.OutboxDir(), 0700));
+  PILOT_RETURN_IF_ERROR(MakeRootDir(layout.AtticDir(), 0700));
   return Status::Ok();
 }
 

@@ -10,6 +10,7 @@ constexpr std::string_view kJobs = "jobs";
 constexpr std::string_view kVerdicts = "verdicts";
 constexpr std::string_view kOutbox = "outbox";
 constexpr std::string_view kGrants = "grants";
+constexpr std::string_view kAttic = "attic";
 constexpr std::string_view kConfigCopy = "config.toml";
 constexpr std::string_view kLock = "lock.json";
 constexpr std::string_view kRunnerStarted = "runner.started";
@@ -37,6 +38,10 @@ std::string StateLayout::JobsDir() const { return Join(root_, kJobs); }
 std::string StateLayout::VerdictsDir() const { return Join(root_, kVerdicts); }
 std::string StateLayout::OutboxDir() const { return Join(root_, kOutbox); }
 std::string StateLayout::GrantsDir() const { return Join(root_, kGrants); }
+std::string StateLayout::AtticDir() const { return Join(root_, kAttic); }
+std::string StateLayout::AtticFor(int64_t job_id, const std::string& instance) const {
+  return Join(AtticDir(), std::to_string(job_id) + "-" + instance);
+}
 
 JobPaths StateLayout::Job(int64_t job_id) const {
   JobPaths p;
@@ -44,6 +49,7 @@ JobPaths StateLayout::Job(int64_t job_id) const {
   p.config = Join(p.dir, kConfigCopy);
   p.lock = Join(p.dir, kLock);
   p.started = Join(p.dir, kRunnerStarted);
+  p.results = Join(p.dir, kResults);
   p.work = Join(p.dir, kWork);
   return p;
 }

@@ -6,17 +6,26 @@
 //   STATE/jobs/JOBID/config.toml     root 0644   the prolog's copy of the config
 //   STATE/jobs/JOBID/lock.json       root 0644   what the prolog pinned
 //   STATE/jobs/JOBID/runner.started  root 0644   claimed by the task that runs the pilot
-//   STATE/jobs/JOBID/work/           user 0700   the runner's default --out folder
+//   STATE/jobs/JOBID/results.json    root 0644   written by pilot-supervisor
+//   STATE/jobs/JOBID/work/           user 0700   the workload's default --out folder
+//                                                (checkpoints, metrics, logs)
+//   STATE/attic/                     root 0700   earlier instances of a job id
+//   STATE/attic/JOBID-INSTANCE/                  (a requeue, an id Slurm handed
+//                                                out again), moved aside by the
+//                                                prolog, never given to a user
 //   STATE/verdicts/                  root 0755
 //   STATE/verdicts/JOBID.json        root 0644   the signed verdict (epilog)
 //   STATE/outbox/                    root 0700   verdicts not yet posted (core/outbox.h)
 //   STATE/grants/                    root 0755   made by `pilot grant`
 //   STATE/grants/JOBID.json          root 0644   one granted reservation
 //
-// The runner writes results.json (and its metrics, checkpoints) into the
-// folder it is given with --out; ResultsIn() names that file for the parts
-// that read it. The runner spells its own names: it learns every path on its
-// command line.
+// JOBID/ holds one instance of the job (lock.json's "instance"): the prolog
+// moves an older one into the attic before it makes a new one. The
+// supervisor writes the instance's results.json next to the lock; the
+// workload writes its metrics and checkpoints into the folder it is given
+// with --out (ResultsIn() names the results.json a runner started by hand
+// writes there). The runner spells its own names: it learns every path on
+// its command line.
 //
 // A layout is a value: it never touches the disk (EnsureStateDir in
 // job/state_dir.h makes the folders). The state directory is used as given,
@@ -42,6 +51,7 @@ struct JobPaths {
   std::string config;   // DIR/config.toml
   std::string lock;     // DIR/lock.json
   std::string started;  // DIR/runner.started
+  std::string results;  // DIR/results.json (pilot-supervisor's)
   std::string work;     // DIR/work
 };
 
@@ -56,6 +66,10 @@ class StateLayout {
   std::string VerdictsDir() const;
   std::string OutboxDir() const;
   std::string GrantsDir() const;
+  std::string AtticDir() const;
+  // ATTIC/JOBID-INSTANCE ("JOBID-" + `instance`; the caller passes a name
+  // of [0-9a-z] characters).
+  std::string AtticFor(int64_t job_id, const std::string& instance) const;
 
   JobPaths Job(int64_t job_id) const;
   std::string VerdictFile(int64_t job_id) const;

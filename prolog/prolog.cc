@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <fstream>
@@ -135,9 +136,14 @@ class Pinner {
   }
 
   Status Run() {
-    job::JobPaths paths = job::StateLayout(opts_.state_dir).Job(job_.job_id);
+    const job::StateLayout layout(opts_.state_dir);
+    job::JobPaths paths = layout.Job(job_.job_id);
+    PILOT_ASSIGN_OR_RETURN(std::string instance, NewInstance());
+    PILOT_RETURN_IF_ERROR(MoveAsideEarlier(layout, paths));
     PILOT_RETURN_IF_ERROR(job::MakeRootDir(paths.dir, 0755));
     PILOT_RETURN_IF_ERROR(MakeWork(paths.work));
+
+    lock_.instance = instance;
 
     lock_.job.id = job_.job_id;
     lock_.job.user = user_.as.user;
@@ -166,6 +172,43 @@ class Pinner {
   }
 
  private:
+  static Result<std::string> NewInstance() {
+    PILOT_ASSIGN_OR_RETURN(std::string bytes, RandomBytes(16));
+    return HexEncode(bytes);
+  }
+
+  // A folder for this job id from an earlier start (a requeue, or an id
+  // Slurm hands out again after its state was reset) is never reused: it
+  // goes into the root-only attic, named after its instance, with
+  // everything in it (the earlier user's work/ included).
+  Status MoveAsideEarlier(const job::StateLayout& layout, const job::JobPaths& paths) {
+    struct stat sb {};
+    if (lstat(paths.dir.c_str(), &sb) != 0) {
+      if (errno == ENOENT) return Status::Ok();
+      return Status::IoError(paths.dir, std::strerror(errno));
+    }
+    std::string name;
+    Result<Lock> old = ReadLock(paths.lock);
+    if (old.ok() && !old->instance.empty() &&
+        old->instance.find_first_not_of("0123456789abcdef") == std::string::npos) {
+      name = old->instance;
+    } else {
+      name = "t" + std::to_string(static_cast<int64_t>(sb.st_mtime));
+    }
+    std::string target = layout.AtticFor(job_.job_id, name);
+    for (int i = 0; i < 8 && lstat(target.c_str(), &sb) == 0; ++i) {
+      Result<std::string> more = RandomBytes(4);
+      target = layout.AtticFor(job_.job_id, name + "-" + HexEncode(more.ok() ? *more : "x"));
+    }
+    if (rename(paths.dir.c_str(), target.c_str()) != 0) {
+      return Status::IoError(paths.dir, std::string("cannot move an earlier instance aside to ") +
+                                            target + ": " + std::strerror(errno));
+    }
+    std::fprintf(stderr, "pilot-prolog: job %lld: earlier instance moved to %s\n",
+                 static_cast<long long>(job_.job_id), target.c_str());
+    return Status::Ok();
+  }
+
   Status MakeWork(const std::string& work) {
     if (mkdir(work.c_str(), 0700) != 0 && errno != EEXIST) {
       return Status::IoError(work, std::string("mkdir: ") + std::strerror(errno));

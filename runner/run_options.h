@@ -22,6 +22,13 @@ struct RunOptions {
   // Internal (the fresh process of the restore test):
   std::string resume_checkpoint;   // --resume-from
   std::string reference_params;    // --reference
+  // Internal (pilot-supervisor): the report goes to this inherited file
+  // descriptor instead of OUT/results.json (OUT/resume.json for the fresh
+  // process), and the single stage leaves the fresh process to the
+  // supervisor (which starts it, then compares).
+  int report_fd = -1;              // --report-fd
+  bool supervised = false;         // --supervised
+  double single_tokens_per_second = 0;  // --single-tokens-per-second (node stage's scaling)
 };
 
 struct VerifyOptions {

@@ -98,7 +98,7 @@ struct spank_option kOptions[] = {
 // Plugstack arguments are checked here too, so a typo is reported by every
 // Slurm command, not only by those that load the implementation.
 bool ArgsValid(int ac, char** av) {
-  static const char* const kKeys[] = {"state_dir=", "runner=", "policy="};
+  static const char* const kKeys[] = {"state_dir=", "runner=", "supervisor=", "policy="};
   for (int i = 0; i < ac; ++i) {
     bool known = false;
     for (const char* key : kKeys) {
@@ -106,7 +106,7 @@ bool ArgsValid(int ac, char** av) {
       if (std::strncmp(av[i], key, n) == 0 && av[i][n] == '/') known = true;
     }
     if (!known) {
-      slurm_error("pilot: plugstack.conf: \"%s\": expected state_dir=, runner= or policy= "
+      slurm_error("pilot: plugstack.conf: \"%s\": expected state_dir=, runner=, supervisor= or policy= "
                   "with an absolute path",
                   av[i]);
       return false;
@@ -186,8 +186,12 @@ extern "C" int slurm_spank_init(spank_t sp, int ac, char** av) {
 extern "C" int slurm_spank_init_post_opt(spank_t sp, int, char**) {
   spank_context_t ctx = spank_context();
   if (ctx != S_CTX_LOCAL && ctx != S_CTX_ALLOCATOR) return 0;
-  // Inside a running pilot nothing is validated or started again.
-  if (std::getenv(pilot::job::kEnvActive) != nullptr) return 0;
+  // An srun inside an allocation starts a step of a job whose prolog has
+  // already run: the allocation decided whether it is a pilot (and the
+  // task's claim of runner.started makes sure one runs once). Nothing in
+  // the environment is trusted for that: a user who sets SLURM_JOB_ID
+  // makes srun join that (their own) job, not start a new one.
+  if (ctx == S_CTX_LOCAL && std::getenv("SLURM_JOB_ID") != nullptr) return 0;
   const char* env = std::getenv(pilot::job::kUserConfig);
   if (!g_config_given && (env == nullptr || *env == '\0')) return 0;  // no pilot: done
   if (!LoadImpl(sp, g_ac, g_av)) return -1;

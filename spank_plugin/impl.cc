@@ -43,7 +43,7 @@ PluginState& State() {
 }
 
 void ApplyPolicy(PluginArgs* args) {
-  if (args->state_dir_given && args->runner_given) return;
+  if (args->state_dir_given && args->runner_given && args->supervisor_given) return;
   Result<Policy> policy = LoadPolicy(args->policy, /*missing_ok=*/true);
   if (!policy.ok()) {
     LogError(policy.status().Message());
@@ -51,6 +51,9 @@ void ApplyPolicy(PluginArgs* args) {
   }
   if (!args->state_dir_given) args->state_dir = policy->state_dir;
   if (!args->runner_given && !policy->runner_path.empty()) args->runner = policy->runner_path;
+  if (!args->supervisor_given && !policy->supervisor_path.empty()) {
+    args->supervisor = policy->supervisor_path;
+  }
 }
 
 void LogError(const std::string& message) { slurm_error("pilot: %s", message.c_str()); }

@@ -31,7 +31,8 @@ struct PluginState {
   bool pilot_option_seen = false;  // --pilot given (or forwarded)
   bool stage_given = false;        // --pilot-stage given
   bool out_given = false;          // --pilot-out given
-  bool replace_task = false;       // remote: this task becomes the runner
+  bool replace_task = false;       // remote: this task hands over to the supervisor
+  int channel_fd = -1;             // remote: the task's end of the supervisor channel
   std::string deferred_error;      // remote: reported from task_init
 };
 PluginState& State();
@@ -47,8 +48,9 @@ void LogInfo(const std::string& message);
 // sbatch / salloc / srun: validate the config and mark the job.
 int SubmitInitPostOpt(spank_t sp);
 
-// slurmstepd: decide in the task (as root) whether it becomes the runner,
-// then (as the user) exec the runner in its place.
+// slurmstepd: decide in the task (as root) whether it runs the pilot and
+// start pilot-supervisor, then (as the user) hand the supervisor the job's
+// stdio and wait for it in place of the user's command.
 int RemoteTaskInitPrivileged(spank_t sp);
 int RemoteTaskInit(spank_t sp);
 

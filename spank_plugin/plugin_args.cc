@@ -6,24 +6,25 @@
 namespace pilot::spank {
 
 Result<PluginArgs> ParsePluginArgs(const std::vector<std::string>& argv) {
-  static const std::vector<std::string> kKeys = {"state_dir", "runner", "policy"};
+  static const std::vector<std::string> kKeys = {"state_dir", "runner", "supervisor", "policy"};
   PluginArgs args;
   for (const std::string& arg : argv) {
     size_t eq = arg.find('=');
     if (eq == std::string::npos) {
       return Status::Invalid("plugstack.conf: " + Quote(arg), "expected key=value")
-          .WithHint("keys: state_dir, runner, policy");
+          .WithHint("keys: state_dir, runner, supervisor, policy");
     }
     std::string key = arg.substr(0, eq);
     std::string value = arg.substr(eq + 1);
     std::string* slot = nullptr;
     if (key == "state_dir") slot = &args.state_dir;
     if (key == "runner") slot = &args.runner;
+    if (key == "supervisor") slot = &args.supervisor;
     if (key == "policy") slot = &args.policy;
     if (slot == nullptr) {
       Status s = Status::Invalid("plugstack.conf: " + Quote(key), "unknown key");
       if (auto m = ClosestMatch(key, kKeys)) return s.WithHint("did you mean " + *m + "?");
-      return s.WithHint("keys: state_dir, runner, policy");
+      return s.WithHint("keys: state_dir, runner, supervisor, policy");
     }
     if (value.empty() || value[0] != '/') {
       return Status::Invalid("plugstack.conf: " + key,
@@ -33,6 +34,7 @@ Result<PluginArgs> ParsePluginArgs(const std::vector<std::string>& argv) {
     *slot = value;
     if (key == "state_dir") args.state_dir_given = true;
     if (key == "runner") args.runner_given = true;
+    if (key == "supervisor") args.supervisor_given = true;
   }
   return args;
 }
@@ -41,12 +43,23 @@ bool IsValidStage(const std::string& stage) {
   return stage == "single" || stage == "node" || stage == "all";
 }
 
-std::vector<std::string> RunnerArgv(const PluginArgs& args, const PilotRequest& request,
-                                    unsigned long job_id) {
-  job::JobPaths p = job::StateLayout(args.state_dir).Job(static_cast<int64_t>(job_id));
-  return {args.runner, "run",   "--config", p.config,
-          "--lock",    p.lock,  "--out",    request.out.empty() ? p.work : request.out,
-          "--stage",   request.stage};
+std::vector<std::string> SupervisorArgv(const PluginArgs& args, const PilotRequest& request,
+                                        const TaskIdentity& task, int channel_fd, int env_fd) {
+  std::vector<std::string> argv = {
+      args.supervisor, "--job",       std::to_string(task.job_id), "--uid",   std::to_string(task.uid),
+      "--gid",         std::to_string(task.gid),                    "--policy", args.policy,
+      "--state-dir",   args.state_dir, "--runner",                  args.runner,
+      "--stage",       request.stage};
+  if (!request.out.empty()) {
+    argv.push_back("--out");
+    argv.push_back(request.out);
+  }
+  for (const std::string& a : {std::string("--cwd"), task.cwd.empty() || task.cwd[0] != '/' ? "/" : task.cwd,
+                               std::string("--channel"), std::to_string(channel_fd),
+                               std::string("--job-env"), std::to_string(env_fd)}) {
+    argv.push_back(a);
+  }
+  return argv;
 }
 
 }  // namespace pilot::spank

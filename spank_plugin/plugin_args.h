@@ -15,16 +15,20 @@ namespace pilot::spank {
 
 // Arguments from the plugin's line in plugstack.conf, `key=value` each:
 //   state_dir=DIR   per-job folders, verdicts, outbox (default below)
-//   runner=PATH     the pilot-runner executable started in the batch step
+//   runner=PATH     the pilot-runner executable the supervisor starts
+//   supervisor=PATH the pilot-supervisor the plugin starts in the task
 //   policy=PATH     the site policy file (pilot.conf)
-// A key left out takes the build's default: state_dir and runner then come
-// from the policy file (its state_dir / runner_path) when it sets them.
+// A key left out takes the build's default: state_dir, runner and
+// supervisor then come from the policy file (its state_dir, runner_path,
+// supervisor_path) when it sets them.
 struct PluginArgs {
   std::string state_dir = "/var/lib/slurm-pilot";
   std::string runner = PILOT_DEFAULT_RUNNER;   // <bindir>/pilot-runner
+  std::string supervisor = PILOT_DEFAULT_SUPERVISOR;  // <sbindir>/pilot-supervisor
   std::string policy = PILOT_DEFAULT_POLICY;   // <sysconfdir>/slurm-pilot/pilot.conf
   bool state_dir_given = false;
   bool runner_given = false;
+  bool supervisor_given = false;
 };
 
 // Parses argv from plugstack.conf. Defaults first, then each argument.
@@ -43,11 +47,21 @@ struct PilotRequest {
   std::string out;             // "" = the job's work folder
 };
 
-// The runner command that replaces the pilot job's first task:
-//   RUNNER run --config CONFIG --lock LOCK --out OUT --stage STAGE
-// with the job's copy of the config, its lock and, unless request.out is
-// given, its work folder (job/state_layout.h).
-std::vector<std::string> RunnerArgv(const PluginArgs& args, const PilotRequest& request,
-                                    unsigned long job_id);
+// Who the job is, as root in the task learns it from Slurm (not from the
+// job's environment).
+struct TaskIdentity {
+  unsigned long job_id = 0;
+  unsigned long uid = 0;
+  unsigned long gid = 0;
+  std::string cwd = "/";  // the job's working directory
+};
+
+// The supervisor the plugin starts for the pilot job's first task:
+//   SUPERVISOR --job ID --uid UID --gid GID --policy POLICY --state-dir DIR
+//              --runner RUNNER --stage STAGE [--out OUT] --cwd CWD
+//              --channel CHANNEL_FD --job-env ENV_FD
+// (pilot-supervisor(8)); --out only when the user gave --pilot-out.
+std::vector<std::string> SupervisorArgv(const PluginArgs& args, const PilotRequest& request,
+                                        const TaskIdentity& task, int channel_fd, int env_fd);
 
 }  // namespace pilot::spank

@@ -1,35 +1,93 @@
-// Remote side (slurmstepd): the first task of a pilot job becomes the runner.
+// Remote side (slurmstepd): the first task of a pilot job hands over to
+// pilot-supervisor.
 //
-// A job is a pilot job when the prolog wrote its lock file; that is decided
-// by root on the node, not by anything the user's environment says. The
-// first task (global id 0) of the first step that reaches this point claims
-// DIR/runner.started with O_EXCL, so the batch step of `sbatch --pilot`, or
-// the first `srun` step of `salloc --pilot`, runs the pilot exactly once;
-// later steps and an `srun` started by the pilot itself run their own
-// command. SLURM_PILOT_ACTIVE in the step's environment is a second guard.
+// A job is a pilot job on this node when the prolog wrote its lock file for
+// this job and this user, and the job asked for a pilot (--pilot, or the
+// SLURM_PILOT_CONFIG the plugin recorded at submission); root on the node
+// decides, from files only root can write. The first task (global id 0) of
+// the first step that reaches this point claims DIR/runner.started with
+// O_EXCL, so the batch step of `sbatch --pilot`, or the first `srun` step of
+// `salloc --pilot`, runs the pilot exactly once per instance; later steps
+// and any `srun` started by the workload run their own command. No
+// environment variable can skip or fake the claim.
 //
-// The replacement is an execve() from task_init: Slurm calls it in the task
-// process, as the user, after stdio is set up and just before it would exec
-// the user's command itself.
+// task_init_privileged (root, in the task process, before Slurm drops to
+// the user): claim, then fork pilot-supervisor, which stays root, with one
+// end of a socket pair and the job's environment in a memory file; the
+// supervisor dies with the task (parent-death signal). task_init (as the
+// user, stdio ready, the task placed in the step's groups): send stdio to
+// the supervisor and wait for its exit status, which becomes the task's.
+// The user's command never runs.
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "core/lock.h"
 #include "job/state_layout.h"
+#include "job/task_channel.h"
 #include "spank_plugin/pilot_spank.h"
 
 namespace pilot::spank {
 namespace {
 
+// Descriptors the supervisor finds its channel and the job's environment on.
+constexpr int kChannelFd = 3;
+constexpr int kJobEnvFd = 4;
+
 std::string JobEnv(spank_t sp, const char* name) {
   char buf[4096];
   if (spank_getenv(sp, name, buf, sizeof(buf)) != ESPANK_SUCCESS) return "";
   return buf;
+}
+
+// The job's environment, NUL-separated, in an anonymous memory file.
+int JobEnvFile(spank_t sp) {
+  char** env = nullptr;
+  if (spank_get_item(sp, S_JOB_ENV, &env) != ESPANK_SUCCESS || env == nullptr) return -1;
+  const int fd = memfd_create("pilot-job-env", MFD_CLOEXEC);
+  if (fd < 0) return -1;
+  for (char** e = env; *e != nullptr; ++e) {
+    const size_t n = std::strlen(*e) + 1;
+    if (write(fd, *e, n) != static_cast<ssize_t>(n)) {
+      close(fd);
+      return -1;
+    }
+  }
+  return fd;
+}
+
+// In the forked child: descriptors in place, then exec the supervisor with
+// an environment of its own (nothing of the job's reaches a root process).
+[[noreturn]] void ExecSupervisor(const std::vector<std::string>& args, int channel, int env_fd,
+                                 pid_t task) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != task) _exit(127);
+  int c = fcntl(channel, F_DUPFD, 10);
+  int e = fcntl(env_fd, F_DUPFD, 10);
+  if (c < 0 || e < 0 || dup2(c, kChannelFd) < 0 || dup2(e, kJobEnvFd) < 0) _exit(127);
+  for (int fd = kJobEnvFd + 1; fd < 4096; ++fd) close(fd);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGCHLD}) signal(sig, SIG_DFL);
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  char path[] = "PATH=/usr/sbin:/usr/bin:/sbin:/bin";
+  char lang[] = "LANG=C";
+  char* envp[] = {path, lang, nullptr};
+  execve(argv[0], argv.data(), envp);
+  _exit(127);
 }
 
 }  // namespace
@@ -38,34 +96,86 @@ int RemoteTaskInitPrivileged(spank_t sp) {
   PluginState& st = State();
   uint32_t task_id = 1;
   uint32_t job_id = 0;
+  uid_t uid = 0;
+  gid_t gid = 0;
   if (spank_get_item(sp, S_TASK_GLOBAL_ID, &task_id) != ESPANK_SUCCESS || task_id != 0) {
     return 0;
   }
-  if (spank_get_item(sp, S_JOB_ID, &job_id) != ESPANK_SUCCESS) return 0;
-  if (!JobEnv(sp, job::kEnvActive).empty()) return 0;
+  if (spank_get_item(sp, S_JOB_ID, &job_id) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_JOB_GID, &gid) != ESPANK_SUCCESS) {
+    return 0;
+  }
+  // Asked for a pilot at all? (Only ever makes a job a pilot, never less.)
+  if (!st.pilot_option_seen && JobEnv(sp, job::kEnvConfig).empty()) return 0;
 
   job::JobPaths paths = job::StateLayout(st.args.state_dir).Job(job_id);
   struct stat sb {};
-  if (stat(paths.lock.c_str(), &sb) != 0) return 0;  // not a pilot job
+  if (lstat(paths.lock.c_str(), &sb) != 0) return 0;  // the prolog made no pilot here
+  Result<Lock> lock = ReadLock(paths.lock);
+  if (!lock.ok() || sb.st_uid != 0 || lock->job.id != static_cast<int64_t>(job_id) ||
+      lock->job.uid != uid) {
+    st.deferred_error = "the pilot lock " + paths.lock + " is not this job's (" +
+                        (lock.ok() ? "job " + std::to_string(lock->job.id) + ", uid " +
+                                         std::to_string(lock->job.uid)
+                                   : lock.status().Message()) +
+                        "); not starting a pilot";
+    return 0;
+  }
 
   int fd = open(paths.started.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
                 0644);
   if (fd < 0) {
-    if (errno == EEXIST) return 0;  // an earlier step ran the pilot
+    if (errno == EEXIST) return 0;  // an earlier step ran this instance's pilot
     st.deferred_error = "cannot claim " + paths.started + ": " + std::strerror(errno);
     return 0;
   }
   uint32_t step_id = 0;
   spank_get_item(sp, S_JOB_STEPID, &step_id);
-  std::string line = std::to_string(step_id) + "\n";
+  std::string line = lock->instance + " " + std::to_string(step_id) + "\n";
   ssize_t n = write(fd, line.data(), line.size());
   (void)n;
   close(fd);
+
+  PilotRequest req = st.request;
+  if (std::string s = JobEnv(sp, job::kEnvStage); !s.empty() && !st.stage_given) req.stage = s;
+  if (std::string o = JobEnv(sp, job::kEnvOut); !o.empty() && !st.out_given) req.out = o;
+  if (!IsValidStage(req.stage)) req.stage = "all";
+  TaskIdentity task;
+  task.job_id = job_id;
+  task.uid = uid;
+  task.gid = gid;
+  char cwd[4096];
+  if (getcwd(cwd, sizeof(cwd)) != nullptr) task.cwd = cwd;
+  if (std::string w = JobEnv(sp, "SLURM_SUBMIT_DIR"); !w.empty() && w[0] == '/') task.cwd = w;
+  std::vector<std::string> args = SupervisorArgv(st.args, req, task, kChannelFd, kJobEnvFd);
+
+  const int env_fd = JobEnvFile(sp);
+  int pair[2];
+  if (env_fd < 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
+    st.deferred_error = std::string("cannot prepare the supervisor: ") + std::strerror(errno);
+    if (env_fd >= 0) close(env_fd);
+    return 0;
+  }
+  const pid_t self = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) {
+    st.deferred_error = std::string("cannot start pilot-supervisor: fork: ") + std::strerror(errno);
+    close(pair[0]);
+    close(pair[1]);
+    close(env_fd);
+    return 0;
+  }
+  if (pid == 0) ExecSupervisor(args, pair[1], env_fd, self);
+  close(pair[1]);
+  close(env_fd);
+  st.channel_fd = pair[0];
   st.replace_task = true;
   return 0;
 }
 
 int RemoteTaskInit(spank_t sp) {
+  (void)sp;
   PluginState& st = State();
   if (!st.deferred_error.empty()) {
     // Errors from the privileged hook surface here, where Slurm reports them
@@ -74,27 +184,22 @@ int RemoteTaskInit(spank_t sp) {
     return -1;
   }
   if (!st.replace_task) return 0;
-  uint32_t job_id = 0;
-  if (spank_get_item(sp, S_JOB_ID, &job_id) != ESPANK_SUCCESS) return -1;
-
-  PilotRequest req = st.request;
-  if (std::string s = JobEnv(sp, job::kEnvStage); !s.empty() && !st.stage_given) req.stage = s;
-  if (std::string o = JobEnv(sp, job::kEnvOut); !o.empty() && !st.out_given) req.out = o;
-  if (!IsValidStage(req.stage)) req.stage = "all";
-
-  spank_setenv(sp, job::kEnvActive, std::to_string(job_id).c_str(), 1);
-  char** env = nullptr;
-  if (spank_get_item(sp, S_JOB_ENV, &env) != ESPANK_SUCCESS || env == nullptr) {
-    LogError("cannot read the job environment");
-    return -1;
+  // From here this process only relays: the job's end of a pilot is the
+  // supervisor's. Cancellation reaches the supervisor (and, through it, the
+  // workload) directly; this process outlives it to report its status.
+  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2}) signal(sig, SIG_IGN);
+  Status sent = job::SendStdio(st.channel_fd);
+  if (!sent.ok()) {
+    std::fprintf(stderr, "pilot: %s\n", sent.Message().c_str());
+    _exit(4);
   }
-  std::vector<std::string> args = RunnerArgv(st.args, req, job_id);
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  execve(argv[0], argv.data(), env);
-  LogError("cannot start " + args[0] + ": " + std::strerror(errno));
-  return -1;
+  std::optional<int> status = job::ReceiveExitStatus(st.channel_fd);
+  if (!status) {
+    std::fprintf(stderr, "pilot: the supervisor ended without a status\n");
+    _exit(4);
+  }
+  std::fflush(nullptr);
+  _exit(*status);
 }
 
 }  // namespace pilot::spank

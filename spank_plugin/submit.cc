@@ -40,8 +40,8 @@ int Record(spank_t sp, const char* name, const std::string& value) {
 }  // namespace
 
 int SubmitInitPostOpt(spank_t sp) {
-  // (dispatch.cc already returned for jobs without a pilot and inside a
-  // running pilot, whose srun/sbatch inherit the options.)
+  // (dispatch.cc already returned for jobs without a pilot and for an
+  // srun inside an allocation.)
 
   PluginState& st = State();
   PilotRequest& req = st.request;

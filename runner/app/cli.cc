@@ -87,7 +87,11 @@ Result<Command> ParseCommandLine(const std::vector<std::string>& args) {
         ("trace", po::value(&r.trace), "write a Chrome trace of steady steps to FILE")
         ("trace-steps", po::value(&r.trace_steps)->default_value(3), "steps in the trace (1-100)")
         ("resume-from", po::value(&r.resume_checkpoint), "internal: restore this checkpoint")
-        ("reference", po::value(&r.reference_params), "internal: reference parameters");
+        ("reference", po::value(&r.reference_params), "internal: reference parameters")
+        ("report-fd", po::value(&r.report_fd)->default_value(-1), "internal: report to this descriptor")
+        ("supervised", po::bool_switch(&r.supervised), "internal: the supervisor runs the restore")
+        ("single-tokens-per-second", po::value(&r.single_tokens_per_second)->default_value(0.0),
+         "internal: single-stage throughput for the node stage's scaling");
     if (WantsHelp(rest)) {
       cmd.help = HelpOf("usage: pilot-runner run --config FILE --out DIR [options]", d);
       return cmd;
@@ -105,6 +109,12 @@ Result<Command> ParseCommandLine(const std::vector<std::string>& args) {
     }
     if (r.nproc < 0 || r.nproc > 1024) {
       return Status::Invalid("run: --nproc", "must be between 0 and 1024");
+    }
+    if (r.report_fd < -1 || r.report_fd == 0 || r.report_fd == 1 || r.report_fd == 2) {
+      return Status::Invalid("run: --report-fd", "must be a descriptor above 2");
+    }
+    if (!(r.single_tokens_per_second >= 0)) {
+      return Status::Invalid("run: --single-tokens-per-second", "must not be negative");
     }
     if (!r.resume_checkpoint.empty() && r.reference_params.empty()) {
       return Status::Invalid("run: --resume-from", "needs --reference");

@@ -16,15 +16,16 @@
 #include "runner/train/device.h"
 #include "runner/train/format.h"
 #include "runner/train/inputs.h"
+#include "runner/workload/report.h"
 #include "runner/workload/workload.h"
 
 namespace pilot::runner {
 namespace fs = std::filesystem;
 namespace {
 
-Status WriteResults(const std::string& out, Results* r) {
+Status WriteResults(const RunOptions& o, Results* r) {
   r->finished_at = NowRfc3339();
-  return WriteFileAtomic(out + "/results.json", ResultsToJson(*r));
+  return WriteReport(o, "results.json", *r);
 }
 
 }  // namespace
@@ -53,7 +54,7 @@ int RunPilot(const RunOptions& o) {
   if (!alloc.ok()) {
     std::fprintf(stderr, "%s\n", alloc.status().ToString().c_str());
     res.exit_code = ExitFor(alloc.status());
-    (void)WriteResults(o.out, &res);
+    (void)WriteResults(o, &res);
     return res.exit_code;
   }
   res.alloc_conf = *alloc;
@@ -69,6 +70,7 @@ int RunPilot(const RunOptions& o) {
   if (o.stage == "node" || (o.stage == "all" && res.exit_code == kExitOk)) {
     std::optional<double> single_tps;
     if (res.single && res.single->tokens_per_second > 0) single_tps = res.single->tokens_per_second;
+    if (!single_tps && o.single_tokens_per_second > 0) single_tps = o.single_tokens_per_second;
     NodeStage node;
     // This process keeps its context on the single stage's device while the
     // ranks run: the rank on that device leaves it out of its figures.
@@ -79,12 +81,15 @@ int RunPilot(const RunOptions& o) {
     res.exit_code = RunNodeStage(o, cfg, o.nproc, single_tps, &node);
     res.node = node;
   }
-  Status w = WriteResults(o.out, &res);
+  Status w = WriteResults(o, &res);
   if (!w.ok()) {
     std::fprintf(stderr, "%s\n", w.ToString().c_str());
     return kExitError;
   }
-  std::fprintf(stderr, "pilot: %s: results in %s/results.json (exit %d)\n", o.stage.c_str(), o.out.c_str(), res.exit_code);
+  if (o.report_fd < 0) {
+    std::fprintf(stderr, "pilot: %s: results in %s/results.json (exit %d)\n", o.stage.c_str(),
+                 o.out.c_str(), res.exit_code);
+  }
   return res.exit_code;
 }
 

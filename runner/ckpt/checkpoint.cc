@@ -137,7 +137,7 @@ Result<CheckpointIo> SaveCheckpoint(const std::string& root, const Model& model,
   Status written = WriteFileAtomic(tmp + "/state.json", state_text);
   man.files.push_back({"state.json", static_cast<int64_t>(state_text.size()), Sha256Hex(state_text)});
   man.step = state.step;
-  if (written.ok()) written = WriteFileAtomic(tmp + "/manifest.json", CheckpointManifestToJson(man));
+  if (written.ok()) written = WriteFileAtomic(tmp + "/" + kManifestFileName, CheckpointManifestToJson(man));
   if (!written.ok()) {
     dir.Abort();
     return written;
@@ -162,7 +162,7 @@ Result<CheckpointIo> SaveCheckpoint(const std::string& root, const Model& model,
 }
 
 Result<Manifest> ReadManifest(const std::string& dir) {
-  const std::string path = dir + "/manifest.json";
+  const std::string path = dir + "/" + kManifestFileName;
   PILOT_ASSIGN_OR_RETURN(std::string text, ReadFileLimited(path, kMaxCheckpointMetaBytes));
   return ParseCheckpointManifest(text, path);
 }

@@ -11,18 +11,6 @@
 
 namespace pilot::runner {
 
-LossDiff CompareLosses(const std::vector<double>& resumed, const std::vector<double>& reference) {
-  LossDiff r;
-  for (size_t i = 0; i < resumed.size() && i < reference.size(); ++i) {
-    const double a = resumed[i], b = reference[i];
-    const double d = std::fabs(a - b);
-    r.max_abs = std::max(r.max_abs, std::isnan(d) ? INFINITY : d);
-    r.max_rel = std::max(r.max_rel, std::isnan(d) ? INFINITY : d / std::max(std::fabs(b), 1e-12));
-    r.bitwise = r.bitwise && a == b;
-  }
-  return r;
-}
-
 Result<ParamDiff> CompareParameters(const NamedTensors& params, const std::string& reference_path) {
   PILOT_RETURN_IF_ERROR(ReadSafetensorsHeader(reference_path).status());
   std::map<std::string, at::Tensor> ref;

@@ -12,19 +12,16 @@
 #include <string>
 #include <vector>
 
+#include "core/restore_check.h"
 #include "core/status.h"
 #include "runner/train/model.h"
 
 namespace pilot::runner {
 
-struct LossDiff {
-  double max_abs = 0;     // max |a - b| (infinite where a difference is NaN)
-  double max_rel = 0;     // max |a - b| / max(|b|, 1e-12), likewise
-  bool bitwise = true;    // every a == b
-};
-
-// resumed[i] against reference[i] for i below both sizes.
-LossDiff CompareLosses(const std::vector<double>& resumed, const std::vector<double>& reference);
+// The loss comparison is core's (core/restore_check.h): the supervisor,
+// which has no torch, makes it too.
+using ::pilot::CompareLosses;
+using ::pilot::LossDiff;
 
 struct ParamDiff {
   double max_abs = 0;  // element-wise max |a - b|

@@ -19,6 +19,8 @@
 #include <filesystem>
 
 #include "core/atomic_file.h"
+#include "core/checkpoint_meta.h"
+#include "core/restore_check.h"
 #include "pilot/version.h"
 #include "runner/ckpt/checkpoint.h"
 #include "runner/ckpt/compare.h"
@@ -31,6 +33,7 @@
 #include "runner/train/loop.h"
 #include "runner/train/session.h"
 #include "runner/train/trace.h"
+#include "runner/workload/report.h"
 
 extern char** environ;
 
@@ -120,62 +123,6 @@ int SpawnResume(const RunOptions& o, const std::string& checkpoint, const std::s
   return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
-// Fills st->restore (and the resumed memory/load figures) from the fresh
-// process's report. Returns false when the comparison says unequal.
-bool CompareRestore(const Config& cfg, bool cuda, int child_rc, const std::string& report,
-                    const std::vector<StepRecord>& ref, SingleStage* st) {
-  RestoreInfo& r = st->restore;
-  r.from_step = cfg.checkpoint.at_step;
-  r.to_step = cfg.training.steps;
-  r.mode = cuda ? "tolerance" : "bitwise";
-  r.tolerance = cuda ? cfg.eval.restore_tolerance : 0.0;
-  Result<Results> child = ReadResultsFile(report);
-  if (!child.ok() || !child->single) {
-    r.detail = "the fresh process (exit " + std::to_string(child_rc) + ") left no report" +
-               (child.ok() ? "" : ": " + child.status().Message());
-    return false;
-  }
-  const SingleStage& c = *child->single;
-  st->memory_resumed = c.memory_resumed;
-  st->checkpoint.load_seconds = c.checkpoint.load_seconds;
-  if (c.checkpoint.load_seconds > 0) {
-    st->checkpoint.load_gb_per_s = c.checkpoint.bytes / c.checkpoint.load_seconds / 1e9;
-  }
-  r = c.restore;
-  r.from_step = cfg.checkpoint.at_step;
-  r.to_step = cfg.training.steps;
-  r.mode = cuda ? "tolerance" : "bitwise";
-  r.tolerance = cuda ? cfg.eval.restore_tolerance : 0.0;
-  if (c.failure) {
-    r.ran = false;
-    r.equal = false;
-    r.detail = "the fresh process failed: " + c.failure->kind + " at step " +
-               std::to_string(c.failure->step) + " (" + c.failure->phase + "): " +
-               c.failure->message.substr(0, 300);
-    if (c.failure->kind == "oom") st->memory_resumed = c.failure->memory;
-    return false;
-  }
-  r.ran = true;
-  const size_t n = r.resumed_losses.size();
-  const size_t expect = static_cast<size_t>(r.to_step - r.from_step);
-  bool losses_equal = n == expect;
-  std::vector<double> reference;
-  for (size_t i = static_cast<size_t>(r.from_step); i < ref.size(); ++i) reference.push_back(ref[i].loss);
-  const LossDiff diff = CompareLosses(r.resumed_losses, reference);
-  r.max_abs_loss_diff = diff.max_abs;
-  r.max_rel_loss_diff = diff.max_rel;
-  if (cuda ? !(diff.max_rel <= r.tolerance) : !diff.bitwise) losses_equal = false;
-  const bool params_equal = cuda ? r.max_rel_param_diff <= r.tolerance : r.max_abs_param_diff == 0.0;
-  r.equal = losses_equal && params_equal && r.params_compared > 0;
-  if (!r.equal) {
-    r.detail = !losses_equal ? "losses of the resumed steps differ from the reference"
-                             : "final parameters differ from the reference";
-  } else {
-    r.detail = "";
-  }
-  return r.equal;
-}
-
 }  // namespace
 
 int RunSingle(const RunOptions& o, const Config& cfg, const Pins& pins, SingleStage* st, FILE* metrics) {
@@ -183,7 +130,7 @@ int RunSingle(const RunOptions& o, const Config& cfg, const Pins& pins, SingleSt
   at::Device dev(at::kCPU);
   std::vector<StepRecord> records;
   std::string ckpt_path;
-  const std::string ref_path = o.out + "/reference-final.safetensors";
+  const std::string ref_path = o.out + "/" + kReferenceParamsFile;
   st->steps = cfg.training.steps;
   st->warmup_steps = cfg.training.warmup_steps;
   st->status = "ok";
@@ -269,6 +216,12 @@ int RunSingle(const RunOptions& o, const Config& cfg, const Pins& pins, SingleSt
     return RecordFailure(e, s.get(), dev, st);
   }
 
+  // Under pilot-supervisor the supervisor starts the fresh process and
+  // compares; the reference parameters stay for it.
+  if (o.supervised) {
+    st->restore.detail = "left to the supervisor";
+    return kExitOk;
+  }
   // The fresh process needs the device to itself.
   const bool cuda = dev.is_cuda();
   const Config cfg_copy = s->cfg();
@@ -281,7 +234,7 @@ int RunSingle(const RunOptions& o, const Config& cfg, const Pins& pins, SingleSt
   const std::string held = DeviceBaselineFor(dev);
   if (!held.empty()) child_env.push_back(std::string(kDeviceBaselineEnv) + "=" + held);
   const int child_rc = SpawnResume(o, ckpt_path, ref_path, child_env);
-  const bool equal = CompareRestore(cfg_copy, cuda, child_rc, report, records, st);
+  const bool equal = JudgeRestore(cfg_copy, cuda, child_rc, ReadResultsFile(report), st);
   if (!o.keep_reference) {
     std::error_code ec;
     fs::remove(ref_path, ec);
@@ -317,7 +270,7 @@ int RunResumed(const RunOptions& o) {
     st.failure = FailureInfo{"error", 0, "restore", saved.status().Message(), {}};
     res.single = st;
     res.exit_code = ExitFor(saved.status());
-    (void)WriteFileAtomic(o.out + "/resume.json", ResultsToJson(res));
+    (void)WriteReport(o, "resume.json", res);
     return res.exit_code;
   }
   pins.seed = saved->seed;
@@ -368,7 +321,12 @@ int RunResumed(const RunOptions& o) {
     if (!st.memory_resumed) st.memory_resumed = st.failure->memory;
   }
   res.single = st;
-  Status w = WriteFileAtomic(o.out + "/resume.json", ResultsToJson(res));
+  // Under the supervisor nobody else needs the reference any more.
+  if (o.supervised && res.exit_code == kExitOk) {
+    std::error_code ec;
+    fs::remove(o.reference_params, ec);
+  }
+  Status w = WriteReport(o, "resume.json", res);
   if (!w.ok()) {
     std::fprintf(stderr, "%s\n", w.ToString().c_str());
     return kExitError;

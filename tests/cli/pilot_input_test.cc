@@ -49,7 +49,8 @@ class PilotInputTest : public ::testing::Test {
     char tmpl[] = "/tmp/pilot-input-test.XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
-    work_ = dir_ + "/state/jobs/12/work";
+    job_ = dir_ + "/state/jobs/12";
+    work_ = job_ + "/work";
     fs::create_directories(work_);
     fs::create_directories(dir_ + "/state/verdicts");
     Write(dir_ + "/pilot.conf", "state_dir = \"" + dir_ + "/state\"\nhardware_catalog = \"" +
@@ -83,29 +84,33 @@ class PilotInputTest : public ::testing::Test {
   }
 
   std::string dir_;
-  std::string work_;
+  std::string job_;   // the job's folder: the supervisor's results.json
+  std::string work_;  // the user's: metrics
   std::string results_;
   std::string metrics_;
 };
 
 TEST_F(PilotInputTest, ReportOfAJobReadsItsFiles) {
-  Write(work_ + "/results.json", results_);
+  Write(job_ + "/results.json", results_);
+  // The workload's own results.json in work/ is never the job's results.
+  Write(work_ + "/results.json", Replace(results_, "\"AMD EPYC\"", "\"forged\""));
   Write(work_ + "/metrics.jsonl", metrics_);
   Ran r = Pilot("report 12 -o -");
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_NE(r.out.find("AMD EPYC"), std::string::npos);
+  EXPECT_EQ(r.out.find("forged"), std::string::npos);
   EXPECT_NE(r.out.find("id=\"loss-steps\""), std::string::npos);
   EXPECT_EQ(r.err, "");
 }
 
 TEST_F(PilotInputTest, ReportRefusesLinkedResultsAndMetrics) {
-  fs::create_symlink(dir_ + "/secret-results.json", work_ + "/results.json");
+  fs::create_symlink(dir_ + "/secret-results.json", job_ + "/results.json");
   fs::create_symlink(dir_ + "/secret-metrics.jsonl", work_ + "/metrics.jsonl");
   Ran r = Pilot("report 12 -o -");
   EXPECT_EQ(r.rc, 1) << r.err;
   EXPECT_EQ(r.out.find(kSecret), std::string::npos);
   EXPECT_EQ(r.err.find(kSecret), std::string::npos);
-  EXPECT_NE(r.err.find("pilot: " + work_ +
+  EXPECT_NE(r.err.find("pilot: " + job_ +
                        "/results.json: is a symbolic link (not followed: the job's folder "
                        "belongs to its user)"),
             std::string::npos)
@@ -113,11 +118,11 @@ TEST_F(PilotInputTest, ReportRefusesLinkedResultsAndMetrics) {
   Ran p = Pilot("plan 12");
   EXPECT_EQ(p.rc, 1) << p.err;
   EXPECT_EQ(p.out.find(kSecret), std::string::npos);
-  EXPECT_NE(p.err.find(work_ + "/results.json: is a symbolic link"), std::string::npos) << p.err;
+  EXPECT_NE(p.err.find(job_ + "/results.json: is a symbolic link"), std::string::npos) << p.err;
 }
 
 TEST_F(PilotInputTest, ReportLeavesOutLinkedMetrics) {
-  Write(work_ + "/results.json", results_);
+  Write(job_ + "/results.json", results_);
   fs::create_symlink(dir_ + "/secret-metrics.jsonl", work_ + "/metrics.jsonl");
   Ran r = Pilot("report 12 -o " + dir_ + "/r.html");
   ASSERT_EQ(r.rc, 0) << r.err;
@@ -129,20 +134,20 @@ TEST_F(PilotInputTest, ReportLeavesOutLinkedMetrics) {
 }
 
 TEST_F(PilotInputTest, ReportRefusesALinkedWorkFolderAndAFifo) {
+  Write(job_ + "/results.json", results_);
   fs::remove_all(work_);
   fs::create_directories(dir_ + "/elsewhere");
-  fs::copy_file(dir_ + "/secret-results.json", dir_ + "/elsewhere/results.json");
+  fs::copy_file(dir_ + "/secret-metrics.jsonl", dir_ + "/elsewhere/metrics.jsonl");
   fs::create_directory_symlink(dir_ + "/elsewhere", work_);
   Ran r = Pilot("report 12 -o -");
-  EXPECT_EQ(r.rc, 1);
+  EXPECT_EQ(r.rc, 0) << r.err;
   EXPECT_EQ(r.out.find(kSecret), std::string::npos);
   EXPECT_NE(r.err.find(work_ + ": is a symbolic link"), std::string::npos) << r.err;
-  fs::remove(work_);
-  fs::create_directories(work_);
-  ASSERT_EQ(mkfifo((work_ + "/results.json").c_str(), 0644), 0);
+  fs::remove(job_ + "/results.json");
+  ASSERT_EQ(mkfifo((job_ + "/results.json").c_str(), 0644), 0);
   r = Pilot("report 12 -o -");  // returns rather than waiting for a writer
   EXPECT_EQ(r.rc, 1);
-  EXPECT_NE(r.err.find(work_ + "/results.json: not a regular file (a FIFO)"), std::string::npos)
+  EXPECT_NE(r.err.find(job_ + "/results.json: not a regular file (a FIFO)"), std::string::npos)
       << r.err;
 }
 

@@ -51,6 +51,8 @@ DecideInput Good() {
 
   Results r;
   r.config_sha256 = std::string(64, 'a');
+  r.supervisor.emplace();
+  r.supervisor->restore_compared = true;
   SingleStage s;
   s.status = "ok";
   s.device = "cuda";
@@ -119,7 +121,7 @@ TEST(Decide, GoodPilotIsGo) {
   EXPECT_EQ(v.issued, "2026-11-30T04:05:06Z");
   EXPECT_EQ(v.expires, "2026-12-14T04:05:06Z");
   EXPECT_TRUE(v.signature.empty());
-  EXPECT_EQ(Find(v, "restore")->verified_by, VerifiedBy::kEpilog);
+  EXPECT_EQ(Find(v, "restore")->verified_by, VerifiedBy::kSupervisor);
   EXPECT_EQ(Find(v, "checkpoint")->verified_by, VerifiedBy::kEpilog);
   EXPECT_EQ(Find(v, "pinning")->verified_by, VerifiedBy::kProlog);
   EXPECT_EQ(Find(v, "memory_headroom")->status, CheckStatus::kPass);
@@ -461,12 +463,57 @@ TEST(Decide, NonBindingWhenSmallerShape) {
   EXPECT_FALSE(v.binding);
 }
 
-TEST(Decide, SelfReportedRestoreWhenVerifyCannotConfirm) {
+TEST(Decide, RestoreIsTheSupervisorsOnlyWhenItCompared) {
   DecideInput in = Good();
-  in.verify.eval_recomputed = false;
   Verdict v = Decide(in, TestPolicy(), Catalog(), kNow);
-  EXPECT_EQ(Find(v, "restore")->verified_by, VerifiedBy::kSelfReported);
+  EXPECT_EQ(Find(v, "restore")->verified_by, VerifiedBy::kSupervisor);
+  EXPECT_EQ(Find(v, "completed")->verified_by, VerifiedBy::kSupervisor);
+  EXPECT_EQ(Find(v, "checkpoint")->verified_by, VerifiedBy::kEpilog);
+  EXPECT_EQ(Find(v, "memory_headroom")->verified_by, VerifiedBy::kWorkload);
+  EXPECT_EQ(v.decision, Decision::kGo);
+  in.verify.eval_recomputed = false;
+  v = Decide(in, TestPolicy(), Catalog(), kNow);
   EXPECT_EQ(v.decision, Decision::kNoGo);  // the checkpoint check fails
+}
+
+// Exit 1 (a check failed) is a run that completed: the failing check says
+// which; an exit 1 no check explains still fails.
+TEST(Decide, ExitOneNamesTheFailingCheck) {
+  DecideInput in = Good();
+  in.results->exit_code = 1;
+  in.results->single->restore.equal = false;
+  Verdict v = Decide(in, TestPolicy(), Catalog(), kNow);
+  EXPECT_EQ(v.decision, Decision::kNoGo);
+  EXPECT_EQ(Find(v, "completed")->status, CheckStatus::kPass);
+  EXPECT_EQ(Find(v, "restore")->status, CheckStatus::kFail);
+  in.results->single->restore.equal = true;
+  v = Decide(in, TestPolicy(), Catalog(), kNow);
+  EXPECT_EQ(v.decision, Decision::kNoGo);
+  EXPECT_EQ(Find(v, "completed")->status, CheckStatus::kFail);
+  in.results->exit_code = 4;
+  v = Decide(in, TestPolicy(), Catalog(), kNow);
+  EXPECT_EQ(Find(v, "completed")->status, CheckStatus::kFail);
+  EXPECT_EQ(Find(v, "restore"), nullptr);
+}
+
+// Results the workload wrote itself (a runner started by hand, no
+// supervisor): its pass of "completed" and "restore" is only its word, and
+// the site's independent_checks turn that into a fail.
+TEST(Decide, WorkloadOnlyPassesOfIndependentChecksFail) {
+  DecideInput in = Good();
+  in.results->supervisor.reset();
+  Verdict v = Decide(in, TestPolicy(), Catalog(), kNow);
+  EXPECT_EQ(v.decision, Decision::kNoGo);
+  const Check* restore = Find(v, "restore");
+  EXPECT_EQ(restore->verified_by, VerifiedBy::kWorkload);
+  EXPECT_EQ(restore->status, CheckStatus::kFail);
+  EXPECT_NE(restore->detail.find("independent_checks"), std::string::npos);
+  EXPECT_EQ(Find(v, "completed")->status, CheckStatus::kFail);
+  Policy open = TestPolicy();
+  open.independent_checks.clear();
+  v = Decide(in, open, Catalog(), kNow);
+  EXPECT_EQ(v.decision, Decision::kGo);
+  EXPECT_EQ(Find(v, "restore")->verified_by, VerifiedBy::kWorkload);
 }
 
 TEST(Decide, LifetimeFromPolicyAndPurity) {

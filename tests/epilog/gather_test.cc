@@ -1,6 +1,6 @@
 // GatherInputs: what the epilog reads about a finished pilot job (lock,
-// results as the user, verify as the user, the container tag again) in a
-// fake world.
+// the supervisor's results, verify and the manifest's hash as the user, the
+// container tag again) in a fake world.
 #include "epilog/epilog.h"
 
 #include <gtest/gtest.h>
@@ -31,6 +31,7 @@ class GatherTest : public ::testing::Test {
     policy_.runner_path = "/opt/pilot-runner";
     std::filesystem::create_directories(dir_ + "/jobs/7/work");
     Lock lock;
+    lock.instance = kInstance;
     lock.job.id = 7;
     lock.job.user = "alice";
     lock.seeds.source = "job_id";
@@ -46,24 +47,36 @@ class GatherTest : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
-  // A fake world: `cat` answers `results`, the runner answers `verify`.
-  epilog::EpilogDeps Deps(const std::string& results, bool results_ok) {
+  // The supervisor's results.json in the job's folder.
+  void WriteResults(const std::string& text) {
+    ASSERT_TRUE(WriteFileAtomic(dir_ + "/jobs/7/results.json", text).ok());
+  }
+  static Results Supervised() {
+    Results r;
+    r.instance = kInstance;
+    r.single.emplace();
+    r.single->status = "ok";
+    r.single->checkpoint.path = "/ck/step-000006";
+    r.supervisor.emplace();
+    r.supervisor->checkpoint_manifest_sha256 = std::string(64, 'a');
+    return r;
+  }
+
+  // A fake world: the runner answers `verify`, sha256sum `manifest`.
+  epilog::EpilogDeps Deps(std::string manifest = std::string(64, 'a')) {
     epilog::EpilogDeps d;
     d.now_unix = [] { return int64_t{1'800'000'000}; };
-    d.run = [this, results, results_ok](const CommandSpec& s) -> Result<CommandResult> {
+    d.run = [this, manifest](const CommandSpec& s) -> Result<CommandResult> {
       calls_.push_back(s);
       CommandResult r;
-      if (s.argv[0] == "/bin/cat") {
-        r.exit_code = results_ok ? 0 : 1;
-        r.out = results;
-      } else {
-        r.exit_code = 0;
-        r.out = "{}";
-      }
+      r.exit_code = 0;
+      r.out = s.argv[0].find("sha256sum") != std::string::npos ? manifest + "  x\n" : "{}";
       return r;
     };
     return d;
   }
+
+  static constexpr char kInstance[] = "0123456789abcdef0123456789abcdef";
 
   std::string dir_;
   Policy policy_;
@@ -72,37 +85,58 @@ class GatherTest : public ::testing::Test {
 };
 
 TEST_F(GatherTest, MissingResultsIsTheReason) {
-  auto in = epilog::GatherInputs(policy_, job_, Deps("", false));
+  auto in = epilog::GatherInputs(policy_, job_, Deps());
   ASSERT_TRUE(in.lock) << in.lock_problem;
   EXPECT_FALSE(in.results);
   EXPECT_NE(in.results_problem.find("did not finish"), std::string::npos);
   EXPECT_NE(in.results_problem.find("0:15"), std::string::npos);
   EXPECT_FALSE(in.verify_ran);
-  ASSERT_EQ(calls_.size(), 1u);  // no verify without results
-  ASSERT_TRUE(calls_[0].run_as);
-  EXPECT_EQ(calls_[0].run_as->uid, getuid());
-  EXPECT_EQ(calls_[0].argv.back(), dir_ + "/jobs/7/work/results.json");
+  EXPECT_TRUE(calls_.empty());  // no verify without results
+  EXPECT_EQ(in.results_path, dir_ + "/jobs/7/results.json");
+}
+
+TEST_F(GatherTest, ResultsInWorkAreNeverRead) {
+  // The user's folder holds a perfect results.json: it is not the evidence.
+  ASSERT_TRUE(WriteFileAtomic(dir_ + "/jobs/7/work/results.json", ResultsToJson(Supervised())).ok());
+  auto in = epilog::GatherInputs(policy_, job_, Deps());
+  EXPECT_FALSE(in.results);
+  EXPECT_NE(in.results_problem.find("no results.json from the supervisor"), std::string::npos);
 }
 
 TEST_F(GatherTest, InvalidResultsAreNotTrusted) {
-  auto in = epilog::GatherInputs(policy_, job_, Deps("{\"schema\": 1}", true));
+  WriteResults("{\"schema\": 1}");
+  auto in = epilog::GatherInputs(policy_, job_, Deps());
   EXPECT_FALSE(in.results);
   EXPECT_NE(in.results_problem.find("results.json is invalid"), std::string::npos);
-  in = epilog::GatherInputs(policy_, job_,
-                               Deps(std::string(kResultsMaxBytes + 1, ' '), true));
-  EXPECT_NE(in.results_problem.find("larger than"), std::string::npos);
+  WriteResults(std::string(kResultsMaxBytes + 1, ' '));
+  in = epilog::GatherInputs(policy_, job_, Deps());
+  EXPECT_FALSE(in.results);
+  EXPECT_NE(in.results_problem.find("invalid"), std::string::npos) << in.results_problem;
+}
+
+TEST_F(GatherTest, ResultsMustBeTheSupervisorsOfThisInstance) {
+  Results r = Supervised();
+  r.supervisor.reset();
+  WriteResults(ResultsToJson(r));
+  auto in = epilog::GatherInputs(policy_, job_, Deps());
+  EXPECT_FALSE(in.results);
+  EXPECT_NE(in.results_problem.find("not written by pilot-supervisor"), std::string::npos);
+  r = Supervised();
+  r.instance = "ffffffffffffffffffffffffffffffff";  // an earlier start of the job id
+  WriteResults(ResultsToJson(r));
+  in = epilog::GatherInputs(policy_, job_, Deps());
+  EXPECT_FALSE(in.results);
+  EXPECT_NE(in.results_problem.find("not to this start of the job"), std::string::npos)
+      << in.results_problem;
 }
 
 TEST_F(GatherTest, VerifyRunsAsTheUserWithATimeout) {
-  Results r;
-  r.single.emplace();
-  r.single->status = "ok";
-  r.single->checkpoint.path = "/ck/step-000006";
+  WriteResults(ResultsToJson(Supervised()));
   policy_.verify_timeout_seconds = 77;
-  auto in = epilog::GatherInputs(policy_, job_, Deps(ResultsToJson(r), true));
+  auto in = epilog::GatherInputs(policy_, job_, Deps());
   ASSERT_TRUE(in.results) << in.results_problem;
   ASSERT_EQ(calls_.size(), 2u);
-  const CommandSpec& v = calls_[1];
+  const CommandSpec& v = calls_[0];
   EXPECT_EQ(v.argv[0], "/opt/pilot-runner");
   EXPECT_EQ(v.argv[1], "verify");
   EXPECT_EQ(v.argv[3], "/ck/step-000006");
@@ -111,6 +145,19 @@ TEST_F(GatherTest, VerifyRunsAsTheUserWithATimeout) {
   EXPECT_EQ(v.run_as->uid, getuid());
   EXPECT_TRUE(in.verify_ran);
   EXPECT_EQ(in.verify_output, "{}");
+  // The manifest is hashed as the user, and matches the supervisor's hash.
+  ASSERT_TRUE(calls_[1].run_as);
+  EXPECT_EQ(calls_[1].argv.back(), "/ck/step-000006/manifest.json");
+  EXPECT_EQ(in.manifest_problem, "");
+}
+
+TEST_F(GatherTest, AManifestChangedAfterTheReportIsAProblem) {
+  WriteResults(ResultsToJson(Supervised()));
+  auto in = epilog::GatherInputs(policy_, job_, Deps(std::string(64, 'b')));
+  ASSERT_TRUE(in.results) << in.results_problem;
+  EXPECT_NE(in.manifest_problem.find("changed after the workload reported it complete"),
+            std::string::npos)
+      << in.manifest_problem;
 }
 
 TEST_F(GatherTest, ResolvesTheContainerTagAgain) {
@@ -120,7 +167,7 @@ TEST_F(GatherTest, ResolvesTheContainerTagAgain) {
   lock.container.digest = "sha256:" + std::string(64, '1');
   lock.container.pinned = "127.0.0.1:5000/pilot/tiny@" + lock.container.digest;
   ASSERT_TRUE(WriteFileAtomic(dir_ + "/jobs/7/lock.json", LockToJson(lock)).ok());
-  epilog::EpilogDeps deps = Deps("", false);
+  epilog::EpilogDeps deps = Deps();
   std::vector<std::string> asked;
   deps.resolve_digest = [&](const std::string& ref) -> Result<std::string> {
     asked.push_back(ref);
@@ -139,7 +186,7 @@ TEST_F(GatherTest, ResolvesTheContainerTagAgain) {
 
 TEST_F(GatherTest, MissingLockIsRecorded) {
   std::filesystem::remove(dir_ + "/jobs/7/lock.json");
-  auto in = epilog::GatherInputs(policy_, job_, Deps("", false));
+  auto in = epilog::GatherInputs(policy_, job_, Deps());
   EXPECT_FALSE(in.lock);
   EXPECT_NE(in.lock_problem.find("prolog did not pin"), std::string::npos);
 }

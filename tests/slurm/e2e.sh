@@ -11,120 +11,8 @@
 # Environment: PILOT_SOURCE_DIR, PILOT_BUILD_DIR, PILOT_CLUSTER_DIR,
 # PILOT_TEST_USER (default pilotuser), PILOT_E2E_STAGE (the stage of the
 # GO case, default all).
-#
-# The checkout may be private (mode 0700, as a clone in /root): whatever the
-# test user submits or reads is a copy in $TMP, never a path of $SRC or $BUILD.
 set -euo pipefail
-
-SRC=${PILOT_SOURCE_DIR:?}
-BUILD=${PILOT_BUILD_DIR:?}
-CLUSTER=${PILOT_CLUSTER_DIR:?}
-TEST_USER=${PILOT_TEST_USER:-pilotuser}
-export SLURM_CONF=$CLUSTER/etc/slurm.conf
-STATE=$CLUSTER/state
-POLICY=$CLUSTER/etc/pilot.conf
-KEY=$CLUSTER/etc/verdict.key
-PILOT=$CLUSTER/bin/pilot   # the copy local-slurm made of $BUILD/cli/pilot
-TINY_SRC=$SRC/configs/tiny-cpu.toml
-
-TMP=$(mktemp -d /tmp/pilot-e2e.XXXXXX)
-chmod 0755 "$TMP"
-chown "$TEST_USER" "$TMP"
-TINY=$TMP/tiny-cpu.toml   # the user's copy of the tiny config
-install -m 0644 -o "$TEST_USER" "$TINY_SRC" "$TINY"
-BACKGROUND=()
-cleanup() {
-  local pid
-  for pid in "${BACKGROUND[@]}"; do kill "$pid" 2>/dev/null || true; done
-  set_notify ""
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-fail() { echo "FAIL: $*" >&2; exit 1; }
-note() { echo "-- $*" >&2; }
-
-# Runs a command as the test user, in $TMP, with the cluster's environment.
-as_user() {
-  (cd "$TMP" && runuser -u "$TEST_USER" -- env SLURM_CONF="$SLURM_CONF" \
-     PILOT_POLICY="$POLICY" PATH=/usr/local/bin:/usr/bin:/bin "$@")
-}
-
-# A user-owned copy of the tiny config, edited by the given sed expressions.
-user_config() {  # user_config NAME [SED_EXPR...]
-  local f=$TMP/$1
-  shift
-  cp "$TINY_SRC" "$f"
-  local e
-  for e in "$@"; do sed -i "$e" "$f"; done
-  chown "$TEST_USER" "$f"
-  echo "$f"
-}
-
-json() {  # json FILE PYTHON_EXPR(d): prints the expression over the JSON
-  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"
-}
-
-wait_for_file() {  # wait_for_file PATH SECONDS
-  local i
-  for ((i = 0; i < $2 * 5; i++)); do
-    [[ -e $1 ]] && return 0
-    sleep 0.2
-  done
-  fail "$1 did not appear within $2 s"
-}
-
-# The epilog runs after sbatch --wait returns: wait for the verdict file.
-wait_verdict() {  # wait_verdict JOB [SECONDS]
-  wait_for_file "$STATE/verdicts/$1.json" "${2:-180}"
-  sleep 0.3  # the rename is atomic; this lets the epilog finish posting
-}
-
-decision() { json "$STATE/verdicts/$1.json" 'd["decision"]'; }
-
-# Submits with sbatch as the user and waits for the job; prints the job id.
-submit_wait() {  # submit_wait SBATCH_ARGS...
-  local out
-  out=$(as_user sbatch --parsable -o "$TMP/slurm-%j.out" --wait "$@" --wrap true) || true
-  out=${out%%$'\n'*}
-  [[ $out =~ ^[0-9]+ ]] || fail "sbatch did not submit: $out"
-  echo "${out%%;*}"
-}
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-
-set_notify() {  # set_notify URL: rewrites notify_url in the cluster's policy
-  sed -i "s|^notify_url = .*|notify_url = \"$1\"|" "$POLICY"
-}
-
-start_receiver() {  # start_receiver PORT DIR
-  mkdir -p "$2"
-  python3 "$SRC/tests/slurm/receiver.py" "$1" "$KEY" "$2" &
-  BACKGROUND+=($!)
-  wait_for_file "$2/ready" 10
-}
-
-node_state() { sinfo -h -N -o '%t' | head -n1; }
-
-wait_node_idle() {
-  local i s
-  for ((i = 0; i < 60; i++)); do
-    s=$(node_state)
-    [[ $s == idle ]] && return 0
-    [[ $s == drain* || $s == down* ]] && fail "node is $s after the job"
-    sleep 1
-  done
-  fail "node not idle after 60 s (state $s)"
-}
-
-check_named() {  # check_named JOB NAME: prints status of check NAME
-  json "$STATE/verdicts/$1.json" "[c['status'] for c in d['checks'] if c['name']=='$2'] or ['absent']" |
-    tr -d "[]'"
-}
-
-verdict_text() { json "$STATE/verdicts/$1.json" 'json.dumps(d)'; }
+source "$(dirname "$0")/lib.sh"
 
 # ---- cases ------------------------------------------------------------------
 
@@ -256,7 +144,7 @@ case_nested_srun() {
   job=${BASH_REMATCH[1]}
   grep -q "^NESTED active=none option=$TINY$" <<<"$out" ||
     fail "the second step did not run its own command with the option inherited: $out"
-  [[ $(cat "$STATE/jobs/$job/runner.started") == 0 ]] || fail "runner claimed by another step"
+  [[ $(cut -d" " -f2 "$STATE/jobs/$job/runner.started") == 0 ]] || fail "runner claimed by another step"
   wait_verdict "$job"
   note "nested srun: ran its own command; pilot ran once (step 0)"
 }
@@ -346,7 +234,7 @@ case_node_srun() {
     fail "node_restore: $(check_named "$job" node_restore): $(verdict_text "$job")"
   [[ $(check_named "$job" node_stage) == absent ]] || fail "node_stage: $(verdict_text "$job")"
   local work=$STATE/jobs/$job/work res
-  res=$work/results.json
+  res=$STATE/jobs/$job/results.json
   [[ -f $res ]] || fail "no $res"
   local got
   got=$(json "$res" '" ".join(str(x) for x in [d["stages"]["node"]["status"], d["stages"]["node"]["launcher"], d["stages"]["node"]["world_size"], sorted(r["rank"] for r in d["stages"]["node"]["ranks"]), [r["world_size"] for r in d["stages"]["node"]["restore"]]])')
@@ -406,7 +294,4 @@ case_staged_paths() {
   note "configs and programs of $CLUSTER point outside $SRC and $BUILD"
 }
 
-[[ $# -eq 1 ]] || { echo "usage: e2e.sh CASE" >&2; exit 2; }
-declare -F "case_$1" >/dev/null || { echo "e2e.sh: unknown case $1" >&2; exit 2; }
-"case_$1"
-echo "PASS: $1"
+run_case "$@"

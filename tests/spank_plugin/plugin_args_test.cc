@@ -42,20 +42,41 @@ TEST(PluginArgs, Rejects) {
   }
 }
 
-TEST(PluginArgs, RunnerArgv) {
+TEST(PluginArgs, SupervisorArgv) {
   spank::PluginArgs args;
   args.state_dir = "/st";
   args.runner = "/bin/pilot-runner";
+  args.supervisor = "/sbin/pilot-supervisor";
+  args.policy = "/etc/p.conf";
   spank::PilotRequest req;
   req.stage = "single";
-  std::vector<std::string> want = {"/bin/pilot-runner", "run", "--config",
-                                   "/st/jobs/42/config.toml", "--lock", "/st/jobs/42/lock.json",
-                                   "--out", "/st/jobs/42/work", "--stage", "single"};
-  EXPECT_EQ(spank::RunnerArgv(args, req, 42), want);
+  spank::TaskIdentity task;
+  task.job_id = 42;
+  task.uid = 1000;
+  task.gid = 100;
+  task.cwd = "/home/a";
+  std::vector<std::string> want = {"/sbin/pilot-supervisor", "--job", "42", "--uid", "1000",
+                                   "--gid", "100", "--policy", "/etc/p.conf", "--state-dir", "/st",
+                                   "--runner", "/bin/pilot-runner", "--stage", "single",
+                                   "--cwd", "/home/a", "--channel", "3", "--job-env", "4"};
+  EXPECT_EQ(spank::SupervisorArgv(args, req, task, 3, 4), want);
   req.out = "/home/a/out";
-  EXPECT_EQ(spank::RunnerArgv(args, req, 42)[7], "/home/a/out");
+  std::vector<std::string> with_out = spank::SupervisorArgv(args, req, task, 3, 4);
+  ASSERT_EQ(with_out.size(), want.size() + 2);
+  EXPECT_EQ(with_out[15], "--out");
+  EXPECT_EQ(with_out[16], "/home/a/out");
+  task.cwd = "relative";
+  EXPECT_EQ(spank::SupervisorArgv(args, req, task, 3, 4)[18], "/");
   EXPECT_TRUE(spank::IsValidStage("node"));
   EXPECT_FALSE(spank::IsValidStage("both"));
+}
+
+TEST(PluginArgs, SupervisorKey) {
+  auto a = spank::ParsePluginArgs({"supervisor=/opt/pilot-supervisor"});
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(a->supervisor, "/opt/pilot-supervisor");
+  EXPECT_TRUE(a->supervisor_given);
+  EXPECT_FALSE(a->runner_given);
 }
 
 }  // namespace

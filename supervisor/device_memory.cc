@@ -1,0 +1,92 @@
+#include "supervisor/device_memory.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+
+namespace pilot::supervisor {
+namespace {
+
+// The few NVML declarations used (nvml.h is not installed everywhere).
+struct NvmlMemory {
+  unsigned long long total;
+  unsigned long long free;
+  unsigned long long used;
+};
+using NvmlDevice = void*;
+using InitFn = int (*)();
+using ShutdownFn = int (*)();
+using CountFn = int (*)(unsigned int*);
+using HandleFn = int (*)(unsigned int, NvmlDevice*);
+using MemoryFn = int (*)(NvmlDevice, NvmlMemory*);
+using UuidFn = int (*)(NvmlDevice, char*, unsigned int);
+
+}  // namespace
+
+struct DeviceMemorySampler::Api {
+  InitFn init = nullptr;
+  ShutdownFn shutdown = nullptr;
+  CountFn count = nullptr;
+  HandleFn handle = nullptr;
+  MemoryFn memory = nullptr;
+  UuidFn uuid = nullptr;
+};
+
+DeviceMemorySampler::DeviceMemorySampler() {
+  lib_ = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (lib_ == nullptr) {
+    source_ = "unavailable: no NVIDIA driver library (libnvidia-ml.so.1)";
+    return;
+  }
+  api_ = new Api;
+  api_->init = reinterpret_cast<InitFn>(dlsym(lib_, "nvmlInit_v2"));
+  api_->shutdown = reinterpret_cast<ShutdownFn>(dlsym(lib_, "nvmlShutdown"));
+  api_->count = reinterpret_cast<CountFn>(dlsym(lib_, "nvmlDeviceGetCount_v2"));
+  api_->handle = reinterpret_cast<HandleFn>(dlsym(lib_, "nvmlDeviceGetHandleByIndex_v2"));
+  api_->memory = reinterpret_cast<MemoryFn>(dlsym(lib_, "nvmlDeviceGetMemoryInfo"));
+  api_->uuid = reinterpret_cast<UuidFn>(dlsym(lib_, "nvmlDeviceGetUUID"));
+  if (!api_->init || !api_->shutdown || !api_->count || !api_->handle || !api_->memory ||
+      !api_->uuid) {
+    source_ = "unavailable: libnvidia-ml.so.1 lacks the functions used";
+    return;
+  }
+  if (api_->init() != 0) {
+    source_ = "unavailable: nvmlInit failed";
+    api_->shutdown = nullptr;
+    return;
+  }
+  unsigned int n = 0;
+  if (api_->count(&n) != 0 || n == 0) {
+    source_ = "unavailable: no devices";
+    return;
+  }
+  for (unsigned int i = 0; i < n && i < 1024; ++i) {
+    NvmlDevice d = nullptr;
+    if (api_->handle(i, &d) != 0) continue;
+    char uuid[96] = {};
+    api_->uuid(d, uuid, sizeof(uuid));
+    devices_.push_back(d);
+    DeviceMemorySample s;
+    s.index = static_cast<int>(i);
+    s.uuid = uuid;
+    peaks_.push_back(s);
+  }
+  source_ = devices_.empty() ? "unavailable: no device handles" : "nvml";
+}
+
+DeviceMemorySampler::~DeviceMemorySampler() {
+  if (api_ != nullptr && api_->shutdown != nullptr && !devices_.empty()) api_->shutdown();
+  delete api_;
+  if (lib_ != nullptr) dlclose(lib_);
+}
+
+void DeviceMemorySampler::Sample() {
+  for (size_t i = 0; i < devices_.size(); ++i) {
+    NvmlMemory m{};
+    if (api_->memory(devices_[i], &m) != 0) continue;
+    peaks_[i].total_bytes = static_cast<int64_t>(m.total);
+    peaks_[i].peak_used_bytes = std::max(peaks_[i].peak_used_bytes, static_cast<int64_t>(m.used));
+  }
+}
+
+}  // namespace pilot::supervisor

@@ -1,0 +1,39 @@
+// Device memory as the driver sees it, sampled by the supervisor while the
+// workload runs: NVML (libnvidia-ml.so.1, loaded at run time, so the
+// supervisor runs on machines without NVIDIA's driver too), the peak of
+// "used" per device over the samples.
+//
+// Thread-safety: one sampler per thread.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/results.h"
+
+namespace pilot::supervisor {
+
+class DeviceMemorySampler {
+ public:
+  // Loads NVML and lists the devices; source() says why not when it cannot.
+  DeviceMemorySampler();
+  ~DeviceMemorySampler();
+  DeviceMemorySampler(const DeviceMemorySampler&) = delete;
+  DeviceMemorySampler& operator=(const DeviceMemorySampler&) = delete;
+
+  // Takes one sample of every device (cheap: one driver call each).
+  void Sample();
+  // "nvml", or the reason there are no samples.
+  const std::string& source() const { return source_; }
+  const std::vector<DeviceMemorySample>& peaks() const { return peaks_; }
+
+ private:
+  struct Api;
+  Api* api_ = nullptr;
+  void* lib_ = nullptr;
+  std::vector<void*> devices_;
+  std::string source_;
+  std::vector<DeviceMemorySample> peaks_;
+};
+
+}  // namespace pilot::supervisor

@@ -1,0 +1,282 @@
+#include "supervisor/supervise.h"
+
+#include <pwd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+
+#include "core/atomic_file.h"
+#include "core/checkpoint_meta.h"
+#include "core/config.h"
+#include "core/crypto.h"
+#include "core/lock.h"
+#include "core/restore_check.h"
+#include "core/results.h"
+#include "core/rfc3339.h"
+#include "core/strings.h"
+#include "job/job_env.h"
+#include "job/state_layout.h"
+#include "pilot/version.h"
+#include "supervisor/device_memory.h"
+#include "supervisor/process.h"
+#include "supervisor/workload_env.h"
+
+namespace pilot::supervisor {
+namespace {
+
+// pilot-runner(1)'s exit statuses.
+constexpr int kExitOk = 0;
+constexpr int kExitFailed = 1;
+constexpr int kExitUsage = 2;
+constexpr int kExitOutOfMemory = 3;
+constexpr int kExitError = 4;
+
+std::string Now() {
+  return FormatRfc3339(std::chrono::duration_cast<std::chrono::seconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                           .count());
+}
+
+void Log(const std::string& line) { std::fprintf(stderr, "pilot: supervisor: %s\n", line.c_str()); }
+
+std::vector<std::string> Split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (size_t i = 0; i <= s.size(); ++i) {
+    if (i == s.size() || s[i] == sep) {
+      out.push_back(s.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  return out;
+}
+
+// The job's GPUs by their node-wide index (SLURM_JOB_GPUS, "0,3"), or all.
+std::vector<DeviceMemorySample> JobDevices(const std::vector<DeviceMemorySample>& all,
+                                           const std::vector<std::string>& job_env) {
+  std::string list;
+  for (const std::string& kv : job_env) {
+    if (kv.rfind("SLURM_JOB_GPUS=", 0) == 0) list = kv.substr(15);
+  }
+  if (list.empty()) return all;
+  std::vector<DeviceMemorySample> out;
+  for (const std::string& word : Split(list, ',')) {
+    for (const DeviceMemorySample& s : all) {
+      if (std::to_string(s.index) == Trim(word)) out.push_back(s);
+    }
+  }
+  return out;
+}
+
+class Supervisor {
+ public:
+  explicit Supervisor(const SuperviseOptions& o)
+      : o_(o), layout_(o.policy.state_dir), paths_(layout_.Job(o.job_id)) {}
+
+  int Run() {
+    const auto t0 = std::chrono::steady_clock::now();
+    info_.version = PILOT_VERSION_STRING;
+    info_.started_at = Now();
+    res_.started_at = info_.started_at;
+    Result<Lock> lock = ReadLock(paths_.lock);
+    if (!lock.ok()) {
+      Log("no usable lock: " + lock.status().Message());
+      return kExitUsage;
+    }
+    lock_ = std::move(lock).value();
+    res_.instance = lock_.instance;
+    res_.config_path = lock_.config.copy;
+    res_.lock_path = paths_.lock;
+    out_ = o_.out.empty() ? paths_.work : o_.out;
+    LoadConfig();
+    BuildEnv();
+
+    int rc = kExitOk;
+    if (o_.stage != "node") rc = SingleAndRestore();
+    if (!StopRequested() && (o_.stage == "node" || (o_.stage == "all" && rc == kExitOk))) {
+      rc = Node();
+    }
+    if (StopRequested() && rc == kExitOk) rc = kExitError;
+    res_.exit_code = rc;
+    info_.finished_at = Now();
+    res_.finished_at = info_.finished_at;
+    info_.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    info_.device_memory_source = sampler_.source();
+    info_.device_memory = JobDevices(sampler_.peaks(), o_.job_env);
+    res_.supervisor = info_;
+    Status w = WriteFileAtomic(paths_.results, ResultsToJson(res_), 0644);
+    if (!w.ok()) {
+      Log("cannot write results: " + w.ToString());
+      return kExitError;
+    }
+    Log("results in " + paths_.results + " (exit " + std::to_string(rc) + ")");
+    return rc;
+  }
+
+ private:
+  void LoadConfig() {
+    Result<std::string> text = ReadFileLimited(lock_.config.copy, 1 << 20);
+    if (!text.ok()) return;
+    job::JobEnv job;
+    job.job_id = o_.job_id;
+    job.uid = lock_.job.uid;
+    job.gid = lock_.job.gid;
+    job.user = lock_.job.user;
+    job.work_dir = lock_.job.submit_dir;
+    job.config_path = lock_.config.path.empty() ? lock_.config.copy : lock_.config.path;
+    Result<Config> cfg =
+        ParseConfig(*text, job.config_path, job::JobConfigOptions(job, lock_.job.user, o_.home));
+    if (cfg.ok()) cfg_ = std::move(cfg).value();
+  }
+
+  void BuildEnv() {
+    WorkloadEnvInput in;
+    in.job_env = o_.job_env;
+    in.allow_test_switches = o_.policy.allow_test_switches;
+    in.job_id = o_.job_id;
+    in.instance = lock_.instance;
+    in.user = o_.run_as ? o_.run_as->user : lock_.job.user;
+    in.home = o_.home;
+    env_ = BuildWorkloadEnv(in);
+    info_.environment = env_.passed;
+    info_.test_switches = env_.test_switches;
+    for (const std::string& name : env_.test_switches) Log("test switch passed (policy allows): " + name);
+  }
+
+  std::vector<std::string> BaseArgs() const {
+    return {o_.runner, "run", "--config", lock_.config.copy, "--lock", paths_.lock,
+            "--out",   out_,  "--report-fd", std::to_string(kReportFd)};
+  }
+
+  // Runs one phase; its parsed report, or why there is none.
+  Result<Results> Phase(const std::string& role, std::vector<std::string> argv, int* rc) {
+    WorkloadSpec spec;
+    spec.argv = std::move(argv);
+    spec.env = env_.env;
+    spec.run_as = o_.run_as;
+    spec.cwd = o_.cwd;
+    spec.max_report_bytes = kResultsMaxBytes;
+    SupervisedProcess p;
+    p.role = role;
+    Result<WorkloadOutcome> out = RunWorkload(spec, [this] { sampler_.Sample(); });
+    if (!out.ok()) {
+      p.report_problem = "not started: " + out.status().Message();
+      info_.processes.push_back(p);
+      *rc = kExitError;
+      return out.status();
+    }
+    p.exit_code = out->exit_code;
+    p.signal = out->signal;
+    p.wall_seconds = out->wall_seconds;
+    p.report_bytes = static_cast<int64_t>(out->report.size());
+    *rc = out->signal != 0 ? kExitError : out->exit_code;
+    Result<Results> report = Status::Invalid(role, "no report");
+    if (out->report_too_large) {
+      report = Status::Invalid(role, "report larger than " + std::to_string(kResultsMaxBytes) + " bytes");
+    } else if (out->report.empty()) {
+      report = Status::Invalid(role, "the process wrote no report" +
+                                         std::string(out->signal ? " (killed by signal " +
+                                                                       std::to_string(out->signal) + ")"
+                                                                 : ""));
+    } else {
+      report = ParseResults(out->report, role + " report");
+    }
+    if (!report.ok()) p.report_problem = report.status().Message();
+    info_.processes.push_back(p);
+    Log(role + ": exit " + (out->signal ? "signal " + std::to_string(out->signal) : std::to_string(out->exit_code)) +
+        " after " + FormatFixed(out->wall_seconds, 1) + " s" +
+        (report.ok() ? "" : "; " + report.status().Message()));
+    return report;
+  }
+
+  // sha256 of the checkpoint's manifest, read as the job's user.
+  void HashManifest(const std::string& checkpoint) {
+    const std::string sha = job::FindExecutable("sha256sum");
+    if (sha.empty() || checkpoint.empty()) return;
+    job::CommandSpec spec;
+    spec.argv = {sha, "--", checkpoint + "/" + kManifestFileName};
+    spec.env = job::CleanEnvironment(lock_.job.user, o_.home);
+    spec.run_as = o_.run_as;
+    spec.timeout_seconds = 60;
+    Result<job::CommandResult> r = job::RunCommand(spec);
+    if (r.ok() && r->Succeeded() && r->out.size() >= 64 && IsSha256Hex(r->out.substr(0, 64))) {
+      info_.checkpoint_manifest_sha256 = r->out.substr(0, 64);
+    } else {
+      Log("cannot hash the checkpoint's manifest in " + checkpoint);
+    }
+  }
+
+  int SingleAndRestore() {
+    std::vector<std::string> argv = BaseArgs();
+    for (const char* a : {"--stage", "single", "--supervised"}) argv.push_back(a);
+    int rc = kExitOk;
+    Result<Results> single = Phase("single", argv, &rc);
+    if (!single.ok()) return rc == kExitOk ? kExitError : rc;
+    res_.versions = single->versions;
+    res_.config_sha256 = single->config_sha256;
+    res_.seed = single->seed;
+    res_.alloc_conf = single->alloc_conf;
+    res_.single = single->single;
+    if (rc != kExitOk || !res_.single) return rc == kExitOk ? kExitError : rc;
+    SingleStage& st = *res_.single;
+    if (st.status != "ok" || st.checkpoint.path.empty()) return kExitError;
+    HashManifest(st.checkpoint.path);
+    if (StopRequested()) return kExitError;
+    if (!cfg_) {
+      st.restore.detail = "the supervisor could not read the config copy";
+      return kExitError;
+    }
+    std::vector<std::string> resume = BaseArgs();
+    for (const std::string& a : {std::string("--resume-from"), st.checkpoint.path,
+                                 std::string("--reference"), out_ + "/" + kReferenceParamsFile,
+                                 std::string("--supervised")}) {
+      resume.push_back(a);
+    }
+    int child_rc = kExitOk;
+    Result<Results> child = Phase("restore", resume, &child_rc);
+    const bool equal = JudgeRestore(*cfg_, st.device == "cuda", child_rc, child, &st);
+    info_.restore_compared = true;
+    Log(std::string("restore ") + (equal ? "equal" : "NOT equal") +
+        (st.restore.detail.empty() ? "" : ": " + st.restore.detail));
+    if (child_rc == kExitOutOfMemory) return kExitOutOfMemory;
+    return equal ? kExitOk : kExitFailed;
+  }
+
+  int Node() {
+    std::vector<std::string> argv = BaseArgs();
+    for (const char* a : {"--stage", "node"}) argv.push_back(a);
+    if (res_.single && res_.single->tokens_per_second > 0) {
+      argv.push_back("--single-tokens-per-second");
+      argv.push_back(FormatFixed(res_.single->tokens_per_second, 3));
+    }
+    int rc = kExitOk;
+    Result<Results> node = Phase("node", argv, &rc);
+    if (!node.ok()) return rc == kExitOk ? kExitError : rc;
+    if (!res_.single) {
+      res_.versions = node->versions;
+      res_.config_sha256 = node->config_sha256;
+      res_.seed = node->seed;
+      res_.alloc_conf = node->alloc_conf;
+    }
+    res_.node = node->node;
+    return rc;
+  }
+
+  const SuperviseOptions& o_;
+  job::StateLayout layout_;
+  job::JobPaths paths_;
+  Lock lock_;
+  std::optional<Config> cfg_;
+  std::string out_;
+  WorkloadEnv env_;
+  Results res_;
+  SupervisorInfo info_;
+  DeviceMemorySampler sampler_;
+};
+
+}  // namespace
+
+int Supervise(const SuperviseOptions& opts) { return Supervisor(opts).Run(); }
+
+}  // namespace pilot::supervisor

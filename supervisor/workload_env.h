@@ -1,0 +1,43 @@
+// The environment a workload process starts with: built by the supervisor
+// from the job's environment by an allow-list, never inherited wholesale.
+//
+// Passed from the job (the user chose them; they shape the run, not the
+// evidence): SLURM_* (except SLURM_PILOT_*), CUDA_VISIBLE_DEVICES,
+// ROCR_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES, GPU_DEVICE_ORDINAL, NCCL_*,
+// GLOO_SOCKET_IFNAME, OMP_NUM_THREADS, MKL_NUM_THREADS, TZ, LANG, LC_*,
+// TMPDIR, PILOT_MASTER_PORT; PILOT_RUNNER_TEST_* only when the policy's
+// allow_test_switches is true.
+// Set by the supervisor: PATH, HOME, USER, LOGNAME (from the password
+// database), SLURM_PILOT_ACTIVE (the job id) and SLURM_PILOT_INSTANCE.
+// Everything else is dropped: LD_PRELOAD and the other LD_* variables, the
+// runner's internal variables (PILOT_DEVICE_BASELINE, PILOT_RANK, ...),
+// PYTHON*, whatever the job carried.
+//
+// Thread-safety: pure.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace pilot::supervisor {
+
+struct WorkloadEnvInput {
+  std::vector<std::string> job_env;  // "NAME=value" as Slurm gave the task
+  bool allow_test_switches = false;
+  int64_t job_id = 0;
+  std::string instance;
+  std::string user;
+  std::string home;
+};
+
+struct WorkloadEnv {
+  std::vector<std::string> env;            // complete, "NAME=value"
+  std::vector<std::string> passed;         // names taken from the job
+  std::vector<std::string> test_switches;  // PILOT_RUNNER_TEST_* passed
+  std::vector<std::string> dropped;        // names of the job's left out
+};
+
+WorkloadEnv BuildWorkloadEnv(const WorkloadEnvInput& in);
+
+}  // namespace pilot::supervisor

@@ -1,0 +1,239 @@
+#!/usr/bin/env bash
+# The evidence of a pilot against its own user, on the local cluster: each
+# case is an attack the job's user (the unprivileged test user) can make,
+# and ends as the trust model says (docs/design.md, "Trust model").
+#
+#   evidence.sh CASE   CASE: forged_results export_active requeue reused_id
+#                            hostile_env
+#
+# Environment as for e2e.sh (lib.sh).
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+
+results_of() { echo "$STATE/jobs/$1/results.json"; }
+
+# Submits as the user without waiting; prints the job id.
+submit() {  # submit SBATCH_ARGS... (the last ones may be --wrap CMD)
+  local out
+  out=$(as_user sbatch --parsable -o "$TMP/slurm-%j.out" "$@") || fail "sbatch: $out"
+  echo "${out%%;*}"
+}
+
+verified_by() {  # verified_by JOB CHECK
+  json "$STATE/verdicts/$1.json" "[c['verified_by'] for c in d['checks'] if c['name']=='$2'] or ['absent']" |
+    tr -d "[]'"
+}
+
+# A failing restore (the optimizer state is not restored, a test switch
+# the cluster's policy allows), while a process of the user outside the job
+# rewrites everything it can reach with a passing copy of the results. The
+# verdict must stay NO-GO and say who found the failure.
+case_forged_results() {
+  local job
+  job=$(submit --pilot="$TINY" --pilot-stage=single --export=ALL,PILOT_RUNNER_TEST_SKIP_RESTORE=optimizer --wrap true)
+  local work=$STATE/jobs/$job/work res
+  res=$(results_of "$job")
+  cat >"$TMP/forge.py" <<'PY'
+import json, os, sys
+src, work, job_results = sys.argv[1:4]
+try:
+    d = json.load(open(src))
+except Exception:
+    sys.exit(0)
+d["exit_code"] = 0
+r = d["stages"]["single"]["restore"]
+r.update(ran=True, equal=True, skipped="", detail="", max_abs_loss_diff=0.0,
+         max_rel_loss_diff=0.0, max_abs_param_diff=0.0, max_rel_param_diff=0.0)
+text = json.dumps(d, indent=2)
+for name in ("results.json", "resume.json"):
+    try:
+        tmp = os.path.join(work, name + ".forged")
+        open(tmp, "w").write(text)
+        os.replace(tmp, os.path.join(work, name))
+    except OSError:
+        pass
+try:
+    open(job_results, "w").write(text)
+    open(os.path.join(os.path.dirname(work), "BREACH"), "w").write("wrote results.json\n")
+except OSError:
+    pass
+PY
+  chmod 0644 "$TMP/forge.py"
+  # Until the verdict exists (at most 4 minutes): forge from the
+  # supervisor's (readable) results, or from an earlier job's when there is none yet.
+  as_user bash -c '
+    for ((i = 0; i < 1200; i++)); do
+      [[ -e '"$STATE/verdicts/$job.json"' || -e '"$TMP/stop"' ]] && break
+      src='"$res"'; [[ -f $src ]] || src='"$TMP/seed.json"'
+      python3 '"$TMP/forge.py"' "$src" '"$work"' '"$res"' 2>/dev/null || true
+      sleep 0.2
+    done' &
+  BACKGROUND+=($!)
+  wait_verdict "$job" 240
+  touch "$TMP/stop"
+  [[ ! -e $STATE/jobs/$job/BREACH ]] || fail "the user wrote into the job's folder"
+  [[ $(stat -c %U "$res") == root ]] || fail "results.json is not root's: $(stat -c '%U %a' "$res")"
+  [[ $(decision "$job") == NO-GO ]] || fail "forged results gave $(decision "$job"): $(verdict_text "$job")"
+  [[ $(check_named "$job" restore) == fail ]] || fail "restore check: $(check_named "$job" restore)"
+  [[ $(verified_by "$job" restore) == supervisor ]] ||
+    fail "restore established by $(verified_by "$job" restore), not the supervisor"
+  [[ $(json "$res" 'd["stages"]["single"]["restore"]["skipped"]') == optimizer ]] ||
+    fail "the supervisor's results do not show the skipped restore"
+  [[ $(json "$res" '",".join(d["supervisor"]["test_switches"])') == PILOT_RUNNER_TEST_SKIP_RESTORE ]] ||
+    fail "test switch not recorded"
+  grep -q '"equal": true' "$work/results.json" 2>/dev/null || fail "the forger did not run (nothing was tested)"
+  local out rc=0
+  out=$("$PILOT" grant --policy "$POLICY" --dry-run --nodes 1 "$job" 2>&1) || rc=$?
+  ((rc != 0)) || fail "pilot grant accepted job $job: $out"
+  note "forged work/results.json: job $job NO-GO (restore: fail, verified_by supervisor); grant: $(head -n1 <<<"$out")"
+}
+
+# SLURM_PILOT_ACTIVE exported into the job: the pilot runs regardless, the
+# user's batch script does not.
+case_export_active() {
+  local job
+  job=$(submit --pilot="$TINY" --pilot-stage=single --export=ALL,SLURM_PILOT_ACTIVE=1 \
+          --wrap "echo ran > $TMP/user-script-ran")
+  wait_verdict "$job"
+  [[ ! -e $TMP/user-script-ran ]] || fail "the user's script ran in place of the pilot"
+  [[ $(decision "$job") == GO ]] || fail "job $job: $(verdict_text "$job")"
+  [[ $(json "$(results_of "$job")" 'd["supervisor"]["processes"][0]["role"]') == single ]] ||
+    fail "the supervisor did not run the single stage"
+  note "SLURM_PILOT_ACTIVE exported: pilot ran (GO), the batch script did not"
+}
+
+# A requeued job is a new instance of its pilot: the prolog moves the old
+# one aside, the pilot runs again (runner.started is the new instance's),
+# and the first verdict is kept.
+case_requeue() {
+  local job first second
+  job=$(submit --requeue --pilot="$TINY" --pilot-stage=single \
+          --export=ALL,PILOT_RUNNER_TEST_SKIP_RESTORE=optimizer --wrap "echo ran > $TMP/user-script-ran")
+  wait_verdict "$job"
+  [[ $(decision "$job") == NO-GO ]] || fail "first run: $(decision "$job")"
+  first=$(json "$STATE/verdicts/$job.json" 'd["instance"]')
+  [[ -n $first ]] || fail "the verdict names no instance"
+  local started_before
+  started_before=$(cat "$STATE/jobs/$job/runner.started")
+  scontrol requeue "$job" || fail "scontrol requeue $job"
+  # The new instance: a new lock, then a new verdict.
+  local i
+  for ((i = 0; i < 600; i++)); do
+    second=$(json "$STATE/verdicts/$job.json" 'd.get("instance", "")' 2>/dev/null || true)
+    [[ -n $second && $second != "$first" ]] && break
+    sleep 0.5
+  done
+  [[ $second != "$first" ]] || fail "no verdict of a second instance after the requeue"
+  sleep 0.5
+  [[ ! -e $TMP/user-script-ran ]] || fail "the user's script ran after the requeue"
+  [[ $(cat "$STATE/jobs/$job/runner.started") != "$started_before" ]] || fail "runner.started is stale"
+  [[ $(json "$(results_of "$job")" 'd["instance"]') == "$second" ]] || fail "results of another instance"
+  [[ -d $STATE/attic/$job-$first ]] || fail "the first instance was not moved aside: $(ls "$STATE/attic")"
+  [[ $(stat -c '%U %a' "$STATE/attic") == "root 700" ]] || fail "attic: $(stat -c '%U %a' "$STATE/attic")"
+  # The first verdict is kept, the newest shown.
+  local kept
+  kept=$(grep -l "\"instance\": \"$first\"" "$STATE"/verdicts/history/"$job"-*.json 2>/dev/null | head -n1)
+  [[ -n $kept ]] || fail "the first verdict was overwritten (no history entry)"
+  local out
+  out=$(as_user "$PILOT" verdict "$job" --all) || fail "pilot verdict --all"
+  [[ $(grep -c "^job $job " <<<"$out") -ge 2 ]] || fail "--all shows one verdict: $out"
+  note "requeue: instance $first -> $second; first verdict kept in history"
+}
+
+# Slurm hands out a job id again (controller state wiped): the next user of
+# the id gets a fresh folder, never the earlier owner's work/ or results.
+case_reused_id() {
+  local other=${PILOT_TEST_USER2:-pilotuser2}
+  id "$other" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$other"
+  local a_job b_job
+  a_job=$(submit --pilot="$TINY" --pilot-stage=single --wrap true)
+  wait_verdict "$a_job"
+  echo "secret weights of $TEST_USER" >"$STATE/jobs/$a_job/work/secret"
+  chown "$TEST_USER" "$STATE/jobs/$a_job/work/secret"
+  chmod 0600 "$STATE/jobs/$a_job/work/secret"
+  local a_instance
+  a_instance=$(json "$STATE/verdicts/$a_job.json" 'd["instance"]')
+  restart_controller_wiped
+  # Ids start again: burn those below the earlier pilot's with held jobs of
+  # the other user, then submit the other user's pilot, which gets its id.
+  local cfg=$TMP/other.toml out b_job=0 n
+  install -m 0644 -o "$other" "$TINY_SRC" "$cfg"
+  as_other() { (cd "$TMP" && runuser -u "$other" -- env SLURM_CONF="$SLURM_CONF" PATH=/usr/local/bin:/usr/bin:/bin "$@"); }
+  for ((n = 0; n < a_job + 5; n++)); do
+    out=$(as_other sbatch --parsable -o /dev/null --hold --wrap true) || fail "sbatch as $other: $out"
+    b_job=${out%%;*}
+    scancel "$b_job"
+    ((b_job + 1 < a_job)) || break
+  done
+  ((b_job + 1 == a_job)) || fail "job ids did not start again below $a_job (got $b_job)"
+  out=$(as_other sbatch --parsable -o "$TMP/other-%j.out" --pilot="$cfg" --pilot-stage=single --wrap true) ||
+    fail "sbatch --pilot as $other: $out"
+  b_job=${out%%;*}
+  ((b_job == a_job)) || fail "the pilot of $other got job id $b_job, not $a_job"
+  # Wait for the new verdict (of another instance).
+  local i inst=""
+  for ((i = 0; i < 480; i++)); do
+    inst=$(json "$STATE/verdicts/$b_job.json" 'd.get("instance", "")' 2>/dev/null || true)
+    [[ -n $inst && $inst != "$a_instance" ]] && break
+    sleep 0.5
+  done
+  [[ -n $inst && $inst != "$a_instance" ]] || fail "no verdict for the second use of job id $a_job"
+  local work=$STATE/jobs/$b_job/work
+  [[ $(stat -c %U "$work") == "$other" ]] || fail "work/ belongs to $(stat -c %U "$work")"
+  [[ ! -e $work/secret ]] || fail "$other got $TEST_USER's files"
+  [[ $(json "$STATE/verdicts/$b_job.json" 'd["job"]["user"]') == "$other" ]] || fail "verdict of another user"
+  [[ -f $STATE/attic/$a_job-$a_instance/work/secret ]] || fail "the earlier instance is not in the attic"
+  runuser -u "$other" -- cat "$STATE/attic/$a_job-$a_instance/work/secret" >/dev/null 2>&1 &&
+    fail "$other can read the earlier owner's files"
+  note "job id $a_job reused: $other got a fresh folder; $TEST_USER's instance is in the attic"
+}
+
+# The job's environment carries a preload and the runner's internal device
+# baseline; the workload's folder holds links to root-only files. None of it
+# reaches the evidence or a root-run report.
+case_hostile_env() {
+  local job
+  job=$(submit --pilot="$TINY" --pilot-stage=single \
+          --export=ALL,LD_PRELOAD=/nonexistent/evil.so,PILOT_DEVICE_BASELINE=123456789,PYTHONPATH=/tmp \
+          --wrap true)
+  wait_verdict "$job"
+  [[ $(decision "$job") == GO ]] || fail "job $job: $(verdict_text "$job")"
+  local res names
+  res=$(results_of "$job")
+  names=$(json "$res" '" ".join(d["supervisor"]["environment"])')
+  for v in LD_PRELOAD PILOT_DEVICE_BASELINE PYTHONPATH SLURM_PILOT_ACTIVE; do
+    [[ " $names " != *" $v "* ]] || fail "$v reached the workload: $names"
+  done
+  grep -q "ld.so: object '/nonexistent/evil.so'" "$TMP/slurm-$job.out" && fail "the preload was tried: $(cat "$TMP/slurm-$job.out")"
+  # A root-only secret linked into the user's work folder.
+  echo "root-only-secret-$RANDOM" >"$TMP/root-secret"
+  chmod 0600 "$TMP/root-secret"
+  local secret
+  secret=$(cat "$TMP/root-secret")
+  local work=$STATE/jobs/$job/work
+  as_user rm -f "$work/metrics.jsonl"
+  as_user ln -s "$TMP/root-secret" "$work/metrics.jsonl"
+  local out
+  out=$("$PILOT" report --policy "$POLICY" -o "$TMP/report.html" "$job" 2>&1) || fail "root pilot report: $out"
+  grep -qF "$secret" "$TMP/report.html" && fail "the report shows a root-only file"
+  grep -q "is a symbolic link" <<<"$out" || fail "the refusal is not reported: $out"
+  note "hostile env dropped ($names); linked metrics left out of root's report"
+}
+
+# Stops the controller, wipes its state (job ids start again) and starts it.
+restart_controller_wiped() {
+  local pidf=$CLUSTER/run/slurmctld.pid pid
+  pid=$(cat "$pidf")
+  kill "$pid"
+  local i
+  for ((i = 0; i < 100; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  rm -rf "$CLUSTER/spool/ctld"/*
+  /usr/sbin/slurmctld -i -f "$SLURM_CONF" || fail "slurmctld did not restart"
+  for ((i = 0; i < 100; i++)); do
+    [[ $(node_state 2>/dev/null) == idle ]] && return 0
+    sleep 0.3
+  done
+  fail "node not idle after the controller restart: $(node_state)"
+}
+
+run_case "$@"
