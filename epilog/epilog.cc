@@ -143,15 +143,19 @@ Result<EpilogReport> RunEpilog(const Policy& policy, const JobEnv& job, const Ep
   PILOT_ASSIGN_OR_RETURN(Verdict v, deps.decide(in, policy));
 
   report.decision = v.decision;
+  // A verdict without one of its signatures is stored all the same (the
+  // user learns the outcome); `pilot grant` needs one that verifies.
+  auto add_note = [&report](const std::string& n) {
+    report.note += (report.note.empty() ? "" : "; ") + n;
+  };
   Result<std::string> key = ReadKeyFile(policy.key_file);
-  if (key.ok()) {
-    SignVerdict(&v, *key);
-    report.signed_ok = true;
-  } else {
-    // An unsigned verdict is stored (the user learns the outcome) but no
-    // `pilot grant` accepts it.
-    report.note = "verdict not signed: " + key.status().Message();
-  }
+  if (!key.ok()) add_note("verdict not signed: " + key.status().Message());
+  Result<std::string> ed25519 = ReadEd25519PrivateKeyFile(policy.signing_key_file);
+  if (!ed25519.ok()) add_note("no ed25519 signature: " + ed25519.status().Message());
+  Status sign = SignVerdict(&v, key.ok() ? *key : "", ed25519.ok() ? *ed25519 : "");
+  if (!sign.ok()) add_note("verdict not signed: " + sign.Message());
+  report.signed_ok = sign.ok() && !v.signature.empty();
+  report.signed_ed25519 = sign.ok() && !v.signature_ed25519.empty();
   std::string body = VerdictToJson(v);
   report.verdict_path = layout.VerdictFile(job.job_id);
   PILOT_RETURN_IF_ERROR(WriteFileAtomic(report.verdict_path, body, 0644));

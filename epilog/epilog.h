@@ -12,8 +12,9 @@
 //     setuid; clean environment; policy verify_timeout_seconds, then
 //     SIGTERM/SIGKILL of its process group);
 //  4. decides (a pure core function), signs with the policy's key_file
-//     (HMAC-SHA256), stores STATE/verdicts/JOBID.json atomically (root,
-//     0644; the folder root's, 0755);
+//     (HMAC-SHA256) and signing_key_file (Ed25519), each when readable,
+//     stores STATE/verdicts/JOBID.json atomically (root, 0644; the folder
+//     root's, 0755);
 //  5. POSTs the verdict to the policy's notify_url with
 //     "X-Pilot-Signature-256: sha256=<hex HMAC of the body>", and queues it
 //     in STATE/outbox/ when that fails (`pilot flush` delivers later).
@@ -80,7 +81,8 @@ EpilogDeps RealEpilogDeps(const Policy& policy);
 struct EpilogReport {
   std::string verdict_path;
   Decision decision = Decision::kNoGo;
-  bool signed_ok = false;
+  bool signed_ok = false;      // HMAC-SHA256 (key_file)
+  bool signed_ed25519 = false;  // Ed25519 (signing_key_file)
   bool posted = false;
   bool queued = false;
   bool skipped = false;  // a node of a multi-node job that did not run the pilot
