@@ -1,5 +1,5 @@
-// pilot verdict [JOBID] [--json]: show a pilot job's verdict with its
-// signatures as the caller can check them.
+// pilot verdict [JOBID] [--json] [--all]: show a pilot job's verdict (and
+// the ones it replaced) with its signatures as the caller can check them.
 #include <unistd.h>
 
 #include <iomanip>
@@ -75,7 +75,7 @@ Result<Json> JsonWithCheck(const StoredVerdict& sv, const SignatureCheck& sig) {
 }  // namespace
 
 int RunVerdict(const Invocation& inv) {
-  CommandLine cl("pilot verdict [--json] [--policy FILE] [JOBID]",
+  CommandLine cl("pilot verdict [--json] [--all] [--policy FILE] [JOBID]",
                  "Show the verdict of pilot job JOBID (default: your latest): decision,\n"
                  "checks, hardware fit, budget and whether its signatures are valid (the\n"
                  "Ed25519 one for anyone, the HMAC one for root). Exit 0 when shown, 1 when\n"
@@ -83,6 +83,7 @@ int RunVerdict(const Invocation& inv) {
   cl.options.add_options()
       ("json", po::bool_switch(),
        "print the stored verdict.json with the member signature_check added")
+      ("all", po::bool_switch(), "also the verdicts it replaced, oldest first")
       ("policy", po::value<std::string>()->default_value(""),
        "site policy (default: $PILOT_POLICY, else the installed pilot.conf)");
   cl.hidden.add_options()("job", po::value<std::string>(), "job id");
@@ -129,7 +130,19 @@ int RunVerdict(const Invocation& inv) {
       return kExitNo;
     }
   }
-  std::vector<StoredVerdict> shown = {*found};
+  std::vector<StoredVerdict> shown;
+  if (vm["all"].as<bool>()) {
+    std::vector<std::string> skipped;
+    Result<std::vector<StoredVerdict>> history =
+        ListVerdictHistory(store.policy.state_dir, found->job_id, &skipped);
+    if (!history.ok()) {
+      inv.err << history.status().ToString() << "\n";
+      return kExitNo;
+    }
+    shown = std::move(history).value();
+    for (const std::string& s : skipped) inv.err << "pilot: verdict: skipped " << s << "\n";
+  }
+  shown.push_back(*found);
   const bool json = vm["json"].as<bool>();
   Json array = Json::array();
   bool bad = false;
@@ -152,7 +165,7 @@ int RunVerdict(const Invocation& inv) {
       inv.err << Status::Permission(sv.path, sig.Summary(sv.verdict)).ToString() << "\n";
     }
   }
-  if (json) inv.out << DumpJson(array.back(), 2) << "\n";
+  if (json) inv.out << DumpJson(vm["all"].as<bool>() ? array : array.back(), 2) << "\n";
   if (bad) return kExitNo;
   return kExitOk;
 }

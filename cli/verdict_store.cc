@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "core/crypto.h"
+#include "core/rfc3339.h"
 #include "job/env_names.h"
 #include "job/state_layout.h"
 
@@ -59,6 +60,35 @@ Result<std::vector<StoredVerdict>> ListStoredVerdicts(const std::string& state_d
   }
   std::sort(out.begin(), out.end(),
             [](const StoredVerdict& a, const StoredVerdict& b) { return a.job_id < b.job_id; });
+  return out;
+}
+
+Result<std::vector<StoredVerdict>> ListVerdictHistory(const std::string& state_dir, int64_t job_id,
+                                                      std::vector<std::string>* skipped) {
+  namespace fs = std::filesystem;
+  std::vector<StoredVerdict> out;
+  const fs::path dir = job::StateLayout(state_dir).VerdictHistoryDir();
+  std::error_code ec;
+  if (!fs::is_directory(fs::symlink_status(dir, ec))) return out;
+  fs::directory_iterator it(dir, ec);
+  if (ec) return Status::IoError(dir.string(), ec.message());
+  for (const fs::directory_entry& e : it) {
+    if (job::StateLayout::JobOfHistoryFile(e.path().filename().string()) != job_id) continue;
+    Result<Verdict> v = ReadVerdict(e.path().string());
+    if (!v.ok()) {
+      if (skipped != nullptr) skipped->push_back(v.status().Message());
+      continue;
+    }
+    out.push_back({job_id, e.path().string(), std::move(v).value()});
+  }
+  auto issued = [](const StoredVerdict& sv) {
+    Result<int64_t> t = ParseRfc3339(sv.verdict.issued);
+    return t.ok() ? *t : int64_t{0};
+  };
+  std::sort(out.begin(), out.end(), [&](const StoredVerdict& a, const StoredVerdict& b) {
+    const int64_t ta = issued(a), tb = issued(b);
+    return ta != tb ? ta < tb : a.path < b.path;
+  });
   return out;
 }
 

@@ -1,5 +1,5 @@
 // The verdict store as the `pilot` commands see it: the policy (for
-// state_dir and the keys), the stored verdicts, the
+// state_dir and the keys), the stored verdicts and their history, the
 // signatures as the caller can check them, and the caller.
 //
 // Thread-safety: single-threaded (command-line program).
@@ -31,6 +31,13 @@ struct StoredVerdict {
 // parse are reported in `skipped` ("path: problem"). Errors: kIoError when
 // the folder cannot be listed (a missing folder is an empty store).
 Result<std::vector<StoredVerdict>> ListStoredVerdicts(const std::string& state_dir,
+                                                      std::vector<std::string>* skipped);
+
+// The verdicts of job_id that later ones replaced (STATE/verdicts/history/),
+// oldest issued first, then by file name. Files that do not parse are
+// reported in `skipped`. Errors: kIoError when the folder cannot be listed
+// (a missing folder: no history).
+Result<std::vector<StoredVerdict>> ListVerdictHistory(const std::string& state_dir, int64_t job_id,
                                                       std::vector<std::string>* skipped);
 
 // What the caller can tell of a verdict's two signatures. Each state is

@@ -11,6 +11,7 @@
 #include "core/strings.h"
 #include "job/state_dir.h"
 #include "job/state_layout.h"
+#include "job/verdict_history.h"
 
 namespace pilot::epilog {
 namespace {
@@ -157,8 +158,12 @@ Result<EpilogReport> RunEpilog(const Policy& policy, const JobEnv& job, const Ep
   report.signed_ok = sign.ok() && !v.signature.empty();
   report.signed_ed25519 = sign.ok() && !v.signature_ed25519.empty();
   std::string body = VerdictToJson(v);
-  report.verdict_path = layout.VerdictFile(job.job_id);
-  PILOT_RETURN_IF_ERROR(WriteFileAtomic(report.verdict_path, body, 0644));
+  PILOT_ASSIGN_OR_RETURN(job::StoredVerdictFile stored,
+                         job::StoreVerdict(layout, job.job_id, job::VerdictInstance(v), body));
+  report.verdict_path = stored.path;
+  report.history_path = stored.moved_to;
+  if (!stored.note.empty()) add_note(stored.note);
+  if (stored.kept) return report;  // the first run posted what is stored
 
   if (!policy.notify_url.empty()) {
     Status posted = deps.post(policy, body, key.ok() ? *key : "");

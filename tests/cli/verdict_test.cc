@@ -1,5 +1,6 @@
-// `pilot verdict`, `pilot verify-verdict` and `pilot keygen` against a
-// temporary store: Ed25519 signatures anyone can check, the key files.
+// `pilot verdict`, `pilot verify-verdict`, `pilot keygen` and `pilot list`
+// against a temporary store: Ed25519 signatures anyone can check, the
+// verdict history, the key files.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -219,6 +220,63 @@ TEST_F(VerdictCliTest, VerdictShowsTheEd25519Check) {
   fs::remove(dir_ + "/keys/ed.pub");
   Ran nokey = WithPolicy("verdict", "--json 42");
   EXPECT_EQ(Json::parse(nokey.out)["signature_check"]["ed25519"], "unchecked") << nokey.out;
+}
+
+TEST_F(VerdictCliTest, AllShowsTheHistoryOldestFirstThenTheLatest) {
+  fs::create_directories(dir_ + "/state/verdicts/history");
+  // File names sort otherwise than the issue times.
+  Write(dir_ + "/state/verdicts/history/42-b.json",
+        Signed(Sample(42, "2026-11-29T00:00:00Z", "b")));
+  Write(dir_ + "/state/verdicts/history/42-a.json",
+        Signed(Sample(42, "2026-11-30T00:00:00Z", "a")));
+  Write(dir_ + "/state/verdicts/history/420-x.json",
+        Signed(Sample(420, "2026-11-28T00:00:00Z", "x")));  // another job
+  Write(dir_ + "/state/verdicts/42.json", Signed(Sample(42, "2026-12-01T00:00:00Z", "c")));
+
+  Ran latest = WithPolicy("verdict", "42");
+  ASSERT_EQ(latest.rc, 0) << latest.err;
+  EXPECT_EQ(latest.out.find("instance b"), std::string::npos);
+  EXPECT_NE(latest.out.find("instance c"), std::string::npos) << latest.out;
+
+  Ran all = WithPolicy("verdict", "--all 42");
+  ASSERT_EQ(all.rc, 0) << all.out << all.err;
+  const size_t b = all.out.find("issued 2026-11-29T00:00:00Z  instance b");
+  const size_t a = all.out.find("issued 2026-11-30T00:00:00Z  instance a");
+  const size_t c = all.out.find("issued 2026-12-01T00:00:00Z  instance c  " + dir_ +
+                                "/state/verdicts/42.json");
+  ASSERT_NE(b, std::string::npos) << all.out;
+  ASSERT_NE(a, std::string::npos) << all.out;
+  ASSERT_NE(c, std::string::npos) << all.out;
+  EXPECT_LT(b, a);
+  EXPECT_LT(a, c);
+  EXPECT_EQ(all.out.find("instance x"), std::string::npos) << all.out;
+
+  Ran js = WithPolicy("verdict", "--all --json 42");
+  ASSERT_EQ(js.rc, 0) << js.err;
+  Json arr = Json::parse(js.out);
+  ASSERT_TRUE(arr.is_array());
+  ASSERT_EQ(arr.size(), 3u);
+  EXPECT_EQ(arr[0]["instance"], "b");
+  EXPECT_EQ(arr[1]["instance"], "a");
+  EXPECT_EQ(arr[2]["instance"], "c");
+  EXPECT_EQ(arr[1]["signature_check"]["file"], dir_ + "/state/verdicts/history/42-a.json");
+  for (const Json& e : arr) EXPECT_EQ(e["signature_check"]["ed25519"], "valid");
+
+  // A tampered history entry makes --all exit 1, the latest alone still 0.
+  std::string text = Slurp(dir_ + "/state/verdicts/history/42-a.json");
+  text.replace(text.find("\"GO\""), 4, "\"NO-GO\"");
+  Write(dir_ + "/state/verdicts/history/42-a.json", text);
+  EXPECT_EQ(WithPolicy("verdict", "--all 42").rc, 1);
+  EXPECT_EQ(WithPolicy("verdict", "42").rc, 0);
+
+  // pilot list lists jobs, not history files.
+  Ran list = WithPolicy("list", "--all");
+  ASSERT_EQ(list.rc, 0) << list.err;
+  size_t lines = 0;
+  for (char ch : list.out) lines += ch == '\n';
+  EXPECT_EQ(lines, 2u) << list.out;  // the header and job 42
+  EXPECT_EQ(list.out.find("420"), std::string::npos) << list.out;
+  EXPECT_EQ(list.err, "") << list.err;
 }
 
 TEST_F(VerdictCliTest, KeygenCreatesThePair) {

@@ -1,5 +1,6 @@
 // RunEpilog's signing and storing: both signatures when both keys are
-// there, a note for a missing one.
+// there, a note for a missing one, a replaced verdict kept in the history,
+// an epilog that runs twice for one instance.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -104,6 +105,21 @@ TEST_F(RunEpilogTest, AMissingEd25519KeyIsANote) {
   ASSERT_TRUE(v.ok());
   EXPECT_EQ(v->signature_ed25519, "");
   EXPECT_NE(v->signature, "");
+}
+
+TEST_F(RunEpilogTest, ARerunKeepsTheFirstAndANewInstanceMovesIt) {
+  ASSERT_TRUE(epilog::RunEpilog(policy_, job_, Deps("i1", "2026-11-30T00:00:00Z")).ok());
+  auto twice = epilog::RunEpilog(policy_, job_, Deps("i1", "2026-11-30T00:05:00Z"));
+  ASSERT_TRUE(twice.ok());
+  EXPECT_NE(twice->note.find("the epilog ran twice"), std::string::npos) << twice->note;
+  EXPECT_EQ(ReadVerdict(twice->verdict_path).value().issued, "2026-11-30T00:00:00Z");
+
+  auto next = epilog::RunEpilog(policy_, job_, Deps("i2", "2026-12-01T00:00:00Z"));
+  ASSERT_TRUE(next.ok());
+  const job::StateLayout layout(policy_.state_dir);
+  EXPECT_EQ(next->history_path, layout.VerdictHistoryFile(42, "i1"));
+  EXPECT_EQ(ReadVerdict(next->history_path).value().issued, "2026-11-30T00:00:00Z");
+  EXPECT_EQ(ReadVerdict(next->verdict_path).value().instance, "i2");
 }
 
 }  // namespace
