@@ -15,8 +15,9 @@ namespace pilot::cli {
 #define PILOT_COMMANDS(X)                                                        \
   X("check", RunCheck, "validate a pilot.toml and print the resolved config")    \
   X("verdict", RunVerdict, "show a pilot job's verdict and check its signature") \
+  X("verify-verdict", RunVerifyVerdict, "check a copied verdict's Ed25519 signature offline") \
   X("list", RunList, "list stored verdicts")                                     \
-  X("keygen", RunKeygen, "create the verdict signing key (root)")                \
+  X("keygen", RunKeygen, "create the verdict signing keys (root)")                \
   X("flush", RunFlush, "post the verdicts queued in the outbox (root)")                         \
   X("plan", RunPlan, "what-if table: memory fit, throughput and budget per GPU type")          \
   X("report", RunReport, "write a self-contained HTML report with plots of a pilot")            \

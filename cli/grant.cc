@@ -55,10 +55,10 @@ int RunProgram(const std::vector<std::string>& argv, std::string* error) {
 int RunGrant(const Invocation& inv) {
   CommandLine cl("pilot grant [OPTIONS] JOBID --nodes N",
                  "Create the Slurm reservation pilot_JOBID for the user of a GO verdict (root).\n"
-                 "Checks the signature, GO, expiry, the user, and that the duration does not\n"
-                 "exceed the term the budget recommends; then runs scontrol create reservation\n"
-                 "and records the grant in STATE/grants/JOBID.json. Exit 0 granted, 1 refused,\n"
-                 "2 usage, 4 scontrol failed.");
+                 "Checks the signature (Ed25519, else HMAC), GO, expiry, the user, and that\n"
+                 "the duration does not exceed the term the budget recommends; then runs\n"
+                 "scontrol create reservation and records the grant in STATE/grants/JOBID.json.\n"
+                 "Exit 0 granted, 1 refused, 2 usage, 4 scontrol failed.");
   cl.options.add_options()("nodes", po::value<int>(), "nodes to reserve (required)")(
       "partition", po::value<std::string>()->default_value(""), "partition of the reservation")(
       "duration", po::value<std::string>()->default_value(""),
@@ -117,11 +117,23 @@ int RunGrant(const Invocation& inv) {
     inv.err << v.status().ToString() << "\n";
     return kExitNo;
   }
-  Status sig = Status::Permission("signature", "the site key could not be read");
-  if (Result<std::string> key = ReadKeyFile(policy->key_file); key.ok()) {
-    sig = VerifyVerdict(*v, *key);
+  // A valid Ed25519 signature (public_key_file) or, as before it existed, a
+  // valid HMAC (key_file) admits the verdict; the message names each check.
+  std::string checked;
+  Status sig = Status::Ok();
+  Result<std::string> pub = ReadEd25519PublicKeyFile(policy->public_key_file);
+  Status ed25519 = pub.ok() ? VerifyVerdictEd25519(*v, *pub) : pub.status();
+  if (ed25519.ok()) {
+    checked = "valid (ed25519, key " + v->public_key_id + ")";
   } else {
-    sig = key.status();
+    Result<std::string> key = ReadKeyFile(policy->key_file);
+    Status hmac = key.ok() ? VerifyVerdictHmac(*v, *key) : key.status();
+    if (hmac.ok()) {
+      checked = "valid (hmac-sha256, key " + v->key_id + "; ed25519: " + ed25519.detail() + ")";
+    } else {
+      sig = Status::Permission("no valid signature", "ed25519: " + ed25519.Message() +
+                                                         "; hmac-sha256: " + hmac.Message());
+    }
   }
   const int64_t now = static_cast<int64_t>(std::time(nullptr));
   std::vector<std::string> why = GrantRefusals(*v, sig, req, now);
@@ -139,6 +151,7 @@ int RunGrant(const Invocation& inv) {
   std::vector<std::string> argv = ScontrolArgv(policy->scontrol_path, *v, req);
   std::string shown;
   for (const std::string& a : argv) shown += (shown.empty() ? "" : " ") + a;
+  inv.out << "signature " << checked << "\n";
   if (dry) {
     inv.out << shown << "\n";
     return kExitOk;

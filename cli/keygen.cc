@@ -1,4 +1,5 @@
-// pilot keygen [--force]: create the verdict signing key (root only).
+// pilot keygen [--force]: create the verdict signing keys (root only): the
+// HMAC key and the Ed25519 pair.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,14 +12,77 @@
 #include "core/crypto.h"
 
 namespace pilot::cli {
+namespace {
+
+bool Exists(const std::string& path) {
+  struct stat sb {};
+  return stat(path.c_str(), &sb) == 0;
+}
+
+// Makes the folder of `path` (0755) when missing.
+Status MakeParent(const std::string& path) {
+  const std::string dir = DirName(path);
+  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return Status::IoError(dir, std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
+// The HMAC key: kept when it exists (unless force), else written 0600.
+Status HmacKey(const Invocation& inv, const std::string& path, bool force) {
+  if (Exists(path) && !force) {
+    PILOT_ASSIGN_OR_RETURN(std::string key, ReadKeyFile(path));
+    inv.out << "pilot: keygen: kept " << path << " (key id " << KeyId(key) << ")\n";
+    return Status::Ok();
+  }
+  PILOT_RETURN_IF_ERROR(MakeParent(path));
+  PILOT_ASSIGN_OR_RETURN(std::string contents, NewKeyFileContents());
+  PILOT_RETURN_IF_ERROR(WriteFileAtomic(path, contents, 0600));
+  PILOT_ASSIGN_OR_RETURN(std::string key, ReadKeyFile(path));
+  inv.out << "pilot: keygen: wrote " << path << " (key id " << KeyId(key) << ")\n";
+  return Status::Ok();
+}
+
+// The Ed25519 pair: an existing private key is kept (unless force) and its
+// public key written again from it, so the two always match.
+Status Ed25519Pair(const Invocation& inv, const std::string& private_path,
+                   const std::string& public_path, bool force) {
+  const bool keep = Exists(private_path) && !force;
+  Ed25519KeyFiles files;
+  if (keep) {
+    PILOT_ASSIGN_OR_RETURN(std::string seed, ReadEd25519PrivateKeyFile(private_path));
+    PILOT_ASSIGN_OR_RETURN(files, Ed25519KeyFilesOf(seed));
+  } else {
+    PILOT_ASSIGN_OR_RETURN(files, NewEd25519KeyFiles());
+    PILOT_RETURN_IF_ERROR(MakeParent(private_path));
+    PILOT_RETURN_IF_ERROR(WriteFileAtomic(private_path, files.private_pem, 0600));
+  }
+  PILOT_RETURN_IF_ERROR(MakeParent(public_path));
+  PILOT_RETURN_IF_ERROR(WriteFileAtomic(public_path, files.public_pem, 0644));
+  PILOT_ASSIGN_OR_RETURN(std::string check, ReadEd25519PublicKeyFile(public_path));
+  if (check != files.public_key) {
+    return Status::Internal(public_path, "the public key read back differs from the one written");
+  }
+  const std::string id = KeyId(files.public_key);
+  inv.out << "pilot: keygen: " << (keep ? "kept " : "wrote ") << private_path << " (ed25519, key id "
+          << id << ")\n"
+          << "pilot: keygen: wrote " << public_path << " (ed25519 public key, key id " << id
+          << ")\n";
+  return Status::Ok();
+}
+
+}  // namespace
 
 int RunKeygen(const Invocation& inv) {
   CommandLine cl("pilot keygen [--force] [--policy FILE]",
-                 "Create the HMAC-SHA256 key that signs verdicts, at the policy's key_file,\n"
-                 "mode 0600, owned by the caller (run it as root). An existing key is kept\n"
-                 "unless --force: replacing it makes every stored verdict unverifiable.");
+                 "Create the keys that sign verdicts, owned by the caller (run it as root):\n"
+                 "the HMAC-SHA256 key at the policy's key_file (mode 0600) and the Ed25519\n"
+                 "pair at signing_key_file (private, 0600) and public_key_file (public, 0644).\n"
+                 "An existing key is kept unless --force (the public key is written again from\n"
+                 "its private key): replacing one makes the stored verdicts' signatures by it\n"
+                 "unverifiable.");
   cl.options.add_options()
-      ("force", po::bool_switch(), "replace an existing key")
+      ("force", po::bool_switch(), "replace existing keys")
       ("policy", po::value<std::string>()->default_value(""),
        "site policy (default: $PILOT_POLICY, else the installed pilot.conf)");
   po::variables_map vm;
@@ -28,40 +92,31 @@ int RunKeygen(const Invocation& inv) {
     inv.err << policy.status().ToString() << "\n";
     return kExitUsage;
   }
-  const std::string& path = policy->key_file;
-  struct stat sb {};
-  if (stat(path.c_str(), &sb) == 0 && !vm["force"].as<bool>()) {
-    inv.err << Status::Invalid(path, "a key exists already")
-                   .WithHint("keep it, or pass --force to replace it (stored verdicts then "
-                             "fail their signature check)")
+  const bool force = vm["force"].as<bool>();
+  if (!force && Exists(policy->key_file) && Exists(policy->signing_key_file) &&
+      Exists(policy->public_key_file)) {
+    inv.err << Status::Invalid(policy->key_file + ", " + policy->signing_key_file,
+                               "the keys exist already")
+                   .WithHint("keep them, or pass --force to replace them (stored verdicts then "
+                             "fail their signature checks)")
                    .ToString()
             << "\n";
     return kExitNo;
   }
   if (geteuid() != 0) {
-    inv.err << "pilot: keygen: warning: not root; the key will belong to uid " << geteuid()
+    inv.err << "pilot: keygen: warning: not root; the keys will belong to uid " << geteuid()
             << "\n";
   }
-  const std::string dir = DirName(path);
-  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    inv.err << Status::IoError(dir, std::strerror(errno)).ToString() << "\n";
-    return kExitNo;
+  Status s = HmacKey(inv, policy->key_file, force);
+  if (s.ok() && (policy->signing_key_file.empty() || policy->public_key_file.empty())) {
+    inv.err << "pilot: keygen: signing_key_file or public_key_file is empty: no Ed25519 pair\n";
+  } else if (s.ok()) {
+    s = Ed25519Pair(inv, policy->signing_key_file, policy->public_key_file, force);
   }
-  Result<std::string> contents = NewKeyFileContents();
-  if (!contents.ok()) {
-    inv.err << contents.status().ToString() << "\n";
-    return kExitInternal;
-  }
-  if (Status s = WriteFileAtomic(path, *contents, 0600); !s.ok()) {
+  if (!s.ok()) {
     inv.err << s.ToString() << "\n";
-    return kExitNo;
+    return s.code() == Code::kInternal ? kExitInternal : kExitNo;
   }
-  Result<std::string> key = ReadKeyFile(path);
-  if (!key.ok()) {
-    inv.err << key.status().ToString() << "\n";
-    return kExitNo;
-  }
-  inv.out << "pilot: keygen: wrote " << path << " (key id " << KeyId(*key) << ")\n";
   return kExitOk;
 }
 

@@ -1,4 +1,5 @@
-// pilot verdict [JOBID] [--json]: show a pilot job's verdict.
+// pilot verdict [JOBID] [--json] [--all]: show a pilot job's verdict (and
+// the ones it replaced) with its signatures as the caller can check them.
 #include <unistd.h>
 
 #include <iomanip>
@@ -7,7 +8,7 @@
 #include "cli/options.h"
 #include "cli/verdict_store.h"
 #include "core/atomic_file.h"
-#include "core/crypto.h"
+#include "core/json_util.h"
 #include "core/strings.h"
 #include "core/verdict.h"
 #include "job/state_layout.h"
@@ -15,43 +16,21 @@
 namespace pilot::cli {
 namespace {
 
-// "signature valid", "signature INVALID: ...", or why it was not checked.
-// *bad is set when the check ran and failed.
-std::string SignatureState(const Verdict& v, const Policy& policy, bool* bad) {
-  *bad = false;
-  if (v.signature.empty()) {
-    *bad = true;
-    return "UNSIGNED";
-  }
-  Result<std::string> key = ReadKeyFile(policy.key_file);
-  if (!key.ok()) {
-    if (key.status().code() == Code::kNotFound && getuid() == 0) {
-      *bad = true;
-      return "signed with key " + v.key_id + ", cannot check: " + key.status().Message();
-    }
-    return "signed with key " + v.key_id + " (only root can check the signature)";
-  }
-  Status s = VerifyVerdict(v, *key);
-  if (!s.ok()) {
-    *bad = true;
-    return "signature INVALID: " + s.Message();
-  }
-  return "signature valid";
-}
-
 std::string Pad(const std::string& s, size_t width) {
   return s.size() >= width ? s + " " : s + std::string(width - s.size(), ' ');
 }
 
-void PrintTable(std::ostream& out, const StoredVerdict& sv, const std::string& sig) {
+void PrintTable(std::ostream& out, const StoredVerdict& sv, const SignatureCheck& sig) {
   const Verdict& v = sv.verdict;
   out << "job " << v.job.id << "  " << v.job.user << "  " << v.job.run << "  "
-      << DecisionName(v.decision) << "  (" << sig;
+      << DecisionName(v.decision) << "  (" << sig.Summary(v);
   if (!v.expires.empty()) out << ", expires " << v.expires;
   out << ")\n";
   if (!v.binding) out << "  note: the pilot ran a smaller shape than the run (not binding)\n";
-  size_t w = 10;
+  size_t w = 11;
   for (const Check& c : v.checks) w = std::max(w, c.name.size() + 2);
+  out << "  " << Pad("signature", w) << sig.Ed25519Line(v) << "\n";
+  out << "  " << Pad("hmac", w) << sig.HmacLine(v) << "\n";
   for (const Check& c : v.checks) {
     std::string what = c.measured;
     if (!c.threshold.empty()) what += (what.empty() ? "" : "  ") + ("(need " + c.threshold + ")");
@@ -78,18 +57,33 @@ void PrintTable(std::ostream& out, const StoredVerdict& sv, const std::string& s
       << " reservation";
     out << "  " << Pad("budget", w) << "       " << b.str() << "\n";
   }
-  out << "  issued " << v.issued << "  " << sv.path << "\n";
+  out << "  issued " << v.issued;
+  if (!v.instance.empty()) out << "  instance " << v.instance;
+  out << "  " << sv.path << "\n";
+}
+
+// The stored file as it is, plus the member "signature_check".
+Result<Json> JsonWithCheck(const StoredVerdict& sv, const SignatureCheck& sig) {
+  PILOT_ASSIGN_OR_RETURN(std::string text, ReadFileLimited(sv.path, kMaxVerdictBytes));
+  PILOT_ASSIGN_OR_RETURN(Json j, ParseJsonText(text, sv.path, kMaxVerdictBytes));
+  Json check = sig.ToJson();
+  check["file"] = sv.path;
+  j["signature_check"] = std::move(check);
+  return j;
 }
 
 }  // namespace
 
 int RunVerdict(const Invocation& inv) {
-  CommandLine cl("pilot verdict [--json] [--policy FILE] [JOBID]",
+  CommandLine cl("pilot verdict [--json] [--all] [--policy FILE] [JOBID]",
                  "Show the verdict of pilot job JOBID (default: your latest): decision,\n"
-                 "checks, hardware fit, budget and whether the signature is valid.\n"
-                 "Exit 0 when shown, 1 when there is none or its signature is invalid.");
+                 "checks, hardware fit, budget and whether its signatures are valid (the\n"
+                 "Ed25519 one for anyone, the HMAC one for root). Exit 0 when shown, 1 when\n"
+                 "there is none or a signature shown is invalid.");
   cl.options.add_options()
-      ("json", po::bool_switch(), "print the stored verdict.json as it is")
+      ("json", po::bool_switch(),
+       "print the stored verdict.json with the member signature_check added")
+      ("all", po::bool_switch(), "also the verdicts it replaced, oldest first")
       ("policy", po::value<std::string>()->default_value(""),
        "site policy (default: $PILOT_POLICY, else the installed pilot.conf)");
   cl.hidden.add_options()("job", po::value<std::string>(), "job id");
@@ -136,22 +130,43 @@ int RunVerdict(const Invocation& inv) {
       return kExitNo;
     }
   }
-  bool bad = false;
-  std::string sig = SignatureState(found->verdict, store.policy, &bad);
-  if (vm["json"].as<bool>()) {
-    Result<std::string> text = ReadFileLimited(found->path, kMaxVerdictBytes);
-    if (!text.ok()) {
-      inv.err << text.status().ToString() << "\n";
+  std::vector<StoredVerdict> shown;
+  if (vm["all"].as<bool>()) {
+    std::vector<std::string> skipped;
+    Result<std::vector<StoredVerdict>> history =
+        ListVerdictHistory(store.policy.state_dir, found->job_id, &skipped);
+    if (!history.ok()) {
+      inv.err << history.status().ToString() << "\n";
       return kExitNo;
     }
-    inv.out << *text;
-  } else {
-    PrintTable(inv.out, *found, sig);
+    shown = std::move(history).value();
+    for (const std::string& s : skipped) inv.err << "pilot: verdict: skipped " << s << "\n";
   }
-  if (bad) {
-    inv.err << Status::Permission(found->path, sig).ToString() << "\n";
-    return kExitNo;
+  shown.push_back(*found);
+  const bool json = vm["json"].as<bool>();
+  Json array = Json::array();
+  bool bad = false;
+  for (size_t i = 0; i < shown.size(); ++i) {
+    const StoredVerdict& sv = shown[i];
+    const SignatureCheck sig = CheckSignatures(sv.verdict, store.policy);
+    if (json) {
+      Result<Json> j = JsonWithCheck(sv, sig);
+      if (!j.ok()) {
+        inv.err << j.status().ToString() << "\n";
+        return kExitNo;
+      }
+      array.push_back(std::move(j).value());
+    } else {
+      if (i > 0) inv.out << "\n";
+      PrintTable(inv.out, sv, sig);
+    }
+    if (sig.Bad()) {
+      bad = true;
+      inv.err << Status::Permission(sv.path, sig.Summary(sv.verdict)).ToString() << "\n";
+    }
   }
+  if (json) inv.out << DumpJson(vm["all"].as<bool>() ? array : array.back(), 2) << "\n";
+  if (bad) return kExitNo;
   return kExitOk;
 }
 

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "core/crypto.h"
+#include "core/rfc3339.h"
 #include "job/env_names.h"
 #include "job/state_layout.h"
 
@@ -59,6 +61,112 @@ Result<std::vector<StoredVerdict>> ListStoredVerdicts(const std::string& state_d
   std::sort(out.begin(), out.end(),
             [](const StoredVerdict& a, const StoredVerdict& b) { return a.job_id < b.job_id; });
   return out;
+}
+
+Result<std::vector<StoredVerdict>> ListVerdictHistory(const std::string& state_dir, int64_t job_id,
+                                                      std::vector<std::string>* skipped) {
+  namespace fs = std::filesystem;
+  std::vector<StoredVerdict> out;
+  const fs::path dir = job::StateLayout(state_dir).VerdictHistoryDir();
+  std::error_code ec;
+  if (!fs::is_directory(fs::symlink_status(dir, ec))) return out;
+  fs::directory_iterator it(dir, ec);
+  if (ec) return Status::IoError(dir.string(), ec.message());
+  for (const fs::directory_entry& e : it) {
+    if (job::StateLayout::JobOfHistoryFile(e.path().filename().string()) != job_id) continue;
+    Result<Verdict> v = ReadVerdict(e.path().string());
+    if (!v.ok()) {
+      if (skipped != nullptr) skipped->push_back(v.status().Message());
+      continue;
+    }
+    out.push_back({job_id, e.path().string(), std::move(v).value()});
+  }
+  auto issued = [](const StoredVerdict& sv) {
+    Result<int64_t> t = ParseRfc3339(sv.verdict.issued);
+    return t.ok() ? *t : int64_t{0};
+  };
+  std::sort(out.begin(), out.end(), [&](const StoredVerdict& a, const StoredVerdict& b) {
+    const int64_t ta = issued(a), tb = issued(b);
+    return ta != tb ? ta < tb : a.path < b.path;
+  });
+  return out;
+}
+
+bool SignatureCheck::Bad() const {
+  if (ed25519 == "invalid" || hmac == "invalid") return true;
+  if (ed25519 == "valid" || hmac == "valid") return false;
+  return (ed25519 == "unsigned" && hmac == "unsigned") || root;
+}
+
+std::string SignatureCheck::Summary(const Verdict& v) const {
+  if (ed25519 == "invalid") return "signature INVALID: " + ed25519_detail;
+  if (hmac == "invalid") return "signature INVALID: " + hmac_detail;
+  if (ed25519 == "valid" || hmac == "valid") return "signature valid";
+  if (ed25519 == "unsigned" && hmac == "unsigned") return "UNSIGNED";
+  if (ed25519 == "unchecked") {
+    return "signed with ed25519 key " + v.public_key_id + ", cannot check: " + ed25519_detail;
+  }
+  if (root) return "signed with key " + v.key_id + ", cannot check: " + hmac_detail;
+  return "signed with key " + v.key_id + " (only root can check the signature)";
+}
+
+namespace {
+
+std::string Line(const std::string& state, const std::string& detail, const std::string& what) {
+  if (state == "valid") return "valid (" + what + ")";
+  if (state == "invalid") return "INVALID (" + what + "): " + detail;
+  if (state == "unchecked") return "not checked (" + what + "): " + detail;
+  return "unsigned";
+}
+
+}  // namespace
+
+std::string SignatureCheck::Ed25519Line(const Verdict& v) const {
+  return ed25519 == "unsigned" ? "unsigned (no ed25519 signature)"
+                               : Line(ed25519, ed25519_detail, "ed25519, key " + v.public_key_id);
+}
+
+std::string SignatureCheck::HmacLine(const Verdict& v) const {
+  return Line(hmac, hmac_detail, "hmac-sha256, key " + v.key_id);
+}
+
+Json SignatureCheck::ToJson() const {
+  return Json{{"ed25519", ed25519},
+              {"ed25519_detail", ed25519_detail},
+              {"hmac", hmac},
+              {"hmac_detail", hmac_detail}};
+}
+
+SignatureCheck CheckSignatures(const Verdict& v, const Policy& policy) {
+  SignatureCheck c;
+  c.root = getuid() == 0;
+  if (!v.signature_ed25519.empty()) {
+    Result<std::string> pub = ReadEd25519PublicKeyFile(policy.public_key_file);
+    if (!pub.ok()) {
+      c.ed25519 = "unchecked";
+      c.ed25519_detail = pub.status().Message();
+    } else if (Status s = VerifyVerdictEd25519(v, *pub); !s.ok()) {
+      c.ed25519 = "invalid";
+      c.ed25519_detail = s.detail();
+    } else {
+      c.ed25519 = "valid";
+    }
+  }
+  if (!v.signature.empty()) {
+    Result<std::string> key = ReadKeyFile(policy.key_file);
+    if (!key.ok()) {
+      c.hmac = "unchecked";
+      c.hmac_detail = c.root || key.status().code() != Code::kPermission
+                          ? key.status().Message()
+                          : "only root can read " + policy.key_file;
+    } else if (Status s = VerifyVerdictHmac(v, *key); !s.ok()) {
+      c.hmac = "invalid";
+      c.hmac_detail = s.detail();
+    } else {
+      c.hmac = "valid";
+    }
+  }
+  return c;
 }
 
 std::string CallerName() {

@@ -1,5 +1,6 @@
 // The verdict store as the `pilot` commands see it: the policy (for
-// state_dir and key_file), the stored verdicts, and the caller.
+// state_dir and the keys), the stored verdicts and their history, the
+// signatures as the caller can check them, and the caller.
 //
 // Thread-safety: single-threaded (command-line program).
 #pragma once
@@ -31,6 +32,41 @@ struct StoredVerdict {
 // the folder cannot be listed (a missing folder is an empty store).
 Result<std::vector<StoredVerdict>> ListStoredVerdicts(const std::string& state_dir,
                                                       std::vector<std::string>* skipped);
+
+// The verdicts of job_id that later ones replaced (STATE/verdicts/history/),
+// oldest issued first, then by file name. Files that do not parse are
+// reported in `skipped`. Errors: kIoError when the folder cannot be listed
+// (a missing folder: no history).
+Result<std::vector<StoredVerdict>> ListVerdictHistory(const std::string& state_dir, int64_t job_id,
+                                                      std::vector<std::string>* skipped);
+
+// What the caller can tell of a verdict's two signatures. Each state is
+// "valid", "invalid", "unsigned" or "unchecked" (the key could not be read:
+// the HMAC key is root's; the public key may be missing), with the reason
+// in *_detail for the last two.
+struct SignatureCheck {
+  std::string ed25519 = "unsigned";
+  std::string ed25519_detail;
+  std::string hmac = "unsigned";
+  std::string hmac_detail;
+  bool root = false;  // checked by root, who can read every key
+
+  // A signature failed, nothing signed the verdict, or root verified none.
+  bool Bad() const;
+  // "signature valid", "signature INVALID: ...", "UNSIGNED", or what was
+  // signed and why it could not be checked: the summary of a table header.
+  std::string Summary(const Verdict& v) const;
+  // The table's lines: "valid (ed25519, key K)", "INVALID (ed25519, key K):
+  // why", "unsigned", "not checked (ed25519, key K): why"; and the same for
+  // the HMAC without the algorithm's name.
+  std::string Ed25519Line(const Verdict& v) const;
+  std::string HmacLine(const Verdict& v) const;
+  // {"ed25519", "ed25519_detail", "hmac", "hmac_detail"}.
+  Json ToJson() const;
+};
+// Checks the Ed25519 signature against policy.public_key_file (any user)
+// and the HMAC against policy.key_file (root).
+SignatureCheck CheckSignatures(const Verdict& v, const Policy& policy);
 
 // What `pilot verdict` and `pilot list` open first: the policy and every
 // stored verdict.

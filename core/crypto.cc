@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/pem.h>
 #include <openssl/rand.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -22,6 +23,21 @@ constexpr size_t kChunk = 1 << 20;  // 1 MiB
 struct MdCtxFree {
   void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
 };
+
+struct PkeyFree {
+  void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
+};
+struct BioFree {
+  void operator()(BIO* b) const { BIO_free(b); }
+};
+using Pkey = std::unique_ptr<EVP_PKEY, PkeyFree>;
+using Bio = std::unique_ptr<BIO, BioFree>;
+
+// Key files are small; anything larger is not one.
+constexpr size_t kMaxKeyFileBytes = 4096;
+
+// Never asks for a passphrase: an encrypted key file is refused.
+int NoPassphrase(char*, int, int, void*) { return 0; }
 
 int HexValue(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -184,5 +200,154 @@ Result<std::string> ReadKeyFile(const std::string& path) {
 }
 
 std::string KeyId(std::string_view key) { return Sha256Hex(key).substr(0, 16); }
+
+// ---- Ed25519 ------------------------------------------------------------------
+
+namespace {
+
+Result<Pkey> PrivatePkey(std::string_view private_key) {
+  if (private_key.size() != kEd25519KeyBytes) {
+    return Status::Invalid("ed25519", "a private key is 32 bytes, got " +
+                                          std::to_string(private_key.size()));
+  }
+  Pkey k(EVP_PKEY_new_raw_private_key(
+      EVP_PKEY_ED25519, nullptr, reinterpret_cast<const unsigned char*>(private_key.data()),
+      private_key.size()));
+  if (!k) return Status::Internal("ed25519", "EVP_PKEY_new_raw_private_key failed");
+  return k;
+}
+
+Result<std::string> RawPublic(EVP_PKEY* k) {
+  std::string out(kEd25519KeyBytes, '\0');
+  size_t len = out.size();
+  if (EVP_PKEY_get_raw_public_key(k, reinterpret_cast<unsigned char*>(out.data()), &len) != 1 ||
+      len != kEd25519KeyBytes) {
+    return Status::Internal("ed25519", "EVP_PKEY_get_raw_public_key failed");
+  }
+  return out;
+}
+
+std::string BioText(BIO* b) {
+  char* data = nullptr;
+  long n = BIO_get_mem_data(b, &data);
+  return n > 0 ? std::string(data, static_cast<size_t>(n)) : std::string();
+}
+
+// stat() of a key file: a regular file whose mode has none of `forbidden`.
+Status CheckKeyFile(const std::string& path, mode_t forbidden, const std::string& what,
+                    const std::string& hint) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    int err = errno;
+    if (err == ENOENT) {
+      return Status::NotFound(path, "no " + what)
+          .WithHint("create it as root with 'pilot keygen'");
+    }
+    return Status::IoError(path, std::strerror(err));
+  }
+  if (!S_ISREG(st.st_mode)) return Status::IoError(path, "not a regular file");
+  if ((st.st_mode & forbidden) != 0) {
+    return Status::Permission(path, what + " is " +
+                                        ((forbidden & 044) != 0 ? "accessible to group or others"
+                                                                : "writable by others"))
+        .WithHint(hint);
+  }
+  return Status::Ok();
+}
+
+Result<Pkey> ReadPem(const std::string& path, bool is_private) {
+  PILOT_ASSIGN_OR_RETURN(std::string text, ReadFileLimited(path, kMaxKeyFileBytes));
+  Bio b(BIO_new_mem_buf(text.data(), static_cast<int>(text.size())));
+  if (!b) return Status::Internal("ed25519", "BIO_new_mem_buf failed");
+  Pkey k(is_private ? PEM_read_bio_PrivateKey(b.get(), nullptr, &NoPassphrase, nullptr)
+                    : PEM_read_bio_PUBKEY(b.get(), nullptr, &NoPassphrase, nullptr));
+  const std::string what = is_private ? "private key" : "public key";
+  if (!k) {
+    return Status::Corrupt(path, "not an unencrypted " + what + " in PEM")
+        .WithHint("pilot keygen writes the Ed25519 pair");
+  }
+  if (EVP_PKEY_get_base_id(k.get()) != EVP_PKEY_ED25519) {
+    return Status::Corrupt(path, what + " is not an Ed25519 key");
+  }
+  return k;
+}
+
+}  // namespace
+
+Result<Ed25519KeyFiles> Ed25519KeyFilesOf(std::string_view private_key) {
+  PILOT_ASSIGN_OR_RETURN(Pkey k, PrivatePkey(private_key));
+  Ed25519KeyFiles f;
+  Bio priv(BIO_new(BIO_s_mem()));
+  Bio pub(BIO_new(BIO_s_mem()));
+  if (!priv || !pub ||
+      PEM_write_bio_PrivateKey(priv.get(), k.get(), nullptr, nullptr, 0, nullptr, nullptr) != 1 ||
+      PEM_write_bio_PUBKEY(pub.get(), k.get()) != 1) {
+    return Status::Internal("ed25519", "cannot write the key pair as PEM");
+  }
+  f.private_pem = BioText(priv.get());
+  f.public_pem = BioText(pub.get());
+  PILOT_ASSIGN_OR_RETURN(f.public_key, RawPublic(k.get()));
+  return f;
+}
+
+Result<Ed25519KeyFiles> NewEd25519KeyFiles() {
+  PILOT_ASSIGN_OR_RETURN(std::string seed, RandomBytes(kEd25519KeyBytes));
+  return Ed25519KeyFilesOf(seed);
+}
+
+Result<std::string> ReadEd25519PrivateKeyFile(const std::string& path) {
+  PILOT_RETURN_IF_ERROR(
+      CheckKeyFile(path, 077, "Ed25519 signing key", "chmod 600 " + path));
+  PILOT_ASSIGN_OR_RETURN(Pkey k, ReadPem(path, /*is_private=*/true));
+  std::string out(kEd25519KeyBytes, '\0');
+  size_t len = out.size();
+  if (EVP_PKEY_get_raw_private_key(k.get(), reinterpret_cast<unsigned char*>(out.data()), &len) !=
+          1 ||
+      len != kEd25519KeyBytes) {
+    return Status::Corrupt(path, "cannot read the Ed25519 private key");
+  }
+  return out;
+}
+
+Result<std::string> ReadEd25519PublicKeyFile(const std::string& path) {
+  PILOT_RETURN_IF_ERROR(CheckKeyFile(path, 002, "Ed25519 public key", "chmod 644 " + path));
+  PILOT_ASSIGN_OR_RETURN(Pkey k, ReadPem(path, /*is_private=*/false));
+  return RawPublic(k.get());
+}
+
+Result<std::string> Ed25519PublicKeyOf(std::string_view private_key) {
+  PILOT_ASSIGN_OR_RETURN(Pkey k, PrivatePkey(private_key));
+  return RawPublic(k.get());
+}
+
+Result<std::string> Ed25519SignHex(std::string_view private_key, std::string_view data) {
+  PILOT_ASSIGN_OR_RETURN(Pkey k, PrivatePkey(private_key));
+  std::unique_ptr<EVP_MD_CTX, MdCtxFree> ctx(EVP_MD_CTX_new());
+  unsigned char sig[64];
+  size_t len = sizeof sig;
+  if (!ctx || EVP_DigestSignInit(ctx.get(), nullptr, nullptr, nullptr, k.get()) != 1 ||
+      EVP_DigestSign(ctx.get(), sig, &len, reinterpret_cast<const unsigned char*>(data.data()),
+                     data.size()) != 1) {
+    return Status::Internal("ed25519", "signing failed");
+  }
+  return HexEncode(std::string_view(reinterpret_cast<const char*>(sig), len));
+}
+
+bool Ed25519Verify(std::string_view public_key, std::string_view data,
+                   std::string_view signature_hex) {
+  if (public_key.size() != kEd25519KeyBytes || signature_hex.size() != 128) return false;
+  Result<std::string> sig = HexDecode(signature_hex);
+  if (!sig.ok()) return false;
+  Pkey k(EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, nullptr,
+                                     reinterpret_cast<const unsigned char*>(public_key.data()),
+                                     public_key.size()));
+  std::unique_ptr<EVP_MD_CTX, MdCtxFree> ctx(EVP_MD_CTX_new());
+  if (!k || !ctx || EVP_DigestVerifyInit(ctx.get(), nullptr, nullptr, nullptr, k.get()) != 1) {
+    return false;
+  }
+  return EVP_DigestVerify(ctx.get(), reinterpret_cast<const unsigned char*>(sig->data()),
+                          sig->size(), reinterpret_cast<const unsigned char*>(data.data()),
+                          data.size()) == 1;
+}
 
 }  // namespace pilot

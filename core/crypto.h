@@ -1,5 +1,6 @@
 // Hashing and signing: SHA-256 of bytes and files, HMAC-SHA256, hex, random
-// bytes and the verdict signing key file.
+// bytes, the verdict signing key file, and Ed25519 (RFC 8032) signatures
+// with their key files.
 //
 // All functions are thread-safe (OpenSSL 3 EVP/HMAC are reentrant) and keep
 // no state between calls.
@@ -57,6 +58,51 @@ Result<std::string> NewKeyFileContents();
 Result<std::string> ReadKeyFile(const std::string& path);
 // A short public name of a key: the first 16 hex characters of SHA-256 of
 // the raw key bytes. Recorded in verdicts so a rotated key is recognised.
+// For an Ed25519 key pair it is taken of the raw 32-byte public key.
 std::string KeyId(std::string_view key);
+
+// ---- Ed25519 ------------------------------------------------------------------
+// Keys travel as raw bytes: a private key is its 32-byte seed, a public key
+// its 32-byte encoding (RFC 8032). Signatures are 64 bytes, written as 128
+// lower-case hex characters.
+//
+// Key files are PEM, as `openssl pkey` reads and writes them: the private
+// key as PKCS#8 ("-----BEGIN PRIVATE KEY-----", unencrypted), a regular file
+// not readable or writable by group or others (mode 0600 or 0400); the
+// public key as SubjectPublicKeyInfo ("-----BEGIN PUBLIC KEY-----"), meant to
+// be world-readable (mode 0644) but not writable by others.
+
+inline constexpr size_t kEd25519KeyBytes = 32;
+
+// The contents of a new key pair's two files, from RandomBytes(32).
+struct Ed25519KeyFiles {
+  std::string private_pem;
+  std::string public_pem;
+  std::string public_key;  // raw, for KeyId()
+};
+Result<Ed25519KeyFiles> NewEd25519KeyFiles();
+// The two files of the pair whose private key (seed) is `private_key`.
+// Errors: kInvalid (not 32 bytes), kInternal (OpenSSL failed).
+Result<Ed25519KeyFiles> Ed25519KeyFilesOf(std::string_view private_key);
+
+// Reads and checks a private key file; returns the raw 32-byte seed.
+// Errors: kNotFound (with a hint to run `pilot keygen`), kIoError,
+// kPermission (group/other may read or write), kCorrupt (not an unencrypted
+// Ed25519 private key in PEM).
+Result<std::string> ReadEd25519PrivateKeyFile(const std::string& path);
+// Reads and checks a public key file; returns the raw 32-byte public key.
+// Errors: kNotFound, kIoError, kPermission (others may write it: anyone
+// could replace it), kCorrupt (not an Ed25519 public key in PEM).
+Result<std::string> ReadEd25519PublicKeyFile(const std::string& path);
+
+// The public key of a private key (seed). Errors: kInvalid (not 32 bytes).
+Result<std::string> Ed25519PublicKeyOf(std::string_view private_key);
+// The Ed25519 signature of `data` as 128 hex characters. Errors: kInvalid
+// (a key not of 32 bytes), kInternal (OpenSSL failed).
+Result<std::string> Ed25519SignHex(std::string_view private_key, std::string_view data);
+// True when `signature_hex` (case-insensitive) is a valid Ed25519 signature
+// of `data` under `public_key`; false for anything malformed.
+bool Ed25519Verify(std::string_view public_key, std::string_view data,
+                   std::string_view signature_hex);
 
 }  // namespace pilot

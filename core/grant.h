@@ -47,7 +47,8 @@ Result<int64_t> ParseDurationMinutes(std::string_view text);
 int TermDays(const std::string& term);
 
 // The reasons to refuse (empty = may grant). `signature` is the result of
-// VerifyVerdict (checked by the caller, who holds the key).
+// VerifyVerdictEd25519 or VerifyVerdictHmac (checked by the caller, who holds
+// the keys).
 std::vector<std::string> GrantRefusals(const Verdict& v, const Status& signature,
                                        const GrantRequest& r, int64_t now);
 

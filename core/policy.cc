@@ -89,6 +89,10 @@ void Fields(V& v, S& s, std::type_identity<Policy>) {
     Doc{"where verdicts, locks and grants are kept"});
   v("key_file", s.key_file, Validate{&AbsoluteOrEmpty}, kMayBeAbsent,
     Doc{"the verdict signing key"});
+  v("signing_key_file", s.signing_key_file, Validate{&AbsoluteOrEmpty}, kMayBeAbsent,
+    Doc{"the Ed25519 private key that signs verdicts (root only)"});
+  v("public_key_file", s.public_key_file, Validate{&AbsoluteOrEmpty}, kMayBeAbsent,
+    Doc{"the Ed25519 public key anyone checks verdicts with"});
   v("notify_url", s.notify_url, Validate{&HttpUrlOrEmpty}, kMayBeAbsent,
     Doc{"where verdicts are posted (\"\" = nowhere)"});
   v("notify_timeout_seconds", s.notify_timeout_seconds, IntRange{1, 600}, kMayBeAbsent,

@@ -53,6 +53,8 @@ struct Policy {
   std::string path;  // file read ("" = built-in defaults)
   std::string state_dir = "/var/lib/slurm-pilot";
   std::string key_file = "/etc/slurm-pilot/verdict.key";
+  std::string signing_key_file = "/etc/slurm-pilot/verdict-ed25519.key";  // private, root only
+  std::string public_key_file = "/etc/slurm-pilot/verdict-ed25519.pub";   // world-readable
   std::string notify_url;            // "" = do not post verdicts
   int notify_timeout_seconds = 10;   // per attempt (connect: min(5, this))
   int notify_retries = 3;            // extra attempts after the first

@@ -30,10 +30,11 @@ const char* VerifiedByName(VerifiedBy v) {
 }
 
 // ---- field lists (core/record.h) --------------------------------------------
-// The signature covers CanonicalJson of what these lists write (less
-// "signature"): a field added here enters the signed bytes, and a verdict
-// signed before it existed would no longer verify once read back with a
-// default for it. A new field therefore comes with a new schema version.
+// The signatures cover CanonicalJson of what these lists write (less
+// "signature" and "signature_ed25519"): a field added here enters the signed
+// bytes, and a verdict signed before it existed would no longer verify once
+// read back with a default for it. A new field therefore comes with a new
+// schema version, and kOnlyInV2 lists the fields a /1 verdict lacks.
 
 template <class V, class S>
 void Fields(V& v, S& s, std::type_identity<VerdictJob>) {
@@ -87,11 +88,26 @@ void Fields(V& v, S& s, std::type_identity<Verdict>) {
   v("expires", s.expires, Validate{&CheckRfc3339});
   v("key_id", s.key_id);
   v("signature", s.signature);
+  v("public_key_id", s.public_key_id, kMayBeAbsent);
+  v("signature_ed25519", s.signature_ed25519, kMayBeAbsent);
 }
+
+namespace {
+
+// The members schema /2 added; a /1 verdict has none of them.
+constexpr const char* kOnlyInV2[] = {"instance", "public_key_id", "signature_ed25519"};
+
+}  // namespace
 
 Json VerdictToJsonValue(const Verdict& v, bool with_signature) {
   Json j = RecordToJson(v);
-  if (!with_signature) j.erase("signature");
+  if (v.schema == kVerdictSchemaV1) {
+    for (const char* key : kOnlyInV2) j.erase(key);
+  }
+  if (!with_signature) {
+    j.erase("signature");
+    j.erase("signature_ed25519");
+  }
   return j;
 }
 
@@ -99,7 +115,14 @@ std::string VerdictToJson(const Verdict& v) { return DumpJson(VerdictToJsonValue
 
 Result<Verdict> ParseVerdict(std::string_view text, const std::string& label) {
   PILOT_ASSIGN_OR_RETURN(Json j, ParseJsonText(text, label, kMaxVerdictBytes));
-  PILOT_RETURN_IF_ERROR(CheckJsonSchema(j, label, kVerdictSchema));
+  const bool v1 = j.is_object() && j.contains("schema") && j["schema"] == kVerdictSchemaV1;
+  if (v1) {
+    for (const char* key : kOnlyInV2) {
+      if (j.contains(key)) return Status::Corrupt(label + ": " + key, "unknown field");
+    }
+  } else {
+    PILOT_RETURN_IF_ERROR(CheckJsonSchema(j, label, kVerdictSchema));
+  }
   Verdict v;
   PILOT_RETURN_IF_ERROR(RecordFromJson(j, &v).Context(label));
   return v;
@@ -117,12 +140,55 @@ std::string CanonicalVerdict(const Verdict& v) {
   return CanonicalJson(VerdictToJsonValue(v, /*with_signature=*/false));
 }
 
-void SignVerdict(Verdict* v, std::string_view key) {
-  v->key_id = KeyId(key);
-  v->signature = HmacSha256Hex(key, CanonicalVerdict(*v));
+Status SignVerdict(Verdict* v, std::string_view hmac_key, std::string_view ed25519_private) {
+  v->signature.clear();
+  v->signature_ed25519.clear();
+  v->key_id = hmac_key.empty() ? "" : KeyId(hmac_key);
+  v->public_key_id.clear();
+  if (!ed25519_private.empty()) {
+    if (v->schema == kVerdictSchemaV1) {
+      v->key_id.clear();
+      return Status::Invalid("verdict for job " + std::to_string(v->job.id),
+                             std::string("schema ") + kVerdictSchemaV1 +
+                                 " has no Ed25519 signature");
+    }
+    Result<std::string> public_key = Ed25519PublicKeyOf(ed25519_private);
+    if (!public_key.ok()) {
+      v->key_id.clear();
+      return public_key.status();
+    }
+    v->public_key_id = KeyId(*public_key);
+  }
+  const std::string canonical = CanonicalVerdict(*v);
+  if (!ed25519_private.empty()) {
+    Result<std::string> sig = Ed25519SignHex(ed25519_private, canonical);
+    if (!sig.ok()) {
+      v->key_id.clear();
+      v->public_key_id.clear();
+      return sig.status();
+    }
+    v->signature_ed25519 = *sig;
+  }
+  if (!hmac_key.empty()) v->signature = HmacSha256Hex(hmac_key, canonical);
+  return Status::Ok();
 }
 
-Status VerifyVerdict(const Verdict& v, std::string_view key) {
+Status VerifyVerdictEd25519(const Verdict& v, std::string_view public_key) {
+  const std::string what = "verdict for job " + std::to_string(v.job.id);
+  if (v.signature_ed25519.empty()) return Status::Permission(what, "no ed25519 signature");
+  const std::string id = KeyId(public_key);
+  if (v.public_key_id != id) {
+    return Status::Permission(what, "ed25519 signature by another key (public_key_id " +
+                                        v.public_key_id + ", this key is " + id + ")");
+  }
+  if (!Ed25519Verify(public_key, CanonicalVerdict(v), v.signature_ed25519)) {
+    return Status::Permission(what,
+                              "ed25519 signature mismatch: the verdict was changed after signing");
+  }
+  return Status::Ok();
+}
+
+Status VerifyVerdictHmac(const Verdict& v, std::string_view key) {
   const std::string what = "verdict for job " + std::to_string(v.job.id);
   if (v.signature.empty()) return Status::Permission(what, "not signed");
   if (v.key_id != KeyId(key)) {

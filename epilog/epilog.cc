@@ -12,6 +12,7 @@
 #include "core/strings.h"
 #include "job/state_dir.h"
 #include "job/state_layout.h"
+#include "job/verdict_history.h"
 
 namespace pilot::epilog {
 namespace {
@@ -166,18 +167,26 @@ Result<EpilogReport> RunEpilog(const Policy& policy, const JobEnv& job, const Ep
   PILOT_ASSIGN_OR_RETURN(Verdict v, deps.decide(in, policy));
 
   report.decision = v.decision;
+  // A verdict without one of its signatures is stored all the same (the
+  // user learns the outcome); `pilot grant` needs one that verifies.
+  auto add_note = [&report](const std::string& n) {
+    report.note += (report.note.empty() ? "" : "; ") + n;
+  };
   Result<std::string> key = ReadKeyFile(policy.key_file);
-  if (key.ok()) {
-    SignVerdict(&v, *key);
-    report.signed_ok = true;
-  } else {
-    // An unsigned verdict is stored (the user learns the outcome) but no
-    // `pilot grant` accepts it.
-    report.note = "verdict not signed: " + key.status().Message();
-  }
+  if (!key.ok()) add_note("verdict not signed: " + key.status().Message());
+  Result<std::string> ed25519 = ReadEd25519PrivateKeyFile(policy.signing_key_file);
+  if (!ed25519.ok()) add_note("no ed25519 signature: " + ed25519.status().Message());
+  Status sign = SignVerdict(&v, key.ok() ? *key : "", ed25519.ok() ? *ed25519 : "");
+  if (!sign.ok()) add_note("verdict not signed: " + sign.Message());
+  report.signed_ok = sign.ok() && !v.signature.empty();
+  report.signed_ed25519 = sign.ok() && !v.signature_ed25519.empty();
   std::string body = VerdictToJson(v);
-  report.verdict_path = layout.VerdictFile(job.job_id);
-  PILOT_RETURN_IF_ERROR(WriteFileAtomic(report.verdict_path, body, 0644));
+  PILOT_ASSIGN_OR_RETURN(job::StoredVerdictFile stored,
+                         job::StoreVerdict(layout, job.job_id, job::VerdictInstance(v), body));
+  report.verdict_path = stored.path;
+  report.history_path = stored.moved_to;
+  if (!stored.note.empty()) add_note(stored.note);
+  if (stored.kept) return report;  // the first run posted what is stored
 
   if (!policy.notify_url.empty()) {
     Status posted = deps.post(policy, body, key.ok() ? *key : "");

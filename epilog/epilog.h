@@ -14,8 +14,11 @@
 //     manifest.json as the user: it must be the one the supervisor hashed
 //     when the workload reported the checkpoint complete;
 //  4. decides (a pure core function), signs with the policy's key_file
-//     (HMAC-SHA256), stores STATE/verdicts/JOBID.json atomically (root,
-//     0644; the folder root's, 0755);
+//     (HMAC-SHA256) and signing_key_file (Ed25519), each when readable,
+//     stores STATE/verdicts/JOBID.json atomically (root, 0644; the folder
+//     root's, 0755) through job::StoreVerdict, which moves a verdict of an
+//     earlier instance into verdicts/history/ and keeps one of the same
+//     instance (then nothing is posted);
 //  5. POSTs the verdict to the policy's notify_url with
 //     "X-Pilot-Signature-256: sha256=<hex HMAC of the body>", and queues it
 //     in STATE/outbox/ when that fails (`pilot flush` delivers later).
@@ -85,7 +88,9 @@ EpilogDeps RealEpilogDeps(const Policy& policy);
 struct EpilogReport {
   std::string verdict_path;
   Decision decision = Decision::kNoGo;
-  bool signed_ok = false;
+  bool signed_ok = false;      // HMAC-SHA256 (key_file)
+  bool signed_ed25519 = false;  // Ed25519 (signing_key_file)
+  std::string history_path;     // where the replaced verdict went ("" = none)
   bool posted = false;
   bool queued = false;
   bool skipped = false;  // a node of a multi-node job that did not run the pilot

@@ -8,6 +8,7 @@ namespace {
 // The only spelling of these names in the project's code (see the header).
 constexpr std::string_view kJobs = "jobs";
 constexpr std::string_view kVerdicts = "verdicts";
+constexpr std::string_view kHistory = "history";  // under verdicts/
 constexpr std::string_view kOutbox = "outbox";
 constexpr std::string_view kGrants = "grants";
 constexpr std::string_view kAttic = "attic";
@@ -18,6 +19,7 @@ constexpr std::string_view kWork = "work";
 constexpr std::string_view kResults = "results.json";
 constexpr std::string_view kRecordSuffix = ".json";  // verdicts/ and grants/
 constexpr size_t kMaxJobIdDigits = 12;
+constexpr size_t kMaxInstanceChars = 64;
 
 std::string Join(const std::string& dir, std::string_view name) {
   std::string path = dir;
@@ -36,6 +38,7 @@ StateLayout::StateLayout(std::string state_dir) : root_(std::move(state_dir)) {}
 
 std::string StateLayout::JobsDir() const { return Join(root_, kJobs); }
 std::string StateLayout::VerdictsDir() const { return Join(root_, kVerdicts); }
+std::string StateLayout::VerdictHistoryDir() const { return Join(VerdictsDir(), kHistory); }
 std::string StateLayout::OutboxDir() const { return Join(root_, kOutbox); }
 std::string StateLayout::GrantsDir() const { return Join(root_, kGrants); }
 std::string StateLayout::AtticDir() const { return Join(root_, kAttic); }
@@ -55,6 +58,19 @@ JobPaths StateLayout::Job(int64_t job_id) const {
 }
 
 std::string StateLayout::VerdictFile(int64_t job_id) const { return Record(VerdictsDir(), job_id); }
+
+std::string StateLayout::VerdictHistoryFile(int64_t job_id, std::string_view instance,
+                                            int clash) const {
+  std::string name = std::to_string(job_id) + "-";
+  if (instance.empty()) name += "none";
+  for (char c : instance.substr(0, kMaxInstanceChars)) {
+    const bool plain = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                       c == '.' || c == '_' || c == '-';
+    name += plain ? c : '_';
+  }
+  if (clash > 0) name += "." + std::to_string(clash);
+  return Join(VerdictHistoryDir(), name) + std::string(kRecordSuffix);
+}
 
 std::string StateLayout::GrantFile(int64_t job_id) const { return Record(GrantsDir(), job_id); }
 
@@ -76,6 +92,16 @@ std::optional<int64_t> StateLayout::JobOfVerdictFile(std::string_view file_name)
     return std::nullopt;
   }
   return ParseJobId(file_name.substr(0, file_name.size() - kRecordSuffix.size()));
+}
+
+std::optional<int64_t> StateLayout::JobOfHistoryFile(std::string_view file_name) {
+  const size_t dash = file_name.find('-');
+  if (dash == std::string_view::npos ||
+      file_name.size() <= dash + 1 + kRecordSuffix.size() ||
+      file_name.substr(file_name.size() - kRecordSuffix.size()) != kRecordSuffix) {
+    return std::nullopt;
+  }
+  return ParseJobId(file_name.substr(0, dash));
 }
 
 }  // namespace pilot::job

@@ -14,7 +14,11 @@
 //                                                out again), moved aside by the
 //                                                prolog, never given to a user
 //   STATE/verdicts/                  root 0755
-//   STATE/verdicts/JOBID.json        root 0644   the signed verdict (epilog)
+//   STATE/verdicts/JOBID.json        root 0644   the latest signed verdict (epilog)
+//   STATE/verdicts/history/          root 0755   made when a verdict is replaced
+//   STATE/verdicts/history/JOBID-INSTANCE.json
+//                                    root 0644   a replaced verdict, never overwritten
+//                                                (JOBID-INSTANCE.N.json for the Nth clash)
 //   STATE/outbox/                    root 0700   verdicts not yet posted (core/outbox.h)
 //   STATE/grants/                    root 0755   made by `pilot grant`
 //   STATE/grants/JOBID.json          root 0644   one granted reservation
@@ -64,6 +68,7 @@ class StateLayout {
   // The folders directly under the state directory.
   std::string JobsDir() const;
   std::string VerdictsDir() const;
+  std::string VerdictHistoryDir() const;  // VerdictsDir()/history
   std::string OutboxDir() const;
   std::string GrantsDir() const;
   std::string AtticDir() const;
@@ -73,6 +78,11 @@ class StateLayout {
 
   JobPaths Job(int64_t job_id) const;
   std::string VerdictFile(int64_t job_id) const;
+  // VerdictHistoryDir()/JOBID-INSTANCE.json, or JOBID-INSTANCE.N.json for
+  // clash > 0. INSTANCE is `instance` with every byte but [A-Za-z0-9._-]
+  // replaced by '_', at most 64 of them ("none" when empty), so the name
+  // stays inside the folder whatever the prolog recorded.
+  std::string VerdictHistoryFile(int64_t job_id, std::string_view instance, int clash = 0) const;
   std::string GrantFile(int64_t job_id) const;
 
   // OUT/results.json: what the runner writes into its --out folder (the
@@ -86,6 +96,10 @@ class StateLayout {
   // The job whose verdict a file name in VerdictsDir() holds ("4242.json"
   // -> 4242); nullopt for other names (temporary files, stray files).
   static std::optional<int64_t> JobOfVerdictFile(std::string_view file_name);
+
+  // The job whose replaced verdict a file name in VerdictHistoryDir() holds
+  // ("4242-abc.json" -> 4242); nullopt for other names.
+  static std::optional<int64_t> JobOfHistoryFile(std::string_view file_name);
 
  private:
   std::string root_;

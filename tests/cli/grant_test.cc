@@ -182,6 +182,48 @@ TEST_F(GrantTest, EditedVerdictIsRefused) {
   EXPECT_NE(r.output.find("signature mismatch"), std::string::npos) << r.output;
 }
 
+TEST_F(GrantTest, AValidEd25519SignatureIsEnough) {
+  Result<Ed25519KeyFiles> pair = NewEd25519KeyFiles();
+  ASSERT_TRUE(pair.ok());
+  Write(dir_ + "/ed.key", pair->private_pem, 0600);
+  Write(dir_ + "/ed.pub", pair->public_pem, 0644);
+  const std::string seed = ReadEd25519PrivateKeyFile(dir_ + "/ed.key").value();
+  std::string conf = Slurp(dir_ + "/pilot.conf");
+  Write(dir_ + "/pilot.conf", conf + "public_key_file = \"" + dir_ + "/ed.pub\"\n");
+
+  Verdict ed_only = Good(61);
+  ASSERT_TRUE(SignVerdict(&ed_only, "", seed).ok());
+  Store(ed_only, /*sign=*/false);
+  Ran r = Grant("61 --nodes 1 --dry-run");
+  EXPECT_EQ(r.rc, 0) << r.output;
+  EXPECT_NE(r.output.find("signature valid (ed25519, key " + KeyId(pair->public_key) + ")"),
+            std::string::npos)
+      << r.output;
+
+  // HMAC only (the public key knows no signature): still accepted, and said.
+  Store(Good(62));
+  Ran h = Grant("62 --nodes 1 --dry-run");
+  EXPECT_EQ(h.rc, 0) << h.output;
+  EXPECT_NE(h.output.find("signature valid (hmac-sha256, key " + KeyId(key_) +
+                          "; ed25519: no ed25519 signature)"),
+            std::string::npos)
+      << h.output;
+
+  // An Ed25519 signature that fails and no HMAC: refused, naming both.
+  Verdict edited = Good(63);
+  ASSERT_TRUE(SignVerdict(&edited, "", seed).ok());
+  edited.budget.term = "7-day";
+  Store(edited, /*sign=*/false);
+  Ran bad = Grant("63 --nodes 1 --dry-run");
+  EXPECT_EQ(bad.rc, 1) << bad.output;
+  EXPECT_NE(bad.output.find("signature: no valid signature: ed25519: verdict for job 63: "
+                            "ed25519 signature mismatch"),
+            std::string::npos)
+      << bad.output;
+  EXPECT_NE(bad.output.find("; hmac-sha256: verdict for job 63: not signed"), std::string::npos)
+      << bad.output;
+}
+
 TEST_F(GrantTest, ScontrolFailureIsExit4) {
   if (getuid() != 0) GTEST_SKIP() << "pilot grant needs root";
   Store(Good(9));

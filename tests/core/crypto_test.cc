@@ -164,5 +164,104 @@ TEST(KeyFile, NewReadAndPermissions) {
   EXPECT_EQ(ReadKeyFile(dir / "none").status().code(), Code::kNotFound);
 }
 
+// RFC 8032, section 7.1, TEST 1 and TEST 2.
+TEST(Ed25519, Rfc8032Vectors) {
+  struct Case {
+    std::string seed, public_key, message, signature;
+  };
+  const Case cases[] = {
+      {"9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60",
+       "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a", "",
+       "e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e065224901555fb8821590a33bacc61e3970"
+       "1cf9b46bd25bf5f0595bbe24655141438e7a100b"},
+      {"4ccd089b28ff96da9db6c346ec114e0f5b8a319f35aba624da8cf6ed4fb8a6fb",
+       "3d4017c3e843895a92b70aa74d1b7ebc9c982ccf2ec4968cc0cd55f12af4660c", "\x72",
+       "92a009a9f0d4cab8720e820b5f642540a2b27b5416503f8fb3762223ebdb69da085ac1e43e15996e458f3613"
+       "d0f11d8c387b2eaeb4302aeeb00d291612bb0c00"},
+  };
+  for (const Case& c : cases) {
+    const std::string seed = Unhex(c.seed);
+    EXPECT_EQ(HexEncode(Ed25519PublicKeyOf(seed).value()), c.public_key);
+    auto sig = Ed25519SignHex(seed, c.message);
+    ASSERT_TRUE(sig.ok()) << sig.status().ToString();
+    EXPECT_EQ(*sig, c.signature);
+    EXPECT_TRUE(Ed25519Verify(Unhex(c.public_key), c.message, c.signature));
+  }
+}
+
+TEST(Ed25519, VerifyRejectsChangesAndOtherKeys) {
+  const std::string seed = RandomBytes(32).value();
+  const std::string pub = Ed25519PublicKeyOf(seed).value();
+  const std::string other = Ed25519PublicKeyOf(RandomBytes(32).value()).value();
+  const std::string sig = Ed25519SignHex(seed, "body").value();
+  ASSERT_EQ(sig.size(), 128u);
+  EXPECT_TRUE(Ed25519Verify(pub, "body", sig));
+  std::string upper = sig;
+  for (char& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  EXPECT_TRUE(Ed25519Verify(pub, "body", upper));
+  EXPECT_FALSE(Ed25519Verify(pub, "Body", sig));
+  EXPECT_FALSE(Ed25519Verify(other, "body", sig));
+  std::string flipped = sig;
+  flipped[10] = flipped[10] == '0' ? '1' : '0';
+  EXPECT_FALSE(Ed25519Verify(pub, "body", flipped));
+  EXPECT_FALSE(Ed25519Verify(pub, "body", sig.substr(0, 126)));
+  EXPECT_FALSE(Ed25519Verify(pub, "body", std::string(128, 'z')));
+  EXPECT_FALSE(Ed25519Verify(pub.substr(0, 31), "body", sig));
+  EXPECT_EQ(Ed25519SignHex("short", "body").status().code(), Code::kInvalid);
+}
+
+TEST(Ed25519KeyFile, NewReadAndPermissions) {
+  TempDir dir;
+  auto files = NewEd25519KeyFiles();
+  ASSERT_TRUE(files.ok()) << files.status().ToString();
+  EXPECT_EQ(files->private_pem.rfind("-----BEGIN PRIVATE KEY-----\n", 0), 0u);
+  EXPECT_EQ(files->public_pem.rfind("-----BEGIN PUBLIC KEY-----\n", 0), 0u);
+  const std::string priv = dir / "ed.key", pub = dir / "ed.pub";
+  WriteText(priv, files->private_pem);
+  WriteText(pub, files->public_pem);
+  ::chmod(priv.c_str(), 0600);
+  ::chmod(pub.c_str(), 0644);
+  auto seed = ReadEd25519PrivateKeyFile(priv);
+  ASSERT_TRUE(seed.ok()) << seed.status().ToString();
+  auto raw = ReadEd25519PublicKeyFile(pub);
+  ASSERT_TRUE(raw.ok()) << raw.status().ToString();
+  EXPECT_EQ(*raw, files->public_key);
+  EXPECT_EQ(Ed25519PublicKeyOf(*seed).value(), *raw);
+  // The same pair written again from its private key.
+  EXPECT_EQ(Ed25519KeyFilesOf(*seed).value().public_pem, files->public_pem);
+  EXPECT_TRUE(Ed25519Verify(*raw, "x", Ed25519SignHex(*seed, "x").value()));
+
+  for (mode_t open : {0640, 0604, 0620}) {
+    ::chmod(priv.c_str(), open);
+    Status s = ReadEd25519PrivateKeyFile(priv).status();
+    EXPECT_EQ(s.code(), Code::kPermission) << std::oct << open;
+    EXPECT_EQ(s.ToString(), "pilot: " + priv +
+                                ": Ed25519 signing key is accessible to group or others\n"
+                                "HINT: chmod 600 " + priv);
+  }
+  ::chmod(priv.c_str(), 0400);
+  EXPECT_TRUE(ReadEd25519PrivateKeyFile(priv).ok());
+  ::chmod(pub.c_str(), 0666);
+  EXPECT_EQ(ReadEd25519PublicKeyFile(pub).status().ToString(),
+            "pilot: " + pub + ": Ed25519 public key is writable by others\nHINT: chmod 644 " + pub);
+  ::chmod(pub.c_str(), 0664);
+  EXPECT_TRUE(ReadEd25519PublicKeyFile(pub).ok());
+
+  // The wrong kind of file: a public key as private, an HMAC key, garbage.
+  const std::string wrong = dir / "wrong";
+  for (const std::string& text : {files->public_pem, NewKeyFileContents().value(),
+                                  std::string("-----BEGIN PRIVATE KEY-----\nAAAA\n")}) {
+    WriteText(wrong, text);
+    ::chmod(wrong.c_str(), 0600);
+    EXPECT_EQ(ReadEd25519PrivateKeyFile(wrong).status().code(), Code::kCorrupt) << text;
+  }
+  WriteText(wrong, files->private_pem);
+  EXPECT_EQ(ReadEd25519PublicKeyFile(wrong).status().code(), Code::kCorrupt);
+  Status missing = ReadEd25519PrivateKeyFile(dir / "none").status();
+  EXPECT_EQ(missing.code(), Code::kNotFound);
+  EXPECT_EQ(missing.hint(), "create it as root with 'pilot keygen'");
+  EXPECT_EQ(ReadEd25519PublicKeyFile(dir.path()).status().code(), Code::kIoError);
+}
+
 }  // namespace
 }  // namespace pilot

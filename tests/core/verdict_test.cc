@@ -49,7 +49,7 @@ TEST(Verdict, RoundTrip) {
   EXPECT_EQ(back->hardware, v.hardware);
   EXPECT_EQ(back->budget, v.budget);
   EXPECT_EQ(VerdictToJson(*back), text);
-  EXPECT_TRUE(VerifyVerdict(*back, "secret-key").ok());
+  EXPECT_TRUE(VerifyVerdictHmac(*back, "secret-key").ok());
 }
 
 TEST(Verdict, EnumNames) {
@@ -93,9 +93,9 @@ TEST(Verdict, AnyEditBreaksTheSignature) {
   for (const auto& c : cases) {
     Verdict v = SampleVerdict();
     SignVerdict(&v, "key");
-    ASSERT_TRUE(VerifyVerdict(v, "key").ok());
+    ASSERT_TRUE(VerifyVerdictHmac(v, "key").ok());
     c.edit(v);
-    Status s = VerifyVerdict(v, "key");
+    Status s = VerifyVerdictHmac(v, "key");
     EXPECT_EQ(s.code(), Code::kPermission) << c.name;
     EXPECT_EQ(s.ToString(), "pilot: verdict for job " + std::to_string(v.job.id) +
                                 ": signature mismatch: the verdict was changed after signing")
@@ -105,13 +105,13 @@ TEST(Verdict, AnyEditBreaksTheSignature) {
 
 TEST(Verdict, UnsignedAndWrongKey) {
   Verdict v = SampleVerdict();
-  EXPECT_EQ(VerifyVerdict(v, "key").ToString(), "pilot: verdict for job 4242: not signed");
+  EXPECT_EQ(VerifyVerdictHmac(v, "key").ToString(), "pilot: verdict for job 4242: not signed");
   SignVerdict(&v, "key");
-  Status s = VerifyVerdict(v, "other");
+  Status s = VerifyVerdictHmac(v, "other");
   EXPECT_EQ(s.code(), Code::kPermission);
   EXPECT_NE(s.ToString().find("signed with another key"), std::string::npos);
   v.key_id = KeyId("other");  // a forger cannot fix the HMAC by relabelling
-  EXPECT_EQ(VerifyVerdict(v, "other").code(), Code::kPermission);
+  EXPECT_EQ(VerifyVerdictHmac(v, "other").code(), Code::kPermission);
 }
 
 TEST(Verdict, StrictParsing) {
@@ -142,6 +142,147 @@ TEST(Verdict, StrictParsing) {
     ASSERT_FALSE(r.ok()) << c.message;
     EXPECT_EQ(r.status().ToString(), c.message);
   }
+}
+
+struct Ed25519Pair {
+  std::string seed;
+  std::string public_key;
+};
+Ed25519Pair NewPair() {
+  Ed25519Pair p;
+  p.seed = RandomBytes(32).value();
+  p.public_key = Ed25519PublicKeyOf(p.seed).value();
+  return p;
+}
+
+TEST(Verdict, BothSignaturesRoundTrip) {
+  const Ed25519Pair pair = NewPair();
+  Verdict v = SampleVerdict();
+  v.instance = "4242-1764475506-node01";
+  ASSERT_TRUE(SignVerdict(&v, "hmac-key", pair.seed).ok());
+  EXPECT_EQ(v.schema, "slurm-pilot/verdict/2");
+  EXPECT_EQ(v.key_id, KeyId("hmac-key"));
+  EXPECT_EQ(v.public_key_id, KeyId(pair.public_key));
+  EXPECT_EQ(v.signature_ed25519.size(), 128u);
+  // Both signatures cover the same bytes, without either signature but
+  // with both key ids.
+  const std::string c = CanonicalVerdict(v);
+  EXPECT_EQ(c.find("\"signature"), std::string::npos) << c;
+  EXPECT_NE(c.find("\"public_key_id\":\"" + v.public_key_id + "\""), std::string::npos);
+  EXPECT_NE(c.find("\"instance\":\"4242-1764475506-node01\""), std::string::npos);
+  EXPECT_EQ(v.signature, HmacSha256Hex("hmac-key", c));
+  EXPECT_TRUE(Ed25519Verify(pair.public_key, c, v.signature_ed25519));
+
+  auto back = ParseVerdict(VerdictToJson(v));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_TRUE(Same(*back, v));
+  EXPECT_EQ(back->instance, v.instance);
+  EXPECT_TRUE(VerifyVerdictEd25519(*back, pair.public_key).ok());
+  EXPECT_TRUE(VerifyVerdictHmac(*back, "hmac-key").ok());
+}
+
+TEST(Verdict, Ed25519OnlyOrHmacOnly) {
+  const Ed25519Pair pair = NewPair();
+  Verdict v = SampleVerdict();
+  ASSERT_TRUE(SignVerdict(&v, "", pair.seed).ok());
+  EXPECT_EQ(v.key_id, "");
+  EXPECT_EQ(v.signature, "");
+  EXPECT_TRUE(VerifyVerdictEd25519(v, pair.public_key).ok());
+  EXPECT_EQ(VerifyVerdictHmac(v, "hmac-key").ToString(), "pilot: verdict for job 4242: not signed");
+  // Signing again without the pair clears what it set before.
+  ASSERT_TRUE(SignVerdict(&v, "hmac-key").ok());
+  EXPECT_EQ(v.public_key_id, "");
+  EXPECT_EQ(v.signature_ed25519, "");
+  EXPECT_TRUE(VerifyVerdictHmac(v, "hmac-key").ok());
+  EXPECT_EQ(VerifyVerdictEd25519(v, pair.public_key).ToString(),
+            "pilot: verdict for job 4242: no ed25519 signature");
+  EXPECT_EQ(SignVerdict(&v, "hmac-key", "short").code(), Code::kInvalid);
+  EXPECT_EQ(v.signature, "");
+}
+
+TEST(Verdict, AnyEditBreaksTheEd25519Signature) {
+  const Ed25519Pair pair = NewPair();
+  const TamperCase cases[] = {
+      {"decision", [](Verdict& v) { v.decision = Decision::kNoGo; }},
+      {"expires", [](Verdict& v) { v.expires = "2027-12-14T04:05:06Z"; }},
+      {"instance", [](Verdict& v) { v.instance = "other"; }},
+      {"user", [](Verdict& v) { v.job.user = "mallory"; }},
+      {"hmac key id", [](Verdict& v) { v.key_id = "0000000000000000"; }},
+      {"drop a check", [](Verdict& v) { v.checks.pop_back(); }},
+  };
+  for (const auto& c : cases) {
+    Verdict v = SampleVerdict();
+    ASSERT_TRUE(SignVerdict(&v, "", pair.seed).ok());
+    ASSERT_TRUE(VerifyVerdictEd25519(v, pair.public_key).ok());
+    c.edit(v);
+    Status s = VerifyVerdictEd25519(v, pair.public_key);
+    EXPECT_EQ(s.code(), Code::kPermission) << c.name;
+    EXPECT_EQ(s.ToString(), "pilot: verdict for job " + std::to_string(v.job.id) +
+                                ": ed25519 signature mismatch: the verdict was changed after "
+                                "signing")
+        << c.name;
+  }
+  // Through the file: one character of the stored text changed.
+  Verdict v = SampleVerdict();
+  ASSERT_TRUE(SignVerdict(&v, "", pair.seed).ok());
+  std::string text = VerdictToJson(v);
+  const size_t at = text.find("\"gpt-1b\"");
+  ASSERT_NE(at, std::string::npos);
+  text[at + 1] = 'G';
+  auto edited = ParseVerdict(text);
+  ASSERT_TRUE(edited.ok()) << edited.status().ToString();
+  EXPECT_EQ(VerifyVerdictEd25519(*edited, pair.public_key).code(), Code::kPermission);
+}
+
+TEST(Verdict, Ed25519WrongKey) {
+  const Ed25519Pair pair = NewPair(), other = NewPair();
+  Verdict v = SampleVerdict();
+  ASSERT_TRUE(SignVerdict(&v, "", pair.seed).ok());
+  Status s = VerifyVerdictEd25519(v, other.public_key);
+  EXPECT_EQ(s.code(), Code::kPermission);
+  EXPECT_EQ(s.ToString(), "pilot: verdict for job 4242: ed25519 signature by another key "
+                          "(public_key_id " + KeyId(pair.public_key) + ", this key is " +
+                              KeyId(other.public_key) + ")");
+  // Relabelling the key id does not make another key's signature valid.
+  v.public_key_id = KeyId(other.public_key);
+  EXPECT_NE(VerifyVerdictEd25519(v, other.public_key).ToString().find("mismatch"),
+            std::string::npos);
+}
+
+// A verdict of schema /1 as the previous version wrote and signed it: its
+// members, its canonical bytes, its HMAC.
+TEST(Verdict, SchemaV1IsStillReadAndVerifies) {
+  Verdict v = SampleVerdict();
+  Json j = VerdictToJsonValue(v);
+  for (const char* key : {"instance", "public_key_id", "signature_ed25519"}) j.erase(key);
+  j["schema"] = "slurm-pilot/verdict/1";
+  j["key_id"] = KeyId("old-key");
+  j.erase("signature");
+  j["signature"] = HmacSha256Hex("old-key", DumpJson(j, -1));
+  const std::string text = DumpJson(j, 2);
+
+  auto back = ParseVerdict(text);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->schema, kVerdictSchemaV1);
+  EXPECT_EQ(back->instance, "");
+  EXPECT_TRUE(VerifyVerdictHmac(*back, "old-key").ok());
+  EXPECT_EQ(VerifyVerdictEd25519(*back, NewPair().public_key).ToString(),
+            "pilot: verdict for job 4242: no ed25519 signature");
+  // Written back as /1: the same members, byte for byte.
+  EXPECT_EQ(VerdictToJson(*back), text + "\n");
+  // A /1 verdict has no place for an Ed25519 signature.
+  Verdict copy = *back;
+  EXPECT_EQ(SignVerdict(&copy, "k", NewPair().seed).ToString(),
+            "pilot: verdict for job 4242: schema slurm-pilot/verdict/1 has no Ed25519 signature");
+
+  Json with_v2 = j;
+  with_v2["instance"] = "x";
+  EXPECT_EQ(ParseVerdict(with_v2.dump()).status().ToString(),
+            "pilot: verdict.json: instance: unknown field");
+  Json v3 = j;
+  v3["schema"] = "slurm-pilot/verdict/3";
+  EXPECT_NE(ParseVerdict(v3.dump()).status().ToString().find("unsupported version"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -32,6 +32,10 @@ TEST(StateLayout, EveryPath) {
   EXPECT_EQ(p.started, "/var/lib/slurm-pilot/jobs/4242/runner.started");
   EXPECT_EQ(p.work, "/var/lib/slurm-pilot/jobs/4242/work");
   EXPECT_EQ(l.VerdictFile(4242), "/var/lib/slurm-pilot/verdicts/4242.json");
+  EXPECT_EQ(l.VerdictHistoryDir(), "/var/lib/slurm-pilot/verdicts/history");
+  EXPECT_EQ(l.VerdictHistoryFile(4242, "a1b2"), "/var/lib/slurm-pilot/verdicts/history/4242-a1b2.json");
+  EXPECT_EQ(l.VerdictHistoryFile(4242, "a1b2", 3),
+            "/var/lib/slurm-pilot/verdicts/history/4242-a1b2.3.json");
   EXPECT_EQ(l.GrantFile(4242), "/var/lib/slurm-pilot/grants/4242.json");
   EXPECT_EQ(StateLayout::ResultsIn(p.work), "/var/lib/slurm-pilot/jobs/4242/work/results.json");
   EXPECT_EQ(StateLayout::ResultsIn("/home/alice/out"), "/home/alice/out/results.json");
@@ -49,11 +53,14 @@ TEST(StateLayout, JobIdsAreDecimal) {
 TEST(StateLayout, NoPathOutsideTheStateDir) {
   for (const std::string root : {"/var/lib/slurm-pilot", "/s", "/srv/pilot state"}) {
     const StateLayout l(root);
-    std::vector<std::string> paths = {l.JobsDir(), l.VerdictsDir(), l.OutboxDir(), l.GrantsDir()};
+    std::vector<std::string> paths = {l.JobsDir(), l.VerdictsDir(), l.VerdictHistoryDir(),
+                                      l.OutboxDir(), l.GrantsDir()};
     for (int64_t id : {int64_t{0}, int64_t{17}, int64_t{4294967295}}) {
       const JobPaths p = l.Job(id);
-      for (const std::string& path : {p.dir, p.config, p.lock, p.started, p.work, l.VerdictFile(id),
-                                      l.GrantFile(id), StateLayout::ResultsIn(p.work)}) {
+      for (const std::string& path :
+           {p.dir, p.config, p.lock, p.started, p.work, l.VerdictFile(id), l.GrantFile(id),
+            StateLayout::ResultsIn(p.work), l.VerdictHistoryFile(id, "i"),
+            l.VerdictHistoryFile(id, "i", 1)}) {
         paths.push_back(path);
       }
     }
@@ -111,6 +118,26 @@ TEST(StateLayout, JobOfVerdictFile) {
                                   "1234567890123.json", "42.JSON", ""}) {
     EXPECT_EQ(StateLayout::JobOfVerdictFile(other), std::nullopt) << other;
   }
+}
+
+// Whatever the prolog recorded as the instance, the name stays one file in
+// the history folder.
+TEST(StateLayout, VerdictHistoryFileNames) {
+  const StateLayout l("/s");
+  EXPECT_EQ(l.VerdictHistoryFile(7, "../../etc/passwd"), "/s/verdicts/history/7-.._.._etc_passwd.json");
+  EXPECT_EQ(l.VerdictHistoryFile(7, "a b\n/c"), "/s/verdicts/history/7-a_b__c.json");
+  EXPECT_EQ(l.VerdictHistoryFile(7, ""), "/s/verdicts/history/7-none.json");
+  EXPECT_EQ(l.VerdictHistoryFile(7, std::string(100, 'x')),
+            "/s/verdicts/history/7-" + std::string(64, 'x') + ".json");
+  EXPECT_EQ(StateLayout::JobOfHistoryFile("7-abc.json"), 7);
+  EXPECT_EQ(StateLayout::JobOfHistoryFile("4242-abc.2.json"), 4242);
+  for (const std::string other : {"7.json", "7-.json", "x-abc.json", "-abc.json", "7-abc",
+                                  "7-abc.json.tmp", ".7-abc.json", ""}) {
+    EXPECT_EQ(StateLayout::JobOfHistoryFile(other), std::nullopt) << other;
+  }
+  // A history name is never taken for a job's latest verdict.
+  EXPECT_EQ(StateLayout::JobOfVerdictFile("7-abc.json"), std::nullopt);
+  EXPECT_EQ(StateLayout::JobOfVerdictFile("history"), std::nullopt);
 }
 
 class StateDirTest : public ::testing::Test {

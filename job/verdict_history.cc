@@ -1,0 +1,86 @@
+#include "job/verdict_history.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/atomic_file.h"
+
+namespace pilot::job {
+namespace {
+
+// History names tried for one replaced verdict before giving up.
+constexpr int kMaxClashes = 1000;
+
+// Makes the history folder when missing; a link or a file there is refused.
+Status EnsureHistoryDir(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return Status::IoError(dir, std::string("mkdir: ") + std::strerror(errno));
+  }
+  struct stat sb {};
+  if (::lstat(dir.c_str(), &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+    return Status::IoError(dir, "not a directory");
+  }
+  return Status::Ok();
+}
+
+// Moves `from` to the first free history name of (job_id, instance): a
+// hard link never replaces a file (EEXIST), then the old name goes.
+Result<std::string> MoveToHistory(const StateLayout& layout, int64_t job_id,
+                                  const std::string& instance, const std::string& from) {
+  PILOT_RETURN_IF_ERROR(EnsureHistoryDir(layout.VerdictHistoryDir()));
+  for (int clash = 0; clash < kMaxClashes; ++clash) {
+    const std::string to = layout.VerdictHistoryFile(job_id, instance, clash);
+    if (::link(from.c_str(), to.c_str()) != 0) {
+      if (errno == EEXIST) continue;
+      return Status::IoError(to, std::string("link from ") + from + ": " + std::strerror(errno));
+    }
+    PILOT_RETURN_IF_ERROR(RealFileOps().SyncDir(layout.VerdictHistoryDir()));
+    if (::unlink(from.c_str()) != 0) {
+      return Status::IoError(from, std::string("unlink: ") + std::strerror(errno));
+    }
+    return to;
+  }
+  return Status::IoError(layout.VerdictHistoryDir(),
+                         "no free name for job " + std::to_string(job_id) + " instance " +
+                             instance + " after " + std::to_string(kMaxClashes) + " tries")
+      .WithHint("move old files out of " + layout.VerdictHistoryDir());
+}
+
+}  // namespace
+
+std::string VerdictInstance(const Verdict& v) {
+  if (!v.instance.empty()) return v.instance;
+  std::string digits;
+  for (char c : v.issued) {
+    if (c >= '0' && c <= '9') digits += c;
+  }
+  return digits;
+}
+
+Result<StoredVerdictFile> StoreVerdict(const StateLayout& layout, int64_t job_id,
+                                       const std::string& instance, std::string_view body) {
+  StoredVerdictFile out;
+  out.path = layout.VerdictFile(job_id);
+  struct stat sb {};
+  if (::lstat(out.path.c_str(), &sb) == 0) {
+    Result<Verdict> stored = ReadVerdict(out.path);
+    const std::string stored_instance = stored.ok() ? VerdictInstance(*stored) : "unreadable";
+    if (stored.ok() && stored_instance == instance) {
+      out.kept = true;
+      out.note = "a verdict of job " + std::to_string(job_id) + " instance " + instance +
+                 " is stored already (the epilog ran twice): kept it";
+      return out;
+    }
+    PILOT_ASSIGN_OR_RETURN(out.moved_to, MoveToHistory(layout, job_id, stored_instance, out.path));
+    out.note = "the verdict of instance " + stored_instance + " moved to " + out.moved_to;
+  } else if (errno != ENOENT) {
+    return Status::IoError(out.path, std::strerror(errno));
+  }
+  PILOT_RETURN_IF_ERROR(WriteFileAtomic(out.path, body, 0644));
+  return out;
+}
+
+}  // namespace pilot::job

@@ -1,0 +1,126 @@
+// RunEpilog's signing and storing: both signatures when both keys are
+// there, a note for a missing one, a replaced verdict kept in the history,
+// an epilog that runs twice for one instance.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "core/crypto.h"
+#include "core/verdict.h"
+#include "epilog/epilog.h"
+#include "job/state_layout.h"
+
+namespace pilot {
+namespace {
+
+namespace fs = std::filesystem;
+
+void Write(const std::string& path, const std::string& text, mode_t mode) {
+  std::ofstream(path) << text;
+  chmod(path.c_str(), mode);
+}
+
+class RunEpilogTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "RunEpilog makes root-owned folders";
+    char tmpl[] = "/tmp/pilot-run-epilog-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    policy_.state_dir = dir_ + "/state";
+    policy_.key_file = dir_ + "/hmac.key";
+    policy_.signing_key_file = dir_ + "/ed.key";
+    policy_.public_key_file = dir_ + "/ed.pub";
+    policy_.runner_path = "/nonexistent/pilot-runner";
+    Write(policy_.key_file, NewKeyFileContents().value(), 0600);
+    Result<Ed25519KeyFiles> pair = NewEd25519KeyFiles();
+    ASSERT_TRUE(pair.ok());
+    Write(policy_.signing_key_file, pair->private_pem, 0600);
+    Write(policy_.public_key_file, pair->public_pem, 0644);
+    public_key_ = pair->public_key;
+    job_.job_id = 42;
+    job_.uid = getuid();
+    job_.gid = getgid();
+    job_.is_pilot = true;
+  }
+  void TearDown() override {
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+
+  // A world where the results are missing and the decision is fixed.
+  epilog::EpilogDeps Deps(const std::string& instance, const std::string& issued) {
+    epilog::EpilogDeps d;
+    d.now_unix = [] { return int64_t{1'800'000'000}; };
+    d.run = [](const job::CommandSpec&) -> Result<job::CommandResult> {
+      job::CommandResult r;
+      r.exit_code = 1;
+      return r;
+    };
+    d.decide = [instance, issued](const epilog::EpilogInputs& in,
+                                  const Policy&) -> Result<Verdict> {
+      Verdict v;
+      v.job.id = in.job.job_id;
+      v.job.user = "alice";
+      v.instance = instance;
+      v.issued = issued;
+      v.expires = "2099-01-01T00:00:00Z";
+      return v;
+    };
+    return d;
+  }
+
+  std::string dir_;
+  Policy policy_;
+  job::JobEnv job_;
+  std::string public_key_;
+};
+
+TEST_F(RunEpilogTest, SignsWithBothKeysAndStores) {
+  auto r = epilog::RunEpilog(policy_, job_, Deps("i1", "2026-11-30T00:00:00Z"));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->signed_ok);
+  EXPECT_TRUE(r->signed_ed25519);
+  EXPECT_EQ(r->note, "");
+  EXPECT_EQ(r->verdict_path, job::StateLayout(policy_.state_dir).VerdictFile(42));
+  Result<Verdict> v = ReadVerdict(r->verdict_path);
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_EQ(v->instance, "i1");
+  EXPECT_TRUE(VerifyVerdictEd25519(*v, public_key_).ok());
+  EXPECT_TRUE(VerifyVerdictHmac(*v, ReadKeyFile(policy_.key_file).value()).ok());
+}
+
+TEST_F(RunEpilogTest, AMissingEd25519KeyIsANote) {
+  fs::remove(policy_.signing_key_file);
+  auto r = epilog::RunEpilog(policy_, job_, Deps("i1", "2026-11-30T00:00:00Z"));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->signed_ok);
+  EXPECT_FALSE(r->signed_ed25519);
+  EXPECT_EQ(r->note.rfind("no ed25519 signature: " + policy_.signing_key_file, 0), 0u) << r->note;
+  Result<Verdict> v = ReadVerdict(r->verdict_path);
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(v->signature_ed25519, "");
+  EXPECT_NE(v->signature, "");
+}
+
+TEST_F(RunEpilogTest, ARerunKeepsTheFirstAndANewInstanceMovesIt) {
+  ASSERT_TRUE(epilog::RunEpilog(policy_, job_, Deps("i1", "2026-11-30T00:00:00Z")).ok());
+  auto twice = epilog::RunEpilog(policy_, job_, Deps("i1", "2026-11-30T00:05:00Z"));
+  ASSERT_TRUE(twice.ok());
+  EXPECT_NE(twice->note.find("the epilog ran twice"), std::string::npos) << twice->note;
+  EXPECT_EQ(ReadVerdict(twice->verdict_path).value().issued, "2026-11-30T00:00:00Z");
+
+  auto next = epilog::RunEpilog(policy_, job_, Deps("i2", "2026-12-01T00:00:00Z"));
+  ASSERT_TRUE(next.ok());
+  const job::StateLayout layout(policy_.state_dir);
+  EXPECT_EQ(next->history_path, layout.VerdictHistoryFile(42, "i1"));
+  EXPECT_EQ(ReadVerdict(next->history_path).value().issued, "2026-11-30T00:00:00Z");
+  EXPECT_EQ(ReadVerdict(next->verdict_path).value().instance, "i2");
+}
+
+}  // namespace
+}  // namespace pilot
