@@ -84,6 +84,13 @@ const SingleStage* CheckCompleted(const DecideInput& in, std::vector<Check>* out
                 in.results_error.empty() ? "results.json missing or invalid" : in.results_error);
   }
   const Results& r = *in.results;
+  if (r.supervisor && r.supervisor->stopped) {
+    out->push_back(MakeCheck("completed", CheckStatus::kFail, "stopped", want,
+                             "the pilot did not finish: the job was cancelled or reached its "
+                             "time limit" + (in.results_error.empty() ? "" : " (" + in.results_error + ")"),
+                             VerifiedBy::kSupervisor));
+    return nullptr;
+  }
   if (!r.single) return fail("no single stage", "results.json has no single-stage results");
   const SingleStage& s = *r.single;
   if (s.failure) {

@@ -338,6 +338,7 @@ void Fields(V& v, S& s, std::type_identity<SupervisorInfo>) {
   v("processes", s.processes);
   v("checkpoint_manifest_sha256", s.checkpoint_manifest_sha256);
   v("restore_compared", s.restore_compared);
+  v("stopped", s.stopped, kMayBeAbsent);
   v("environment", s.environment);
   v("test_switches", s.test_switches);
   v("device_memory_source", s.device_memory_source);

@@ -277,6 +277,9 @@ struct SupervisorInfo {
   // True when the restore comparison in stages.single.restore was made by
   // the supervisor from the reports of two processes it started.
   bool restore_compared = false;
+  // True when the supervisor was told to stop (SIGTERM/SIGINT: the job was
+  // cancelled or reached its time limit) before the pilot finished.
+  bool stopped = false;
   std::vector<std::string> environment;    // names of the variables the workload got
   std::vector<std::string> test_switches;  // PILOT_RUNNER_TEST_* passed (policy allowed)
   std::string device_memory_source;        // "nvml", or why there are no samples

@@ -97,7 +97,11 @@ class Supervisor {
     if (!StopRequested() && (o_.stage == "node" || (o_.stage == "all" && rc == kExitOk))) {
       rc = Node();
     }
-    if (StopRequested() && rc == kExitOk) rc = kExitError;
+    if (StopRequested()) {
+      info_.stopped = true;
+      rc = kExitError;
+      Log("stopped (the job was cancelled or reached its time limit)");
+    }
     res_.exit_code = rc;
     info_.finished_at = Now();
     res_.finished_at = info_.finished_at;

@@ -496,6 +496,23 @@ TEST(Decide, ExitOneNamesTheFailingCheck) {
   EXPECT_EQ(Find(v, "restore"), nullptr);
 }
 
+// The supervisor was told to stop (cancelled, time limit): whatever the
+// stages say, the pilot did not finish.
+TEST(Decide, AStoppedPilotDidNotFinish) {
+  DecideInput in = Good();
+  in.results->supervisor->stopped = true;
+  in.results->exit_code = 4;
+  Verdict v = Decide(in, TestPolicy(), Catalog(), kNow);
+  EXPECT_EQ(v.decision, Decision::kNoGo);
+  const Check* c = Find(v, "completed");
+  EXPECT_EQ(c->status, CheckStatus::kFail);
+  EXPECT_EQ(c->verified_by, VerifiedBy::kSupervisor);
+  EXPECT_NE(c->detail.find("did not finish"), std::string::npos);
+  in.results->single.reset();
+  v = Decide(in, TestPolicy(), Catalog(), kNow);
+  EXPECT_NE(Find(v, "completed")->detail.find("cancelled or reached its time limit"), std::string::npos);
+}
+
 // Results the workload wrote itself (a runner started by hand, no
 // supervisor): its pass of "completed" and "restore" is only its word, and
 // the site's independent_checks turn that into a fail.

@@ -28,9 +28,22 @@ case_sbatch_go() {
   out=$("$PILOT" verdict --policy "$POLICY" "$job") || fail "pilot verdict $job: exit $?"
   grep -q "signature valid" <<<"$out" || fail "signature not valid: $out"
   note "$out"
-  # The user sees it as their latest verdict.
+  # The user sees it as their latest verdict, and checks its signature.
   out=$(as_user "$PILOT" verdict) || fail "user's pilot verdict failed"
   grep -q "^job $job " <<<"$out" || fail "user's latest is not job $job: $out"
+  grep -q "valid (ed25519" <<<"$out" || fail "the user cannot check the signature: $out"
+  # A copy checked offline, as any user, and a copy with one byte changed.
+  cp "$STATE/verdicts/$job.json" "$TMP/copy.json"
+  chmod 0644 "$TMP/copy.json"
+  as_user "$PILOT" verify-verdict "$TMP/copy.json" >/dev/null || fail "verify-verdict of an intact copy"
+  sed -i 's/"decision": "GO"/"decision": "NO-GO"/' "$TMP/copy.json"
+  as_user "$PILOT" verify-verdict "$TMP/copy.json" >/dev/null 2>&1 && fail "verify-verdict accepted an edited copy"
+  # Who established what: the supervisor's results, honestly labelled.
+  [[ $(json "$STATE/verdicts/$job.json" "[c['verified_by'] for c in d['checks'] if c['name']=='restore'][0]") == supervisor ]] ||
+    fail "restore not established by the supervisor"
+  [[ $(json "$STATE/verdicts/$job.json" "[c['verified_by'] for c in d['checks'] if c['name']=='checkpoint'][0]") == epilog ]] ||
+    fail "checkpoint not established by the epilog"
+  [[ $(stat -c '%U %a' "$STATE/jobs/$job/results.json") == "root 644" ]] || fail "results.json not root's"
   # The receiver got it, with a valid signature header.
   wait_for_file "$TMP/recv/log" 20
   grep -q "^1 good$" "$TMP/recv/log" || fail "receiver: $(cat "$TMP/recv/log")"
