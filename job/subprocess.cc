@@ -27,24 +27,8 @@ using Clock = std::chrono::steady_clock;
   dup2(err_fd, 2);
   for (int fd = 3; fd < 1024; ++fd) close(fd);
   signal(SIGPIPE, SIG_DFL);
-  if (spec.run_as) {
-    const RunAs& as = *spec.run_as;
-    if (setgid(as.gid) != 0 || initgroups(as.user.c_str(), as.gid) != 0 ||
-        setuid(as.uid) != 0) {
-      _exit(126);
-    }
-    // Must not be able to regain root.
-    if (as.uid != 0 && setuid(0) == 0) _exit(126);
-  }
-  if (chdir(spec.cwd.c_str()) != 0 && chdir("/") != 0) _exit(126);
-  std::vector<char*> argv;
-  for (const std::string& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  std::vector<char*> envp;
-  for (const std::string& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
-  execve(argv[0], argv.data(), envp.data());
-  _exit(127);
+  if (spec.run_as && !BecomeUser(*spec.run_as)) _exit(126);
+  ExecIn(spec.cwd, spec.argv, spec.env);
 }
 
 // Appends what `fd` has to `sink` (up to `cap`); false at end of file.
@@ -59,6 +43,27 @@ bool Drain(int fd, std::string* sink, size_t cap) {
 }
 
 }  // namespace
+
+bool BecomeUser(const RunAs& as) {
+  if (setgid(as.gid) != 0 || initgroups(as.user.c_str(), as.gid) != 0 || setuid(as.uid) != 0) {
+    return false;
+  }
+  // Must not be able to regain root.
+  return as.uid == 0 || setuid(0) != 0;
+}
+
+void ExecIn(const std::string& cwd, const std::vector<std::string>& args,
+            const std::vector<std::string>& env) {
+  if (chdir(cwd.c_str()) != 0 && chdir("/") != 0) _exit(126);
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  std::vector<char*> envp;
+  for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  execve(argv[0], argv.data(), envp.data());
+  _exit(127);
+}
 
 std::string CommandResult::Describe(double timeout_seconds) const {
   std::ostringstream s;

@@ -51,6 +51,14 @@ struct CommandResult {
 // exit_code 127 / the code, not an error.
 Result<CommandResult> RunCommand(const CommandSpec& spec);
 
+// In a child after fork(): become `as` (setgid, initgroups, setuid) and
+// check that root cannot be regained. False when a step failed.
+bool BecomeUser(const RunAs& as);
+// In a child after fork(): chdir to `cwd` (else "/"), then exec argv[0]
+// with exactly `env`; _exit(126) / _exit(127) when that fails.
+[[noreturn]] void ExecIn(const std::string& cwd, const std::vector<std::string>& argv,
+                         const std::vector<std::string>& env);
+
 // A minimal environment for helpers: PATH, LANG=C, and HOME/USER/LOGNAME
 // when `user` is set.
 std::vector<std::string> CleanEnvironment(const std::string& user = "",

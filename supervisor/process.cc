@@ -1,7 +1,6 @@
 #include "supervisor/process.h"
 
 #include <fcntl.h>
-#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -31,25 +30,11 @@ volatile sig_atomic_t g_stop = 0;
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
-  if (spec.run_as) {
-    const job::RunAs& as = *spec.run_as;
-    if (setgid(as.gid) != 0 || initgroups(as.user.c_str(), as.gid) != 0 || setuid(as.uid) != 0) {
-      _exit(126);
-    }
-    if (as.uid != 0 && setuid(0) == 0) _exit(126);
-  }
+  if (spec.run_as && !job::BecomeUser(*spec.run_as)) _exit(126);
   // After the change of user (which clears it): die with the supervisor.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(126);
-  if (chdir(spec.cwd.c_str()) != 0 && chdir("/") != 0) _exit(126);
-  std::vector<char*> argv;
-  for (const std::string& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  std::vector<char*> envp;
-  for (const std::string& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
-  execve(argv[0], argv.data(), envp.data());
-  _exit(127);
+  job::ExecIn(spec.cwd, spec.argv, spec.env);
 }
 
 }  // namespace
