@@ -35,8 +35,15 @@ void PrintTable(std::ostream& out, const StoredVerdict& sv, const SignatureCheck
     std::string what = c.measured;
     if (!c.threshold.empty()) what += (what.empty() ? "" : "  ") + ("(need " + c.threshold + ")");
     out << "  " << Pad(c.name, w) << Pad(CheckStatusName(c.status), 6) << " " << what;
-    if (c.verified_by == VerifiedBy::kEpilog) out << "  (verified by epilog)";
-    if (c.verified_by == VerifiedBy::kProlog) out << "  (pinned by prolog)";
+    // Who established it: the reader must see which lines are only the
+    // workload's word.
+    switch (c.verified_by) {
+      case VerifiedBy::kEpilog: out << "  (verified by epilog)"; break;
+      case VerifiedBy::kSupervisor: out << "  (seen by supervisor)"; break;
+      case VerifiedBy::kProlog: out << "  (pinned by prolog)"; break;
+      case VerifiedBy::kWorkload:
+      case VerifiedBy::kSelfReported: out << "  (workload's figure)"; break;
+    }
     out << "\n";
     if (!c.detail.empty() && c.status != CheckStatus::kPass) {
       out << "  " << std::string(w, ' ') << "       " << c.detail << "\n";
