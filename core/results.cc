@@ -339,6 +339,7 @@ void Fields(V& v, S& s, std::type_identity<SupervisorInfo>) {
   v("checkpoint_manifest_sha256", s.checkpoint_manifest_sha256);
   v("restore_compared", s.restore_compared);
   v("stopped", s.stopped, kMayBeAbsent);
+  v("ptrace_scope", s.ptrace_scope, IntRange{-1, 3}, kMayBeAbsent);
   v("environment", s.environment);
   v("test_switches", s.test_switches);
   v("device_memory_source", s.device_memory_source);

@@ -280,6 +280,10 @@ struct SupervisorInfo {
   // True when the supervisor was told to stop (SIGTERM/SIGINT: the job was
   // cancelled or reached its time limit) before the pilot finished.
   bool stopped = false;
+  // kernel.yama.ptrace_scope on the node while the workload ran: 0 lets any
+  // process of the user attach to the workload (and change what it reports),
+  // 1 and above only its ancestors or root; -1 = no Yama (as 0).
+  int ptrace_scope = -1;
   std::vector<std::string> environment;    // names of the variables the workload got
   std::vector<std::string> test_switches;  // PILOT_RUNNER_TEST_* passed (policy allowed)
   std::string device_memory_source;        // "nvml", or why there are no samples

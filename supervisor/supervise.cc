@@ -69,6 +69,14 @@ std::vector<DeviceMemorySample> JobDevices(const std::vector<DeviceMemorySample>
   return out;
 }
 
+// kernel.yama.ptrace_scope, or -1 without Yama.
+int PtraceScope() {
+  Result<std::string> text = ReadFileLimited("/proc/sys/kernel/yama/ptrace_scope", 64);
+  if (!text.ok()) return -1;
+  const std::string v(Trim(*text));
+  return v.size() == 1 && v[0] >= '0' && v[0] <= '3' ? v[0] - '0' : -1;
+}
+
 class Supervisor {
  public:
   explicit Supervisor(const SuperviseOptions& o)
@@ -91,6 +99,12 @@ class Supervisor {
     out_ = o_.out.empty() ? paths_.work : o_.out;
     LoadConfig();
     BuildEnv();
+    info_.ptrace_scope = PtraceScope();
+    if (info_.ptrace_scope < 1) {
+      Log("note: kernel.yama.ptrace_scope is " +
+          (info_.ptrace_scope < 0 ? std::string("absent") : std::to_string(info_.ptrace_scope)) +
+          ": any process of the user can attach to the workload");
+    }
 
     int rc = kExitOk;
     if (o_.stage != "node") rc = SingleAndRestore();

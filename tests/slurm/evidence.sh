@@ -205,6 +205,10 @@ case_hostile_env() {
     [[ " $names " != *" $v "* ]] || fail "$v reached the workload: $names"
   done
   grep -q "ld.so: object '/nonexistent/evil.so'" "$TMP/slurm-$job.out" && fail "the preload was tried: $(cat "$TMP/slurm-$job.out")"
+  # The node's ptrace setting, as the supervisor found it.
+  local scope=-1
+  [[ -r /proc/sys/kernel/yama/ptrace_scope ]] && scope=$(cat /proc/sys/kernel/yama/ptrace_scope)
+  [[ $(json "$res" 'd["supervisor"]["ptrace_scope"]') == "$scope" ]] || fail "ptrace_scope not recorded as $scope"
   # A root-only secret linked into the user's work folder.
   echo "root-only-secret-$RANDOM" >"$TMP/root-secret"
   chmod 0600 "$TMP/root-secret"
@@ -220,20 +224,12 @@ case_hostile_env() {
   note "hostile env dropped ($names); linked metrics left out of root's report"
 }
 
-# Stops the controller, wipes its state (job ids start again) and starts it.
+# Restarts the cluster with the controller's state wiped (job ids start
+# again; the pilot state folder stays), as `local-slurm` does it.
 restart_controller_wiped() {
-  local pidf=$CLUSTER/run/slurmctld.pid pid
-  pid=$(cat "$pidf")
-  kill "$pid"
-  local i
-  for ((i = 0; i < 100; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-  rm -rf "$CLUSTER/spool/ctld"/*
-  /usr/sbin/slurmctld -i -f "$SLURM_CONF" || fail "slurmctld did not restart"
-  for ((i = 0; i < 100; i++)); do
-    [[ $(node_state 2>/dev/null) == idle ]] && return 0
-    sleep 0.3
-  done
-  fail "node not idle after the controller restart: $(node_state)"
+  "$SRC/scripts/local-slurm" down --wipe-controller >/dev/null || fail "local-slurm down --wipe-controller"
+  PILOT_JOB_USER=$TEST_USER "$SRC/scripts/local-slurm" up "$BUILD" >/dev/null ||
+    fail "local-slurm up after the wipe"
 }
 
 run_case "$@"
