@@ -3,6 +3,8 @@
 // results.json). Each failed check names the check and the file.
 #include "runner/ckpt/verify.h"
 
+#include <sys/stat.h>
+
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -53,8 +55,20 @@ void CheckManifest(const std::string& dir, VerifyReport* rep, Checker* ck) {
     const std::string path = dir + "/" + f.name;
     ++rep->files_checked;
     int64_t bytes = 0;
-    Result<std::string> sha = Sha256File(path, &bytes);
     std::string problem;
+    // Sizes first: a file of the wrong size (a sparse file of terabytes) is
+    // refused before a byte of it is read.
+    struct stat sb {};
+    if (::stat(path.c_str(), &sb) == 0 && S_ISREG(sb.st_mode) &&
+        static_cast<int64_t>(sb.st_size) != f.bytes) {
+      problem = std::to_string(static_cast<int64_t>(sb.st_size)) + " bytes, manifest says " +
+                std::to_string(f.bytes);
+      if (rep->manifest_ok) rep->manifest_detail = f.name + ": " + problem;
+      rep->manifest_ok = false;
+      ck->Fail("manifest", path, problem);
+      continue;
+    }
+    Result<std::string> sha = Sha256File(path, &bytes);
     if (!sha.ok()) {
       problem = sha.status().code() == Code::kNotFound ? "missing" : sha.status().Message();
     } else if (bytes != f.bytes) {

@@ -15,6 +15,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import time
 
 RUNNER, SRC, WORK, NAME = sys.argv[1:5]
 CONFIG = os.path.join(SRC, "configs", "tiny-cpu.toml")
@@ -205,6 +206,22 @@ def test_verify_missing_optimizer():
     p = run(["verify", "--checkpoint", ck, "--config", CONFIG], expect=1)
     require("optim-exp_avg.safetensors" in p.stderr, f"names the file: {p.stderr}")
     require("FAILED" in p.stdout, "says FAILED")
+
+
+def test_verify_sparse_wrong_size():
+    # A 1 TiB sparse file where the manifest lists a small one: refused by its
+    # size at once, never read (hashing it would outlast any epilog).
+    ck = damaged_copy("sparse")
+    path = os.path.join(ck, "optim-exp_avg.safetensors")
+    with open(path, "r+b") as f:
+        f.truncate(1 << 40)
+    t0 = time.monotonic()
+    p = run(["verify", "--checkpoint", ck, "--config", CONFIG, "--json"], expect=1)
+    took = time.monotonic() - t0
+    require(took < 30, f"verify took {took:.1f} s on a sparse file")
+    require(f"{1 << 40} bytes, manifest says" in p.stderr, f"names the size: {p.stderr}")
+    require(not json.loads(p.stdout)["manifest_ok"], "manifest_ok false")
+    shutil.rmtree(os.path.dirname(ck))
 
 
 def test_verify_usage():
