@@ -4,6 +4,7 @@
 #include <grp.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,7 +20,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // In the child after fork: set up and exec, or _exit(127).
-[[noreturn]] void ExecChild(const CommandSpec& spec, int out_fd, int err_fd) {
+[[noreturn]] void ExecChild(const CommandSpec& spec, int out_fd, int err_fd, pid_t parent) {
   setpgid(0, 0);
   int null_fd = open("/dev/null", O_RDONLY);
   if (null_fd >= 0) dup2(null_fd, 0);
@@ -28,6 +29,10 @@ using Clock = std::chrono::steady_clock;
   for (int fd = 3; fd < 1024; ++fd) close(fd);
   signal(SIGPIPE, SIG_DFL);
   if (spec.run_as && !BecomeUser(*spec.run_as)) _exit(126);
+  // After the change of user (which clears it): a caller killed at its own
+  // time limit (an epilog past PrologEpilogTimeout) takes the helper along.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(126);
   ExecIn(spec.cwd, spec.argv, spec.env);
 }
 
@@ -89,13 +94,14 @@ Result<CommandResult> RunCommand(const CommandSpec& spec) {
     close(out_pipe[1]);
     return Status::IoError("pipe", std::strerror(errno));
   }
+  const pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) {
     int e = errno;
     for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) close(fd);
     return Status::IoError("fork", std::strerror(e));
   }
-  if (pid == 0) ExecChild(spec, out_pipe[1], err_pipe[1]);
+  if (pid == 0) ExecChild(spec, out_pipe[1], err_pipe[1], parent);
   setpgid(pid, pid);  // also from the parent: no race with the kill below
   close(out_pipe[1]);
   close(err_pipe[1]);

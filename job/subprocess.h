@@ -4,7 +4,9 @@
 //
 // The child gets its own process group; on timeout the whole group receives
 // SIGTERM, then SIGKILL after a grace period, so nothing it started
-// outlives the call.
+// outlives the call. The child also dies with its caller (parent-death
+// signal SIGKILL): a prolog or epilog that slurmd kills at its time limit
+// leaves no helper running.
 //
 // Thread-safety: uses fork(); call from a single-threaded process.
 #pragma once

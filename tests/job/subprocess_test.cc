@@ -3,7 +3,15 @@
 
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
 
 namespace pilot {
 namespace {
@@ -35,6 +43,50 @@ TEST(Subprocess, TimeoutKillsTheGroup) {
   EXPECT_FALSE(r->Succeeded());
   EXPECT_EQ(r->out, "");
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+}
+
+// Gone, or a zombie nobody has reaped yet.
+bool Ended(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return true;
+  const size_t close = line.rfind(')');
+  return close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'Z';
+}
+
+// The caller killed with SIGKILL (an epilog at slurmd's time limit): the
+// helper it was waiting for does not run on.
+TEST(Subprocess, AHelperDiesWithItsCaller) {
+  char tmpl[] = "/tmp/pilot-subprocess-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string pidfile = std::string(tmpl) + "/pid";
+  const pid_t caller = fork();
+  ASSERT_GE(caller, 0);
+  if (caller == 0) {
+    CommandSpec spec;
+    spec.argv = {"/bin/sh", "-c", "echo $$ > " + pidfile + "; exec sleep 30"};
+    spec.timeout_seconds = 60;
+    (void)job::RunCommand(spec);
+    _exit(0);
+  }
+  pid_t helper = 0;
+  for (int i = 0; i < 100 && helper == 0; ++i) {
+    std::ifstream in(pidfile);
+    if (!(in >> helper)) helper = 0;
+    if (helper == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_GT(helper, 0);
+  ASSERT_FALSE(Ended(helper));
+  kill(caller, SIGKILL);
+  waitpid(caller, nullptr, 0);
+  bool ended = false;
+  for (int i = 0; i < 100 && !ended; ++i) {
+    ended = Ended(helper);
+    if (!ended) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(ended) << "helper " << helper << " outlived its killed caller";
+  if (!ended) kill(helper, SIGKILL);
+  std::filesystem::remove_all(tmpl);
 }
 
 TEST(Subprocess, OutputCapAndExecFailure) {
