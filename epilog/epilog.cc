@@ -33,24 +33,6 @@ RunAs UserOf(const JobEnv& job, std::string* home) {
   return as;
 }
 
-// sha256 of CHECKPOINT/manifest.json, read as the job's user ("" when it
-// cannot be read).
-std::string ManifestSha256AsUser(const EpilogDeps& deps, const std::string& checkpoint,
-                                 const RunAs& as, const std::string& home) {
-  const std::string sha = job::FindExecutable("sha256sum");
-  if (sha.empty()) return "";
-  CommandSpec spec;
-  spec.argv = {sha, "--", checkpoint + "/" + kManifestFileName};
-  spec.env = CleanEnvironment(as.user, home);
-  spec.run_as = as;
-  spec.timeout_seconds = 60;
-  Result<CommandResult> r = deps.run(spec);
-  if (!r.ok() || !r->Succeeded() || r->out.size() < 64 || !IsSha256Hex(r->out.substr(0, 64))) {
-    return "";
-  }
-  return r->out.substr(0, 64);
-}
-
 std::string FirstLine(std::string_view s) {
   s = Trim(s);
   size_t nl = s.find('\n');
@@ -128,7 +110,8 @@ EpilogInputs GatherInputs(const Policy& policy, const JobEnv& job, const EpilogD
     return in;
   }
   in.verify_ran = !v->timed_out && v->signal == 0 && v->exit_code <= 2;
-  const std::string manifest_now = ManifestSha256AsUser(deps, checkpoint, as, home);
+  const std::string manifest_now =
+      job::Sha256AsUser(deps.run, checkpoint + "/" + kManifestFileName, as, as.user, home);
   const std::string& manifest_then = in.results->supervisor->checkpoint_manifest_sha256;
   if (manifest_then.empty()) {
     in.manifest_problem = "the supervisor recorded no manifest for the checkpoint";

@@ -14,6 +14,8 @@
 #include <cstring>
 #include <sstream>
 
+#include "core/crypto.h"
+
 namespace pilot::job {
 namespace {
 
@@ -162,6 +164,23 @@ Result<CommandResult> RunCommand(const CommandSpec& spec) {
   if (WIFEXITED(wstatus)) result.exit_code = WEXITSTATUS(wstatus);
   if (WIFSIGNALED(wstatus)) result.signal = WTERMSIG(wstatus);
   return result;
+}
+
+std::string Sha256AsUser(const CommandRunner& run, const std::string& path,
+                         const std::optional<RunAs>& run_as, const std::string& user,
+                         const std::string& home, double timeout_seconds) {
+  static const std::string kSha = FindExecutable("sha256sum");
+  if (kSha.empty()) return "";
+  CommandSpec spec;
+  spec.argv = {kSha, "--", path};
+  spec.env = CleanEnvironment(user, home);
+  spec.run_as = run_as;
+  spec.timeout_seconds = timeout_seconds;
+  Result<CommandResult> r = run(spec);
+  if (!r.ok() || !r->Succeeded() || r->out.size() < 64 || !IsSha256Hex(r->out.substr(0, 64))) {
+    return "";
+  }
+  return r->out.substr(0, 64);
 }
 
 std::vector<std::string> CleanEnvironment(const std::string& user, const std::string& home) {

@@ -13,6 +13,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -60,6 +61,15 @@ bool BecomeUser(const RunAs& as);
 // with exactly `env`; _exit(126) / _exit(127) when that fails.
 [[noreturn]] void ExecIn(const std::string& cwd, const std::vector<std::string>& argv,
                          const std::vector<std::string>& env);
+
+// sha256 of `path` as sha256sum reads it, run through `run` (RunCommand, or
+// a test's stand-in) as `run_as` (nullopt: as the caller) with
+// CleanEnvironment(user, home) and a time limit. "" when it cannot be read
+// (no sha256sum, no file, no permission, timed out).
+using CommandRunner = std::function<Result<CommandResult>(const CommandSpec&)>;
+std::string Sha256AsUser(const CommandRunner& run, const std::string& path,
+                         const std::optional<RunAs>& run_as, const std::string& user,
+                         const std::string& home, double timeout_seconds = 60);
 
 // A minimal environment for helpers: PATH, LANG=C, and HOME/USER/LOGNAME
 // when `user` is set.

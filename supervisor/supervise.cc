@@ -210,17 +210,10 @@ class Supervisor {
 
   // sha256 of the checkpoint's manifest, read as the job's user.
   void HashManifest(const std::string& checkpoint) {
-    const std::string sha = job::FindExecutable("sha256sum");
-    if (sha.empty() || checkpoint.empty()) return;
-    job::CommandSpec spec;
-    spec.argv = {sha, "--", checkpoint + "/" + kManifestFileName};
-    spec.env = job::CleanEnvironment(lock_.job.user, o_.home);
-    spec.run_as = o_.run_as;
-    spec.timeout_seconds = 60;
-    Result<job::CommandResult> r = job::RunCommand(spec);
-    if (r.ok() && r->Succeeded() && r->out.size() >= 64 && IsSha256Hex(r->out.substr(0, 64))) {
-      info_.checkpoint_manifest_sha256 = r->out.substr(0, 64);
-    } else {
+    if (checkpoint.empty()) return;
+    info_.checkpoint_manifest_sha256 = job::Sha256AsUser(
+        job::RunCommand, checkpoint + "/" + kManifestFileName, o_.run_as, lock_.job.user, o_.home);
+    if (info_.checkpoint_manifest_sha256.empty()) {
       Log("cannot hash the checkpoint's manifest in " + checkpoint);
     }
   }
