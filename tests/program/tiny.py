@@ -1,0 +1,207 @@
+#!/usr/bin/env python3
+"""A tiny training program for the supervisor's tests of program mode.
+
+Clean, it trains a two-layer MLP language model with dropout, AdamW and a
+cosine schedule, reports every step through slurm_pilot, checkpoints at
+PILOT_CHECKPOINT_STEP and resumes from PILOT_RESUME_DIR exactly (bitwise on
+the CPU). --fault NAME injects exactly one mistake; see FAULTS.
+"""
+
+import argparse
+import math
+import os
+import random
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+
+try:
+    import slurm_pilot
+except ImportError:  # run from a source tree without PYTHONPATH
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+    import slurm_pilot
+
+FAULTS = {
+    "optimizer_not_saved": "the checkpoint lacks the optimizer; resume builds a fresh one",
+    "rng_not_restored": "resume leaves the random generators as seeded",
+    "scheduler_reset": "the schedule is neither saved nor restored",
+    "resume_ignored": "PILOT_RESUME_DIR is never read; the run starts at step 1",
+    "raise_on_resume": "loading the checkpoint raises KeyError",
+    "hang": "the reference process sleeps forever before step 3",
+    "nan": "the loss is NaN from step 3",
+    "no_checkpoint": "no checkpoint is written",
+    "oom": "step 2 asks the allocator for 4 PiB",
+    "no_metrics": "nothing is reported to the pilot",
+    "wrong_shape": "trains and reports half of PILOT_SEQ_LEN",
+}
+VOCAB = 64
+
+
+def env_int(name, default):
+    return int(os.environ.get(name) or default)
+
+
+def parse(argv):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=slurm_pilot.steps() or 8)
+    ap.add_argument("--seq-len", type=int, default=env_int("PILOT_SEQ_LEN", 16))
+    ap.add_argument("--micro-batch", type=int, default=env_int("PILOT_MICRO_BATCH", 4))
+    ap.add_argument("--seed", type=int, default=env_int("PILOT_SEED", 1234))
+    ap.add_argument("--device", default=os.environ.get("PILOT_DEVICE") or "cpu")
+    ap.add_argument("--lr", type=float, default=1e-2)
+    ap.add_argument("--fault", choices=sorted(FAULTS))
+    return ap.parse_args(argv)
+
+
+class Tiny(nn.Module):
+    def __init__(self, d=32, hidden=64):
+        super().__init__()
+        self.emb = nn.Embedding(VOCAB, d)
+        self.fc1 = nn.Linear(d, hidden)
+        self.drop = nn.Dropout(0.1)
+        self.fc2 = nn.Linear(hidden, VOCAB)
+
+    def forward(self, x):
+        return self.fc2(self.drop(F.gelu(self.fc1(self.emb(x)))))
+
+
+def batch(seed, step, rank, mb, seq, device):
+    """Step `step`'s tokens for `rank`: x[t+1] = 3 x[t] + 1 mod VOCAB, 10% noise."""
+    g = torch.Generator().manual_seed(seed * 1000003 + step * 1009 + rank)
+    x = torch.empty(mb, seq + 1, dtype=torch.long)
+    x[:, 0] = torch.randint(VOCAB, (mb,), generator=g)
+    for t in range(seq):
+        x[:, t + 1] = (3 * x[:, t] + 1) % VOCAB
+    noise = torch.rand(mb, seq + 1, generator=g) < 0.1
+    x[noise] = torch.randint(VOCAB, (int(noise.sum()),), generator=g)
+    x = x.to(device)
+    return x[:, :-1], x[:, 1:]
+
+
+def rng_state(device):
+    state = {"torch": torch.get_rng_state(), "python": random.getstate()}
+    if device.type == "cuda":
+        state["cuda"] = torch.cuda.get_rng_state(device)
+    return state
+
+
+def set_rng_state(state, device):
+    torch.set_rng_state(state["torch"])
+    version, internal, gauss = state["python"]
+    random.setstate((version, tuple(internal), gauss))
+    if "cuda" in state:
+        torch.cuda.set_rng_state(state["cuda"], device)
+
+
+def save_atomic(obj, path):
+    tmp = path + ".tmp"
+    torch.save(obj, tmp)
+    os.replace(tmp, path)
+
+
+def load(path, device):
+    # Our own file; it holds Python objects (the random module's state).
+    return torch.load(path, map_location=device, weights_only=False)
+
+
+def save_checkpoint(d, step, rank, world, model, opt, sched, device, fault):
+    os.makedirs(d, exist_ok=True)
+    if rank == 0:
+        ckpt = {"model": model.state_dict(), "step": step, "world_size": world,
+                "rng": rng_state(device), "data_step": step + 1}
+        if fault != "optimizer_not_saved":
+            ckpt["optimizer"] = opt.state_dict()
+        if fault != "scheduler_reset":
+            ckpt["scheduler"] = sched.state_dict()
+        save_atomic(ckpt, os.path.join(d, "ckpt.pt"))
+    else:  # every rank draws its own dropout masks
+        save_atomic(rng_state(device), os.path.join(d, "rng-%d.pt" % rank))
+    if world > 1:
+        dist.barrier()
+
+
+def restore(d, rank, model, opt, sched, device, fault):
+    ckpt = load(os.path.join(d, "ckpt.pt"), device)
+    model.load_state_dict(ckpt["model_state" if fault == "raise_on_resume" else "model"])
+    if "optimizer" in ckpt and fault != "optimizer_not_saved":
+        opt.load_state_dict(ckpt["optimizer"])
+    if "scheduler" in ckpt and fault != "scheduler_reset":
+        sched.load_state_dict(ckpt["scheduler"])
+    if fault != "rng_not_restored":
+        rng = ckpt["rng"] if rank == 0 else load(os.path.join(d, "rng-%d.pt" % rank), device)
+        set_rng_state(rng, device)
+    return ckpt["step"]
+
+
+def main(argv=None):
+    args = parse(argv)
+    fault = args.fault
+    rank, world = env_int("RANK", 0), env_int("WORLD_SIZE", 1)
+    if args.device.startswith("cuda"):
+        device = torch.device("cuda", env_int("LOCAL_RANK", 0))
+        torch.cuda.set_device(device)
+    else:
+        device = torch.device("cpu")
+        torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
+    if world > 1:
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo", init_method="env://")
+    seq = args.seq_len // 2 if fault == "wrong_shape" else args.seq_len
+    report = (lambda *a, **k: None) if fault == "no_metrics" else slurm_pilot.step
+
+    torch.manual_seed(args.seed)  # the same initial weights on every rank
+    model = Tiny().to(device)
+    net = nn.parallel.DistributedDataParallel(model) if world > 1 else model
+    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
+    warmup = 2
+
+    def schedule(s):
+        if s < warmup:
+            return (s + 1) / warmup
+        return 0.1 + 0.45 * (1 + math.cos(math.pi * min(1.0, (s - warmup) / max(1, args.steps - warmup))))
+
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, schedule)
+    torch.manual_seed(args.seed + 1 + rank)  # this rank's dropout
+    random.seed(args.seed + rank)
+
+    first = 1
+    resume = None if fault == "resume_ignored" else slurm_pilot.resume_dir()
+    if resume:
+        done = restore(resume, rank, model, opt, sched, device, fault)
+        slurm_pilot.restored(done)
+        first = done + 1
+    reference = resume is None and slurm_pilot.process() != "resumed"
+
+    for step in range(first, args.steps + 1):
+        if fault == "hang" and step == 3 and reference:
+            while True:
+                time.sleep(3600)
+        if fault == "oom" and step == 2:
+            torch.empty(1 << 50, device=device)
+        x, y = batch(args.seed, step, rank, args.micro_batch, seq, device)
+        loss = F.cross_entropy(net(x).reshape(-1, VOCAB), y.reshape(-1))
+        if fault == "nan" and step >= 3:
+            loss = loss * float("nan")
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        lr = opt.param_groups[0]["lr"]
+        opt.step()
+        sched.step()
+        report(loss, tokens=seq * args.micro_batch, model=model, optimizer=opt, lr=lr,
+               grad_norm=grad_norm, seq_len=seq, micro_batch=args.micro_batch)
+        print("step %d loss %.6f" % (step, loss.item()), flush=True)
+        if slurm_pilot.checkpoint_due(step) and fault != "no_checkpoint":
+            save_checkpoint(slurm_pilot.checkpoint_dir(), step, rank, world, model, opt, sched,
+                            device, fault)
+    if world > 1:
+        dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
