@@ -1,0 +1,481 @@
+"""The slurm_pilot probe and the test programs of program mode, for real.
+
+Run from the source root with the python directory on PYTHONPATH:
+    PYTHONPATH=python python3 -m unittest -v tests.program.test_probe
+or as a script (exits 77, the skip code, when torch is not importable).
+"""
+
+import json
+import math
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+
+try:
+    import torch
+except ImportError:
+    torch = None
+if torch is None:
+    if __name__ == "__main__":
+        print("torch is not importable: skipped")
+        sys.exit(77)
+    raise unittest.SkipTest("torch is not importable")
+
+import slurm_pilot  # noqa: E402
+
+STEPS, CKPT = 8, 4
+PILOT_VARS = ("PILOT_METRICS", "PILOT_STEPS", "PILOT_CHECKPOINT_STEP", "PILOT_CHECKPOINT_DIR",
+              "PILOT_RESUME_DIR", "PILOT_STAGE", "PILOT_PROCESS", "PILOT_DEVICE", "PILOT_SEED",
+              "PILOT_SEQ_LEN", "PILOT_MICRO_BATCH", "RANK", "LOCAL_RANK", "WORLD_SIZE",
+              "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT")
+
+
+def read_records(path):
+    if not os.path.exists(path):
+        return []
+    with open(path, "rb") as f:
+        return [json.loads(line) for line in f.read().splitlines()]
+
+
+def fresh_probe():
+    """Forget the probe's open sink and counters, as a new process would."""
+    p = slurm_pilot._probe
+    if p is not None and p.fd is not None:
+        os.close(p.fd)
+    slurm_pilot._probe = None
+
+
+class ProbeTest(unittest.TestCase):
+    def setUp(self):
+        self.saved = {k: os.environ.pop(k) for k in PILOT_VARS if k in os.environ}
+        self.dir = tempfile.mkdtemp(prefix="probe-")
+        self.sink = os.path.join(self.dir, "metrics.jsonl")
+        fresh_probe()
+
+    def tearDown(self):
+        fresh_probe()
+        for k in PILOT_VARS:
+            os.environ.pop(k, None)
+        os.environ.update(self.saved)
+        shutil.rmtree(self.dir)
+
+    def pilot(self, **env):
+        os.environ["PILOT_METRICS"] = self.sink
+        os.environ.update({k: str(v) for k, v in env.items()})
+
+    def model_step(self):
+        torch.manual_seed(0)
+        model = torch.nn.Linear(10, 5)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        loss = model(torch.randn(3, 10)).square().mean()
+        loss.backward()
+        opt.step()
+        return model, opt, loss
+
+    def test_no_op_outside_a_pilot(self):
+        self.assertFalse(slurm_pilot.active())
+        self.assertIsNone(slurm_pilot.step(1.0, tokens=10))
+        self.assertIsNone(slurm_pilot.steps())
+        self.assertIsNone(slurm_pilot.checkpoint_step())
+        self.assertFalse(slurm_pilot.checkpoint_due(4))
+        self.assertIsNone(slurm_pilot.checkpoint_dir())
+        self.assertIsNone(slurm_pilot.resume_dir())
+        self.assertIsNone(slurm_pilot.stage())
+        self.assertIsNone(slurm_pilot.process())
+        slurm_pilot.restored(3)
+        self.assertEqual(os.listdir(self.dir), [])
+
+    def test_environment(self):
+        self.pilot(PILOT_STEPS=8, PILOT_CHECKPOINT_STEP=4, PILOT_CHECKPOINT_DIR="/c",
+                   PILOT_RESUME_DIR="/r", PILOT_STAGE="node", PILOT_PROCESS="resumed")
+        self.assertTrue(slurm_pilot.active())
+        self.assertEqual(slurm_pilot.steps(), 8)
+        self.assertEqual(slurm_pilot.checkpoint_step(), 4)
+        self.assertTrue(slurm_pilot.checkpoint_due(4))
+        self.assertFalse(slurm_pilot.checkpoint_due(5))
+        self.assertEqual(slurm_pilot.checkpoint_dir(), "/c")
+        self.assertEqual(slurm_pilot.resume_dir(), "/r")
+        self.assertEqual(slurm_pilot.stage(), "node")
+        self.assertEqual(slurm_pilot.process(), "resumed")
+
+    def test_record_on_cpu(self):
+        self.pilot(RANK=3)
+        model, opt, loss = self.model_step()
+        slurm_pilot.step(loss, tokens=30, model=model, optimizer=opt, seq_len=3, micro_batch=1,
+                         grad_norm=torch.tensor(0.5), data_wait_ms=1.5)
+        slurm_pilot.step(loss.item(), 30, model=model, optimizer=opt)
+        first, second = read_records(self.sink)
+        self.assertEqual(first["step"], 1)
+        self.assertEqual(second["step"], 2)
+        self.assertEqual(first["loss"], loss.item())
+        self.assertEqual(first["rank"], 3)
+        self.assertEqual(first["tokens"], 30)
+        self.assertEqual((first["seq_len"], first["micro_batch"]), (3, 1))
+        self.assertEqual(first["lr"], 1e-3)
+        self.assertEqual(first["grad_norm"], 0.5)
+        self.assertEqual(first["data_wait_ms"], 1.5)
+        self.assertEqual(first["device"], "cpu")
+        self.assertGreater(first["peak_rss_bytes"], 0)
+        self.assertNotIn("peak_allocated_bytes", first)
+        self.assertEqual(first["params"], 10 * 5 + 5)
+        self.assertEqual(first["param_bytes"], 55 * 4)
+        self.assertEqual(first["grad_bytes"], 55 * 4)
+        # AdamW: exp_avg and exp_avg_sq per parameter, plus each parameter's step tensor
+        step_bytes = sum(s["step"].numel() * s["step"].element_size()
+                         for s in opt.state.values() if torch.is_tensor(s["step"]))
+        self.assertEqual(first["optimizer_state_bytes"], 2 * 55 * 4 + step_bytes)
+        self.assertGreaterEqual(first["probe_ms"], 0)
+        self.assertNotIn("step_ms", first)
+        self.assertGreater(second["step_ms"], 0)
+
+    def test_optimizer_state_counted_once(self):
+        self.pilot()
+        model, opt, loss = self.model_step()
+        slurm_pilot.step(loss, model=model, optimizer=opt)
+        opt.state[model.weight]["extra"] = torch.zeros(1000)  # not looked at again
+        slurm_pilot.step(loss, model=model, optimizer=opt)
+        a, b = read_records(self.sink)
+        self.assertEqual(a["optimizer_state_bytes"], b["optimizer_state_bytes"])
+
+    def test_empty_optimizer_state_is_left_out(self):
+        self.pilot()
+        model = torch.nn.Linear(2, 2)
+        opt = torch.optim.AdamW(model.parameters(), lr=0.25)
+        slurm_pilot.step(1.0, model=model, optimizer=opt)
+        rec, = read_records(self.sink)
+        self.assertNotIn("optimizer_state_bytes", rec)
+        self.assertNotIn("grad_bytes", rec)
+        self.assertEqual(rec["lr"], 0.25)
+
+    def test_one_write_per_record(self):
+        self.pilot()
+        writes = []
+        real = os.write
+
+        def counting(fd, data):
+            writes.append(bytes(data))
+            return real(fd, data)
+
+        slurm_pilot.os.write = counting
+        try:
+            for i in range(3):
+                slurm_pilot.step(float(i), tokens=4, extra_field="x")
+        finally:
+            slurm_pilot.os.write = real
+        self.assertEqual(len(writes), 3)
+        for w in writes:
+            self.assertTrue(w.endswith(b"\n"))
+            self.assertEqual(w.count(b"\n"), 1)
+        self.assertEqual([r["step"] for r in read_records(self.sink)], [1, 2, 3])
+        self.assertEqual(read_records(self.sink)[0]["extra_field"], "x")
+
+    def test_restored_continues_the_count(self):
+        self.pilot()
+        slurm_pilot.restored(4)
+        slurm_pilot.step(1.0)
+        slurm_pilot.step(1.0)
+        slurm_pilot.step(1.0, step=10)
+        slurm_pilot.step(1.0)
+        self.assertEqual([r["step"] for r in read_records(self.sink)], [5, 6, 10, 11])
+
+    def test_nan_loss_is_the_nan_token(self):
+        self.pilot()
+        slurm_pilot.step(torch.tensor(float("nan")))
+        slurm_pilot.step(float("inf"))
+        with open(self.sink, "rb") as f:
+            lines = f.read().splitlines()
+        self.assertIn(b'"loss":NaN', lines[0])
+        self.assertIn(b'"loss":Infinity', lines[1])
+        self.assertTrue(math.isnan(read_records(self.sink)[0]["loss"]))
+
+    def test_long_lines_drop_extras_not_core_fields(self):
+        self.pilot(RANK=1)
+        model, opt, loss = self.model_step()
+        extras = {"extra_%03d" % i: "v" * 100 for i in range(100)}
+        slurm_pilot.step(loss, tokens=30, model=model, optimizer=opt, seq_len=3, micro_batch=1,
+                         **extras)
+        with open(self.sink, "rb") as f:
+            line = f.read()
+        self.assertLess(len(line), 4096)
+        rec = json.loads(line)
+        for key in ("step", "loss", "rank", "tokens", "lr", "seq_len", "micro_batch", "device",
+                    "peak_rss_bytes", "params", "param_bytes", "grad_bytes",
+                    "optimizer_state_bytes", "probe_ms"):
+            self.assertIn(key, rec)
+        kept = [k for k in rec if k.startswith("extra_")]
+        self.assertGreater(len(kept), 0)
+        self.assertEqual(rec["dropped"], 100 - len(kept))
+
+    def test_extras_do_not_replace_probe_fields(self):
+        self.pilot()
+        slurm_pilot.step(2.0, device="tpu", probe_ms=-1, mine=[1, 2])
+        rec, = read_records(self.sink)
+        self.assertEqual(rec["device"], "cpu")
+        self.assertGreaterEqual(rec["probe_ms"], 0)
+        self.assertEqual(rec["mine"], [1, 2])
+
+    def test_fifo_sink(self):
+        fifo = os.path.join(self.dir, "fifo")
+        os.mkfifo(fifo)
+        got = []
+        reader = threading.Thread(target=lambda: got.append(open(fifo, "rb").read()))
+        reader.start()
+        os.environ["PILOT_METRICS"] = fifo
+        for i in range(5):
+            slurm_pilot.step(float(i))
+        fresh_probe()  # closes the write end: the reader sees end of file
+        reader.join(10)
+        self.assertEqual([json.loads(x)["step"] for x in got[0].splitlines()], [1, 2, 3, 4, 5])
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Run:
+    """One process of a test program, started at once; finish() waits for it."""
+
+    def __init__(self, work, name, script, args=(), resume_from=None, world=1, ranks=None,
+                 timeout=60):
+        self.dir = os.path.join(work, name)
+        os.makedirs(self.dir, exist_ok=True)
+        self.ckpt = os.path.join(self.dir, "ckpt")
+        self.timeout = timeout
+        env = {k: v for k, v in os.environ.items() if k not in PILOT_VARS}
+        env.update(PYTHONPATH=os.path.join(ROOT, "python"), PILOT_STEPS=str(STEPS),
+                   PILOT_CHECKPOINT_STEP=str(CKPT), PILOT_CHECKPOINT_DIR=self.ckpt,
+                   PILOT_STAGE="single" if world == 1 else "node", PILOT_DEVICE="cpu",
+                   PILOT_SEED="1234", PILOT_SEQ_LEN="16", PILOT_MICRO_BATCH="4",
+                   PILOT_PROCESS="resumed" if resume_from else "reference",
+                   WORLD_SIZE=str(world), LOCAL_WORLD_SIZE=str(world), GROUP_RANK="0",
+                   MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
+        if resume_from:
+            env["PILOT_RESUME_DIR"] = resume_from.ckpt
+        self.procs = []
+        for rank in (ranks if ranks is not None else range(world)):
+            e = dict(env, RANK=str(rank), LOCAL_RANK=str(rank),
+                     PILOT_METRICS=os.path.join(self.dir, "metrics-%d.jsonl" % rank))
+            with open(os.path.join(self.dir, "out-%d" % rank), "wb") as out, \
+                    open(os.path.join(self.dir, "err-%d" % rank), "wb") as err:
+                self.procs.append(subprocess.Popen(
+                    [sys.executable, os.path.join(HERE, script)] + list(args),
+                    env=e, stdout=out, stderr=err, cwd=self.dir))
+
+    def finish(self):
+        deadline = time.monotonic() + self.timeout
+        for p in self.procs:
+            try:
+                p.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        return self
+
+    def rc(self, rank=0):
+        return self.procs[rank].returncode
+
+    def text(self, kind, rank=0):
+        with open(os.path.join(self.dir, "%s-%d" % (kind, rank)), "rb") as f:
+            return f.read().decode(errors="replace")
+
+    def records(self, rank=0):
+        return read_records(os.path.join(self.dir, "metrics-%d.jsonl" % rank))
+
+    def losses(self, rank=0, records=None):
+        return {r["step"]: r["loss"] for r in (records or self.records(rank))}
+
+
+class ProgramTest(unittest.TestCase):
+    """tiny.py clean and with each fault, under DDP, spawner.py and print_loss.py."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.work = tempfile.mkdtemp(prefix="program-")
+        w = cls.work
+        R = lambda name, *a, **k: Run(w, name, *a, **k)  # noqa: E731
+        cls.hang = R("hang", "tiny.py", ["--fault", "hang"])
+        refs = {"clean": R("clean", "tiny.py"),
+                "optimizer_not_saved": R("optimizer_not_saved", "tiny.py", ["--fault", "optimizer_not_saved"]),
+                "scheduler_reset": R("scheduler_reset", "tiny.py", ["--fault", "scheduler_reset"]),
+                "ddp": R("ddp", "tiny.py", world=2),
+                "spawner": R("spawner", "spawner.py", world=2, ranks=[0]),
+                "print_loss": R("print_loss", "print_loss.py")}
+        for fault in ("nan", "no_checkpoint", "oom", "no_metrics", "wrong_shape"):
+            refs[fault] = R(fault, "tiny.py", ["--fault", fault])
+        cls.ref = {k: r.finish() for k, r in refs.items()}
+        clean = cls.ref["clean"]
+        resumed = {"clean": R("clean-resumed", "tiny.py", resume_from=clean),
+                   "ddp": R("ddp-resumed", "tiny.py", resume_from=cls.ref["ddp"], world=2),
+                   "spawner": R("spawner-resumed", "spawner.py", resume_from=cls.ref["spawner"],
+                                world=2, ranks=[0]),
+                   "print_loss": R("print_loss-resumed", "print_loss.py", resume_from=cls.ref["print_loss"])}
+        for fault in ("optimizer_not_saved", "scheduler_reset"):
+            resumed[fault] = R(fault + "-resumed", "tiny.py", ["--fault", fault], resume_from=cls.ref[fault])
+        for fault in ("rng_not_restored", "resume_ignored", "raise_on_resume"):
+            resumed[fault] = R(fault + "-resumed", "tiny.py", ["--fault", fault], resume_from=clean)
+        cls.res = {k: r.finish() for k, r in resumed.items()}
+        cls.hang_alive = cls.hang.procs[0].poll() is None
+        cls.hang.procs[0].kill()
+        cls.hang.finish()
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.work)
+
+    def assertClean(self, run, rank=0):
+        self.assertEqual(run.rc(rank), 0, run.text("err", rank)[-2000:])
+
+    def assertResumesBitwise(self, ref, res, rank=0, ref_records=None, res_records=None):
+        a = self.losses(ref, rank, ref_records)
+        b = self.losses(res, rank, res_records)
+        self.assertEqual(sorted(a), list(range(1, STEPS + 1)))
+        self.assertEqual(sorted(b), list(range(CKPT + 1, STEPS + 1)))
+        for s in range(CKPT + 1, STEPS + 1):
+            self.assertEqual(a[s].hex(), b[s].hex(), "step %d" % s)
+
+    @staticmethod
+    def losses(run, rank, records):
+        return run.losses(rank, records)
+
+    def diverges(self, ref, res):
+        a, b = ref.losses(), res.losses()
+        self.assertEqual(min(b), CKPT + 1)
+        return any(a[s] != b[s] for s in range(CKPT + 1, STEPS + 1))
+
+    def test_clean_resumes_bitwise(self):
+        ref, res = self.ref["clean"], self.res["clean"]
+        self.assertClean(ref)
+        self.assertClean(res)
+        self.assertTrue(os.path.isfile(os.path.join(ref.ckpt, "ckpt.pt")))
+        self.assertResumesBitwise(ref, res)
+        lr_ref = {r["step"]: r["lr"] for r in ref.records()}
+        self.assertEqual({r["step"]: r["lr"] for r in res.records()},
+                         {s: lr_ref[s] for s in range(CKPT + 1, STEPS + 1)})
+        rec = ref.records()[0]
+        self.assertEqual((rec["seq_len"], rec["micro_batch"], rec["tokens"]), (16, 4, 64))
+        self.assertEqual(rec["rank"], 0)
+        self.assertGreater(rec["params"], 0)
+        self.assertIn("step 8 loss", ref.text("out"))
+
+    def test_ddp_resumes_bitwise_on_every_rank(self):
+        ref, res = self.ref["ddp"], self.res["ddp"]
+        for rank in (0, 1):
+            self.assertClean(ref, rank)
+            self.assertClean(res, rank)
+            self.assertEqual({r["rank"] for r in ref.records(rank)}, {rank})
+            self.assertResumesBitwise(ref, res, rank)
+        self.assertTrue(os.path.isfile(os.path.join(ref.ckpt, "rng-1.pt")))
+        self.assertNotEqual(ref.losses(0), ref.losses(1))  # each rank its own batch
+
+    def test_spawner_workers_share_one_sink(self):
+        ref, res = self.ref["spawner"], self.res["spawner"]
+        self.assertClean(ref)
+        self.assertClean(res)
+        for rank in (0, 1):
+            a = [r for r in ref.records() if r["rank"] == rank]
+            b = [r for r in res.records() if r["rank"] == rank]
+            self.assertEqual(b[0]["step"], CKPT + 1)
+            self.assertResumesBitwise(ref, res, ref_records=a, res_records=b)
+
+    def test_print_loss_reports_only_on_stdout(self):
+        ref, res = self.ref["print_loss"], self.res["print_loss"]
+        self.assertClean(ref)
+        self.assertClean(res)
+        self.assertEqual(ref.records(), [])
+        self.assertFalse(os.path.exists(os.path.join(ref.dir, "metrics-0.jsonl")))
+        pat = re.compile(r"loss=([0-9.eE+-]+)")
+        a = [m.group(1) for m in map(pat.search, ref.text("out").splitlines()) if m]
+        b = [m.group(1) for m in map(pat.search, res.text("out").splitlines()) if m]
+        self.assertEqual(len(a), STEPS)
+        self.assertEqual(b, a[CKPT:])
+        self.assertTrue(res.text("out").startswith("iter %d:" % (CKPT + 1)))
+
+    def test_optimizer_not_saved(self):
+        ref, res = self.ref["optimizer_not_saved"], self.res["optimizer_not_saved"]
+        self.assertClean(ref)
+        self.assertClean(res)
+        ck = torch.load(os.path.join(ref.ckpt, "ckpt.pt"), weights_only=False)
+        self.assertNotIn("optimizer", ck)
+        self.assertTrue(self.diverges(ref, res))
+
+    def test_scheduler_reset(self):
+        ref, res = self.ref["scheduler_reset"], self.res["scheduler_reset"]
+        self.assertClean(res)
+        ck = torch.load(os.path.join(ref.ckpt, "ckpt.pt"), weights_only=False)
+        self.assertNotIn("scheduler", ck)
+        self.assertTrue(self.diverges(ref, res))
+        lr_ref = {r["step"]: r["lr"] for r in ref.records()}
+        self.assertNotEqual({r["step"]: r["lr"] for r in res.records()},
+                            {s: lr_ref[s] for s in range(CKPT + 1, STEPS + 1)})
+
+    def test_rng_not_restored(self):
+        res = self.res["rng_not_restored"]
+        self.assertClean(res)
+        self.assertTrue(self.diverges(self.ref["clean"], res))
+
+    def test_resume_ignored_starts_at_step_1(self):
+        res = self.res["resume_ignored"]
+        self.assertClean(res)
+        self.assertEqual([r["step"] for r in res.records()], list(range(1, STEPS + 1)))
+
+    def test_raise_on_resume(self):
+        res = self.res["raise_on_resume"]
+        self.assertNotEqual(res.rc(), 0)
+        self.assertIn("KeyError", res.text("err"))
+        self.assertEqual(res.records(), [])
+
+    def test_hang_at_step_3(self):
+        self.assertTrue(self.hang_alive, self.hang.text("err")[-2000:])
+        self.assertEqual([r["step"] for r in self.hang.records()], [1, 2])
+
+    def test_nan_from_step_3(self):
+        run = self.ref["nan"]
+        self.assertClean(run)
+        losses = run.losses()
+        self.assertTrue(math.isfinite(losses[2]))
+        self.assertTrue(math.isnan(losses[3]))
+        with open(os.path.join(run.dir, "metrics-0.jsonl"), "rb") as f:
+            self.assertIn(b'"step":3,"loss":NaN', f.read())
+
+    def test_no_checkpoint(self):
+        run = self.ref["no_checkpoint"]
+        self.assertClean(run)
+        self.assertEqual(len(run.records()), STEPS)
+        self.assertFalse(os.path.exists(run.ckpt))
+
+    def test_oom_at_step_2(self):
+        run = self.ref["oom"]
+        self.assertNotEqual(run.rc(), 0)
+        # The CPU allocator's words differ between torch versions; CUDA says "out of memory".
+        self.assertRegex(run.text("err").lower(),
+                         "out of memory|not enough memory|can't allocate memory|cannot allocate memory")
+        self.assertEqual([r["step"] for r in run.records()], [1])
+
+    def test_no_metrics(self):
+        run = self.ref["no_metrics"]
+        self.assertClean(run)
+        self.assertFalse(os.path.exists(os.path.join(run.dir, "metrics-0.jsonl")))
+        self.assertEqual(run.text("out").count("loss"), STEPS)
+
+    def test_wrong_shape(self):
+        run = self.ref["wrong_shape"]
+        self.assertClean(run)
+        rec = run.records()[0]
+        self.assertEqual((rec["seq_len"], rec["tokens"]), (8, 8 * 4))
+
+
+if __name__ == "__main__":
+    unittest.main()
