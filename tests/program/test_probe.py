@@ -139,6 +139,43 @@ class ProbeTest(unittest.TestCase):
         self.assertNotIn("step_ms", first)
         self.assertGreater(second["step_ms"], 0)
 
+    def test_record_on_cuda(self):
+        """The CUDA path, with the allocator's calls replaced: one sync, read, reset."""
+        self.pilot()
+        calls = []
+        fake = {
+            "synchronize": lambda dev=None: calls.append(("sync", dev)),
+            "max_memory_allocated": lambda dev=None: 1000,
+            "max_memory_reserved": lambda dev=None: 2000,
+            "mem_get_info": lambda dev=None: (3000, 4000),
+            "memory_stats": lambda dev=None: {"num_alloc_retries": 5, "num_ooms": 6},
+            "reset_peak_memory_stats": lambda dev=None: calls.append(("reset", dev)),
+        }
+        saved = {name: getattr(torch.cuda, name) for name in fake}
+
+        class Loss:
+            device = torch.device("cuda", 1)
+
+            def item(self):
+                return 2.5
+
+        for name, f in fake.items():
+            setattr(torch.cuda, name, f)
+        try:
+            slurm_pilot.step(Loss(), tokens=8)
+        finally:
+            for name, f in saved.items():
+                setattr(torch.cuda, name, f)
+        rec, = read_records(self.sink)
+        self.assertEqual(rec["device"], "cuda")
+        self.assertEqual(rec["loss"], 2.5)
+        self.assertEqual((rec["peak_allocated_bytes"], rec["peak_reserved_bytes"]), (1000, 2000))
+        self.assertEqual((rec["device_free_bytes"], rec["device_total_bytes"]), (3000, 4000))
+        self.assertEqual((rec["alloc_retries"], rec["ooms"]), (5, 6))
+        self.assertGreater(rec["peak_rss_bytes"], 0)
+        dev = torch.device("cuda", 1)
+        self.assertEqual(calls, [("sync", dev), ("reset", dev)])
+
     def test_optimizer_state_counted_once(self):
         self.pilot()
         model, opt, loss = self.model_step()

@@ -141,13 +141,14 @@ def main(argv=None):
     args = parse(argv)
     fault = args.fault
     rank, world = env_int("RANK", 0), env_int("WORLD_SIZE", 1)
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # before CUDA starts
+    torch.use_deterministic_algorithms(True)
     if args.device.startswith("cuda"):
         device = torch.device("cuda", env_int("LOCAL_RANK", 0))
         torch.cuda.set_device(device)
     else:
         device = torch.device("cpu")
         torch.set_num_threads(1)
-    torch.use_deterministic_algorithms(True)
     if world > 1:
         dist.init_process_group("nccl" if device.type == "cuda" else "gloo", init_method="env://")
     seq = args.seq_len // 2 if fault == "wrong_shape" else args.seq_len
