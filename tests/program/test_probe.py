@@ -376,16 +376,12 @@ class ProgramTest(unittest.TestCase):
         self.assertEqual(run.rc(rank), 0, run.text("err", rank)[-2000:])
 
     def assertResumesBitwise(self, ref, res, rank=0, ref_records=None, res_records=None):
-        a = self.losses(ref, rank, ref_records)
-        b = self.losses(res, rank, res_records)
+        a = ref.losses(rank, ref_records)
+        b = res.losses(rank, res_records)
         self.assertEqual(sorted(a), list(range(1, STEPS + 1)))
         self.assertEqual(sorted(b), list(range(CKPT + 1, STEPS + 1)))
         for s in range(CKPT + 1, STEPS + 1):
             self.assertEqual(a[s].hex(), b[s].hex(), "step %d" % s)
-
-    @staticmethod
-    def losses(run, rank, records):
-        return run.losses(rank, records)
 
     def diverges(self, ref, res):
         a, b = ref.losses(), res.losses()
