@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 // TOML++ asserts on some malformed input (e.g. "[[}x]") in builds without
@@ -402,17 +403,49 @@ void Loader::Assign(const KeySpec& spec, const toml::node& node, int line, Confi
         return;
       }
       const std::string item = e.as_string()->get();
-      if (std::find(out.begin(), out.end(), item) != out.end()) {
+      if (!spec.argv && std::find(out.begin(), out.end(), item) != out.end()) {
         fail("element " + std::to_string(i + 1) + " repeats " + Quote(item), eline);
+        return;
+      }
+      if (item.find('\0') != std::string::npos) {
+        fail("element " + std::to_string(i + 1) + " contains a NUL character", eline);
         return;
       }
       out.push_back(item);
     }
     if (out.empty()) {
-      fail("must list at least one GPU type");
+      fail(spec.argv ? "must name the program to run, e.g. [\"python3\", \"train.py\"]"
+                     : "must list at least one GPU type");
       return;
     }
     **pl = std::move(out);
+  } else if (auto* pm = std::get_if<std::map<std::string, std::string>*>(&field)) {
+    const toml::table* tbl = node.as_table();
+    if (tbl == nullptr) {
+      fail("must be a table of strings, e.g. { NAME = \"value\" }, got " + TypeName(node));
+      return;
+    }
+    std::map<std::string, std::string> out;
+    for (auto&& [kk, value] : *tbl) {
+      const std::string var(kk.str());
+      const int eline = line == 0 ? 0 : LineOf(kk.source());
+      const bool name_ok =
+          !var.empty() && !(var[0] >= '0' && var[0] <= '9') &&
+          std::all_of(var.begin(), var.end(), [](char ch) {
+            return ch == '_' || (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
+                   (ch >= '0' && ch <= '9');
+          });
+      if (!name_ok) {
+        fail(Quote(var) + " is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)", eline);
+        return;
+      }
+      if (!value.is_string() || value.as_string()->get().find('\0') != std::string::npos) {
+        fail(var + " must be a string without NUL characters, got " + TypeName(value), eline);
+        return;
+      }
+      out[var] = value.as_string()->get();
+    }
+    **pm = std::move(out);
   }
 }
 
@@ -429,6 +462,19 @@ void Loader::CheckString(const KeySpec& spec, std::string& v, int line) {
         fail("must be 1 to 64 characters of A-Z a-z 0-9 . _ -, got " + Quote(v));
       }
       return;
+    case StringKind::kRegex: {
+      if (v.empty()) return;
+      try {
+        const std::regex re(v, std::regex::ECMAScript);
+        if (re.mark_count() != 1) {
+          fail("must have exactly one group (the loss), has " + std::to_string(re.mark_count()),
+               "e.g. \"loss[=:] *([0-9.eE+-]+)\"");
+        }
+      } catch (const std::regex_error& e) {
+        fail("is not a regular expression: " + std::string(e.what()));
+      }
+      return;
+    }
     case StringKind::kAllocConf: {
       std::string why = AllocConfProblem(v);
       if (!why.empty()) {

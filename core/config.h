@@ -141,6 +141,18 @@ struct ContainerConfig {
   std::string image;   // "registry/repo:tag", "repo@sha256:..", or a .sqsh/.sif
 };
 
+// [program]: the user's own training program as the pilot (pilot-program(7)).
+// Absent (command empty): the builtin model of [model] is trained.
+struct ProgramConfig {
+  std::vector<std::string> command;  // argv, no shell; argv[0] looked up in PATH
+  std::string workdir;               // "" = the job's submit directory
+  std::map<std::string, std::string> env;  // added to the program's environment
+  std::string launcher = "pilot";    // "pilot": one process per rank; "none": one
+                                     // process that starts its own workers
+  int step_timeout = 600;            // seconds without a metrics record: hung
+  std::string loss_pattern;          // regex, one group, over stdout lines; "" = metrics
+};
+
 // [hardware]
 struct HardwareConfig {
   std::vector<std::string> candidates = {"A100-80", "H100-80", "H200-141",
@@ -163,6 +175,7 @@ struct Config {
   EvalConfig eval;
   ParallelConfig parallel;
   ContainerConfig container;
+  ProgramConfig program;
   HardwareConfig hardware;
 
   std::string path;     // as given (absolute when the caller made it so)
@@ -170,6 +183,8 @@ struct Config {
   // "section.key" -> where it came from; every known key is present.
   std::map<std::string, KeySource> sources;
 
+  // True when the pilot runs the user's program ([program] command set).
+  bool IsProgram() const { return !program.command.empty(); }
   // True when the pilot's shape equals the long run's (binding pilot).
   bool ShapeIsBinding() const {
     return training.seq_len == run.seq_len &&

@@ -43,6 +43,11 @@ std::string ValueText(const FieldPtr& f) {
       for (const std::string& s : *p) q.push_back(Quote(s));
       return "[" + Join(q, ", ") + "]";
     }
+    std::string operator()(std::map<std::string, std::string>* p) const {
+      std::vector<std::string> q;
+      for (const auto& [k, v] : *p) q.push_back(k + " = " + Quote(v));
+      return "{ " + Join(q, ", ") + (q.empty() ? "}" : " }");
+    }
   };
   return std::visit(Visitor{}, f);
 }

@@ -95,6 +95,13 @@ const std::vector<KeySpec>& Schema() {
       {PILOT_KEY(parallel, bucket_mb), .ilo = 1, .ihi = 4096},
       // [container]
       {PILOT_KEY(container, image), .kind = StringKind::kImage},
+      // [program]
+      {PILOT_KEY(program, command), .argv = true},
+      {PILOT_KEY(program, workdir), .kind = StringKind::kPath},
+      {PILOT_KEY(program, env)},
+      {PILOT_KEY(program, launcher), .choices = {"pilot", "none"}},
+      {PILOT_KEY(program, step_timeout), .ilo = 1, .ihi = 86400},
+      {PILOT_KEY(program, loss_pattern), .kind = StringKind::kRegex},
       // [hardware]
       {PILOT_KEY(hardware, candidates)},
   };

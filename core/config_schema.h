@@ -20,8 +20,8 @@
 namespace pilot::config_internal {
 
 // Pointer to the field a key fills; the alternative is the key's type.
-using FieldPtr =
-    std::variant<std::string*, int*, int64_t*, double*, bool*, std::vector<std::string>*>;
+using FieldPtr = std::variant<std::string*, int*, int64_t*, double*, bool*,
+                              std::vector<std::string>*, std::map<std::string, std::string>*>;
 
 // Extra checks for string keys.
 enum class StringKind {
@@ -31,6 +31,7 @@ enum class StringKind {
   kImage,   // container reference or a local image file (then like kPath)
   kName,    // [A-Za-z0-9._-]{1,64}
   kAllocConf,  // "" or the caching allocator's key:value[,key:value] list
+  kRegex,      // "" or an ECMAScript regular expression with one group
 };
 
 struct KeySpec {
@@ -51,6 +52,8 @@ struct KeySpec {
   bool required = false;
   // Integer key that also accepts a float with a whole value (2.6e10).
   bool float_ok = false;
+  // Array keys: a command line (elements may repeat) rather than a set.
+  bool argv = false;
 
   std::string Name() const { return std::string(section) + "." + key; }
 };

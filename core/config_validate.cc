@@ -38,6 +38,7 @@ class Rules {
 
   Status Run() {
     PILOT_RETURN_IF_ERROR(RunTarget());
+    PILOT_RETURN_IF_ERROR(Program());
     PILOT_RETURN_IF_ERROR(Model());
     PILOT_RETURN_IF_ERROR(Data());
     PILOT_RETURN_IF_ERROR(Shape());
@@ -76,6 +77,52 @@ class Rules {
             Quote(r.gpu_type) + " is not among hardware.candidates (" + Join(cands, ", ") + ")",
             "add it to hardware.candidates, or leave run.gpu_type empty for any type");
       }
+    }
+    return Status::Ok();
+  }
+
+  // With [program] the user's program is the workload: the builtin model's
+  // keys would describe something the pilot does not run.
+  Status Program() {
+    if (!c_.IsProgram()) {
+      for (const auto& [name, src] : c_.sources) {
+        if (StartsWith(name, "program.") && !src.is_default) {
+          return Err({name.c_str()}, "is set but program.command is not",
+                     "name the program to run: command = [\"python3\", \"train.py\"]");
+        }
+      }
+      return Status::Ok();
+    }
+    // Keys that keep their meaning with a program (pilot-program(7)).
+    static const char* const kKept[] = {
+        "training.steps", "training.warmup_steps", "training.seed", "training.deterministic",
+        "training.device", "training.alloc_conf", "checkpoint.at_step", "eval.restore_tolerance",
+        "parallel.nproc", "parallel.launcher"};
+    for (const char* section : {"model", "data", "training", "checkpoint", "eval", "parallel"}) {
+      for (const auto& [name, src] : c_.sources) {
+        if (src.is_default || !StartsWith(name, std::string(section) + ".")) continue;
+        if (std::find(std::begin(kKept), std::end(kKept), name) != std::end(kKept)) continue;
+        return Err({name.c_str()},
+                   "applies to the builtin model and cannot be used with [program]",
+                   std::string(section) == "model" || std::string(section) == "data"
+                       ? "the program builds its own model and data; remove [" +
+                             std::string(section) + "]"
+                       : "with a program the pilot controls only " + Join(std::vector<std::string>(std::begin(kKept), std::end(kKept)), ", "));
+      }
+    }
+    for (const auto& [var, value] : c_.program.env) {
+      if (StartsWith(var, "PILOT_") || StartsWith(var, "SLURM_") || StartsWith(var, "LD_") ||
+          var == "RANK" || var == "LOCAL_RANK" || var == "WORLD_SIZE" ||
+          var == "LOCAL_WORLD_SIZE" || var == "GROUP_RANK" || var == "MASTER_ADDR" ||
+          var == "MASTER_PORT") {
+        return Err({"program.env"}, var + " is set by the pilot or by Slurm and cannot be overridden");
+      }
+    }
+    if (c_.parallel.launcher == "srun") {
+      return Err({"parallel.launcher"},
+                 "a program's ranks are started by the supervisor on the batch host; \"srun\" "
+                 "is not available with [program] yet",
+                 "leave parallel.launcher at \"auto\" or set \"local\"");
     }
     return Status::Ok();
   }

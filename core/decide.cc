@@ -100,6 +100,13 @@ const SingleStage* CheckCompleted(const DecideInput& in, std::vector<Check>* out
       mem = ", peak allocated " + FormatGiB(*f.memory.peak_allocated_bytes);
     if (f.memory.device_total_bytes) mem += " of " + FormatGiB(*f.memory.device_total_bytes);
     std::string what = f.kind == "oom" ? "out of memory" : "error";
+    if (r.program) {
+      // The supervisor's sentence already says which process, step and why.
+      out->push_back(MakeCheck("completed", CheckStatus::kFail,
+                               what + " at step " + std::to_string(f.step), want, f.message,
+                               VerifiedBy::kSupervisor));
+      return nullptr;
+    }
     return fail(what + " at step " + std::to_string(f.step) + " (" + f.phase + ")",
                 what + " in " + f.phase + " at step " + std::to_string(f.step) + mem +
                     (f.message.empty() ? "" : ": " + f.message));
@@ -118,8 +125,19 @@ const SingleStage* CheckCompleted(const DecideInput& in, std::vector<Check>* out
 }
 
 // Returns whether the pilot's shape binds the run.
-bool CheckShape(const Config& cfg, const SingleStage& s, std::vector<Check>* out) {
+bool CheckShape(const Config& cfg, const SingleStage& s, const Results& r,
+                std::vector<Check>* out) {
   const ShapeInfo& sh = s.shape;
+  if (r.program && !r.program->shape_reported) {
+    out->push_back(MakeCheck(
+        "shape", CheckStatus::kWarn, "not reported",
+        "seq_len " + std::to_string(cfg.run.seq_len) + ", micro_batch " +
+            std::to_string(cfg.run.micro_batch),
+        "the program reported no seq_len and micro_batch (slurm_pilot.step(seq_len=..., "
+        "micro_batch=...)): the verdict is not binding",
+        VerifiedBy::kWorkload));
+    return false;
+  }
   std::string measured =
       "seq_len " + std::to_string(sh.seq_len) + ", micro_batch " + std::to_string(sh.micro_batch) +
       (sh.optimizer_state_included ? ", optimizer state" : ", NO optimizer state");
@@ -482,7 +500,7 @@ Verdict Decide(const DecideInput& in, const Policy& policy, const HardwareCatalo
   const Config* cfg = in.config ? &*in.config : nullptr;
   bool binding = false;
   if (s != nullptr && cfg != nullptr) {
-    binding = CheckShape(*cfg, *s, &checks);
+    binding = CheckShape(*cfg, *s, *in.results, &checks);
     CheckSteps(*s, policy, &checks);
     CheckRestore(*s, in.results->supervisor && in.results->supervisor->restore_compared, policy,
                  &checks);

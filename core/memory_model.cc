@@ -82,6 +82,12 @@ Workload WorkloadFrom(const SingleStage& s, const Config* cfg) {
   w.precision = s.shape.precision.empty() ? "fp32" : s.shape.precision;
   w.optimizer = s.shape.optimizer.empty() ? "adamw" : s.shape.optimizer;
   w.fused_loss = s.shape.fused_loss.value_or(false);
+  // A user's program: [model] does not describe it; only the parameter
+  // count it reported is known (6N FLOPs per token).
+  if (cfg != nullptr && cfg->IsProgram()) {
+    if (s.shape.precision.empty()) w.precision = "fp32";
+    return w;
+  }
   if (cfg != nullptr) {
     w.layers = std::max(1, cfg->model.layers);
     w.d_model = cfg->model.d_model;

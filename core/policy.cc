@@ -105,6 +105,8 @@ void Fields(V& v, S& s, std::type_identity<Policy>) {
     Doc{"pilot-runner to run (\"\" = beside the calling program)"});
   v("supervisor_path", s.supervisor_path, Validate{&AbsoluteOrEmpty}, kMayBeAbsent,
     Doc{"pilot-supervisor the plugin starts (\"\" = beside the calling program)"});
+  v("probe_path", s.probe_path, Validate{&AbsoluteOrEmpty}, kMayBeAbsent,
+    Doc{"folder with the slurm_pilot Python package, put first on a program's PYTHONPATH"});
   v("allow_test_switches", s.allow_test_switches, kMayBeAbsent,
     Doc{"pass PILOT_RUNNER_TEST_* variables to the workload (test clusters only)"});
   v("independent_checks", s.independent_checks, kMayBeAbsent,
@@ -173,6 +175,12 @@ std::string BesideSelf(const std::string& name) {
 
 std::string ResolveRunnerPath(const Policy& policy) {
   return policy.runner_path.empty() ? BesideSelf("pilot-runner") : policy.runner_path;
+}
+
+std::string ResolveProbePath(const Policy& policy) {
+  if (!policy.probe_path.empty()) return policy.probe_path;
+  const std::string bin = BesideSelf("");
+  return bin + "../share/slurm-pilot/python";
 }
 
 std::string ResolveSupervisorPath(const Policy& policy) {

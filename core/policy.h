@@ -61,6 +61,8 @@ struct Policy {
   std::string hardware_catalog;      // default: <sysconfdir>/slurm-pilot/hardware.toml
   std::string runner_path;           // "" = pilot-runner beside the calling program
   std::string supervisor_path;       // "" = pilot-supervisor beside the calling program
+  std::string probe_path;            // folder holding the slurm_pilot Python package;
+                                     // "" = ../share/slurm-pilot/python beside the program
   // PILOT_RUNNER_TEST_* switches reach the workload only when true (test
   // clusters); otherwise the supervisor drops them from its environment.
   bool allow_test_switches = false;
@@ -97,6 +99,10 @@ const std::vector<std::string>& KnownPolicyKeys();
 // policy.runner_path, or "pilot-runner" in the directory of the running
 // executable (/proc/self/exe) when it is empty.
 std::string ResolveRunnerPath(const Policy& policy);
+// policy.probe_path, or share/slurm-pilot/python of the installation the
+// running program belongs to.
+std::string ResolveProbePath(const Policy& policy);
+
 // policy.supervisor_path, or "pilot-supervisor" beside the running
 // executable when it is empty.
 std::string ResolveSupervisorPath(const Policy& policy);

@@ -347,8 +347,41 @@ void Fields(V& v, S& s, std::type_identity<SupervisorInfo>) {
 }
 
 template <class V, class S>
+void Fields(V& v, S& s, std::type_identity<ProgramProcess>) {
+  v("stage", s.stage, OneOf{{"single", "node"}});
+  v("process", s.process, OneOf{{"reference", "resumed"}});
+  v("rank", s.rank);
+  v("exit_code", s.exit_code);
+  v("signal", s.signal);
+  v("terminated", s.terminated);
+  v("wall_seconds", s.wall_seconds);
+  v("records", s.records);
+  v("first_step", s.first_step);
+  v("last_step", s.last_step);
+  v("stderr_tail", s.stderr_tail);
+}
+
+template <class V, class S>
+void Fields(V& v, S& s, std::type_identity<ProgramInfo>) {
+  v("command", s.command);
+  v("workdir", s.workdir);
+  v("launcher", s.launcher);
+  v("metrics", s.metrics);
+  v("shape_reported", s.shape_reported);
+  v("checkpoint_dir", s.checkpoint_dir);
+  v("checkpoint_files", s.checkpoint_files);
+  v("checkpoint_file_count", s.checkpoint_file_count);
+  v("checkpoint_bytes", s.checkpoint_bytes);
+  v("lr_compared", s.lr_compared);
+  v("eval_compared", s.eval_compared);
+  v("problems", s.problems);
+  v("processes", s.processes);
+}
+
+template <class V, class S>
 void Fields(V& v, S& s, std::type_identity<Results>) {
   v("schema", s.schema);
+  v("workload", s.workload, OneOf{{"builtin", "program"}}, kMayBeAbsent);
   v("instance", s.instance, kMayBeAbsent);
   v("config_path", s.config_path);
   v("config_sha256", s.config_sha256);
@@ -363,6 +396,7 @@ void Fields(V& v, S& s, std::type_identity<Results>) {
   ResultsStages<S> stages{&s};
   v("stages", stages);
   v("supervisor", s.supervisor, kOmitIfUnset);
+  v("program", s.program, kOmitIfUnset);
 }
 
 std::string ResultsToJson(const Results& r) {

@@ -291,8 +291,46 @@ struct SupervisorInfo {
   bool operator==(const SupervisorInfo&) const = default;
 };
 
+// One process of the user's program, as the supervisor saw it (program
+// mode, pilot-program(7)).
+struct ProgramProcess {
+  std::string stage;            // "single" | "node"
+  std::string process;          // "reference" | "resumed"
+  int rank = 0;                 // its RANK (launcher "none": 0, the one started)
+  int exit_code = -1;           // -1 when a signal ended it
+  int signal = 0;
+  bool terminated = false;      // the supervisor ended it (hung, step N passed, a rank failed)
+  double wall_seconds = 0;
+  int64_t records = 0;          // metrics records read while it ran
+  int64_t first_step = 0;       // first step it reported (0 = none)
+  int64_t last_step = 0;
+  std::string stderr_tail;      // the end of its standard error
+  bool operator==(const ProgramProcess&) const = default;
+};
+
+// What the supervisor saw of the user's program. Present when results.json
+// was written for a [program] pilot.
+struct ProgramInfo {
+  std::vector<std::string> command;  // argv as run
+  std::string workdir;
+  std::string launcher;              // "pilot" | "none"
+  std::string metrics;               // "records" (PILOT_METRICS) | "loss_pattern"
+  bool shape_reported = false;       // the program reported seq_len and micro_batch
+  std::string checkpoint_dir;        // where the reference process saved step K
+  std::string checkpoint_files;      // the file list hashed after it exited (root's copy)
+  int checkpoint_file_count = 0;
+  int64_t checkpoint_bytes = 0;
+  bool lr_compared = false;          // lr of the resumed steps compared with the reference's
+  bool eval_compared = false;        // eval_loss likewise
+  std::vector<std::string> problems; // every problem found, in the order found
+  std::vector<ProgramProcess> processes;
+  bool operator==(const ProgramInfo&) const = default;
+};
+
 struct Results {
   std::string schema = kResultsSchema;
+  // "builtin" (the runner's model) or "program" (the user's program).
+  std::string workload = "builtin";
   // The pilot instance (lock.json's) these results belong to; "" when the
   // runner ran outside a supervised job.
   std::string instance;
@@ -310,6 +348,7 @@ struct Results {
   std::optional<SingleStage> single;  // stages.single
   std::optional<NodeStage> node;      // stages.node
   std::optional<SupervisorInfo> supervisor;  // only from pilot-supervisor
+  std::optional<ProgramInfo> program;        // only in program mode
   bool operator==(const Results&) const = default;
 };
 

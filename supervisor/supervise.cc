@@ -20,6 +20,7 @@
 #include "pilot/version.h"
 #include "supervisor/device_memory.h"
 #include "supervisor/process.h"
+#include "supervisor/program/program_pilot.h"
 #include "supervisor/workload_env.h"
 
 namespace pilot::supervisor {
@@ -107,9 +108,13 @@ class Supervisor {
     }
 
     int rc = kExitOk;
-    if (o_.stage != "node") rc = SingleAndRestore();
-    if (!StopRequested() && (o_.stage == "node" || (o_.stage == "all" && rc == kExitOk))) {
-      rc = Node();
+    if (cfg_ && cfg_->IsProgram()) {
+      rc = Program();
+    } else {
+      if (o_.stage != "node") rc = SingleAndRestore();
+      if (!StopRequested() && (o_.stage == "node" || (o_.stage == "all" && rc == kExitOk))) {
+        rc = Node();
+      }
     }
     if (StopRequested()) {
       info_.stopped = true;
@@ -252,6 +257,23 @@ class Supervisor {
         (st.restore.detail.empty() ? "" : ": " + st.restore.detail));
     if (child_rc == kExitOutOfMemory) return kExitOutOfMemory;
     return equal ? kExitOk : kExitFailed;
+  }
+
+  // The user's own program ([program]): supervisor/program/program_pilot.h.
+  int Program() {
+    res_.config_sha256 = lock_.config.sha256_copied;
+    res_.seed = lock_.seeds.training;
+    res_.versions.runner = PILOT_VERSION_STRING;
+    res_.alloc_conf = cfg_->training.alloc_conf;
+    ProgramPilotInput in;
+    in.cfg = &*cfg_;
+    in.lock = &lock_;
+    in.opts = &o_;
+    in.base_env = env_.env;
+    in.out = out_;
+    in.job_dir = paths_.dir;
+    in.tick = [this] { sampler_.Sample(); };
+    return RunProgramPilot(in, &res_, &info_);
   }
 
   int Node() {

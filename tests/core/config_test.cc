@@ -86,7 +86,7 @@ const std::vector<BadCase>& BadCases() {
        kRun + "[optimizer]\nlr = 1\n",
        {},
        "pilot: t.toml:6: [optimizer]: unknown section\nHINT: sections are [run], [model], [data], "
-       "[training], [checkpoint], [eval], [parallel], [container], [hardware]"},
+       "[training], [checkpoint], [eval], [parallel], [container], [program], [hardware]"},
       {"key_outside_section",
        "layers = 2\n" + kRun,
        {},

@@ -1,0 +1,90 @@
+// Running the processes of one phase of a user's program: every rank (or,
+// with launcher "none", the one process that starts its own workers) as the
+// job's user, each in its own process group, with its standard output and
+// error on pipes the supervisor forwards to the job's and keeps the end of,
+// and its metrics on a FIFO only the supervisor reads (pilot-program(7)).
+//
+// The supervisor's clock times every record as it arrives; a file the
+// program rewrites later changes nothing. The phase ends when every process
+// has exited, or the supervisor ends it: no record for step_timeout
+// seconds (hung), a process failed (the others get a grace period, then
+// are ended: distributed peers of a failed rank wait forever), every rank
+// reported the last step and did not exit within the grace period, or the
+// supervisor was told to stop. Ending is SIGTERM to each process group,
+// SIGKILL after kill_grace_seconds.
+//
+// Thread-safety: uses fork(); call from the supervisor's single thread.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <optional>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "job/subprocess.h"
+#include "supervisor/program/metrics.h"
+
+namespace pilot::supervisor {
+
+struct RankLaunch {
+  int rank = 0;
+  std::vector<std::string> argv;  // argv[0] absolute, or looked up in the env's PATH as the user
+  std::vector<std::string> env;   // complete
+  std::string metrics_fifo;       // created by the caller; "" = none
+};
+
+struct GroupSpec {
+  std::vector<RankLaunch> ranks;
+  std::optional<job::RunAs> run_as;  // nullopt: as the caller (tests without root)
+  std::string cwd = "/";
+  double step_timeout_seconds = 600;
+  // With a pattern, stdout lines are the records: the n-th match of a
+  // process is step first_step + n - 1.
+  std::optional<std::regex> loss_pattern;
+  int64_t first_step = 1;
+  int64_t last_step = 0;             // N; 0 = no end-of-run grace
+  int expected_ranks = 1;            // ranks 0..n-1 whose records reach N end the run
+  double exit_grace_seconds = 30;    // after the last step, or after a process failed
+  double kill_grace_seconds = 10;
+  int forward_stdout = 1;            // where its output goes (-1: nowhere)
+  int forward_stderr = 2;
+  std::function<void()> tick;        // about every 200 ms
+};
+
+struct RankResult {
+  int rank = 0;
+  bool started = false;
+  std::string start_problem;  // why it could not be started
+  int exit_code = -1;         // -1 when a signal ended it
+  int signal = 0;
+  bool terminated = false;    // the supervisor signalled it
+  double wall_seconds = 0;
+  std::string stderr_tail;    // the last lines of its standard error
+  std::string stdout_tail;
+  int64_t records = 0;
+};
+
+struct GroupResult {
+  std::vector<RankResult> ranks;
+  std::vector<MetricRecord> records;  // every rank's, in the order they arrived
+  int64_t bad_records = 0;
+  std::string first_bad_record;       // why the first one was refused
+  bool hung = false;                  // no record for step_timeout seconds
+  double hung_seconds = 0;
+  int64_t hung_after_step = 0;        // the last step any rank reported then
+  bool stopped = false;               // the supervisor was told to stop
+  bool after_last_step = false;       // ended after every rank reported the last step
+  double wall_seconds = 0;
+  int64_t peak_rss_bytes = 0;         // sum over its processes, sampled from /proc
+};
+
+// Runs every rank to its end (see above).
+GroupResult RunGroup(const GroupSpec& spec);
+
+// The last `lines` lines of `text`, at most `bytes` bytes.
+std::string TailLines(const std::string& text, size_t lines, size_t bytes = 4096);
+
+}  // namespace pilot::supervisor

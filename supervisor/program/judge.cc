@@ -1,0 +1,360 @@
+#include "supervisor/program/judge.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "core/strings.h"
+
+namespace pilot::supervisor {
+namespace {
+
+std::string Num(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// The last non-empty line of a process's standard error that says what
+// went wrong (a Python traceback ends with the exception).
+std::string LastWords(const std::string& tail) {
+  std::string t = TailLines(tail, 1, 400);
+  return t.empty() ? "" : ": " + t;
+}
+
+double RelDiff(double a, double b) {
+  const double d = std::fabs(a - b);
+  return d / std::max(std::fabs(b), 1e-12);
+}
+
+}  // namespace
+
+bool LooksOutOfMemory(const std::string& stderr_tail) {
+  const std::string t = Lower(TailLines(stderr_tail, 30, 8192));
+  return t.find("out of memory") != std::string::npos ||
+         t.find("outofmemoryerror") != std::string::npos ||
+         t.find("not enough memory") != std::string::npos ||
+         t.find("cannot allocate memory") != std::string::npos ||
+         t.find("can't allocate memory") != std::string::npos ||
+         t.find("memoryerror") != std::string::npos;
+}
+
+std::map<int64_t, MetricRecord> StepsOf(const GroupResult& g, int rank) {
+  std::map<int64_t, MetricRecord> out;
+  for (const MetricRecord& r : g.records) {
+    if (r.rank.value_or(0) == rank) out[r.step] = r;
+  }
+  return out;
+}
+
+std::optional<PhaseProblem> CheckPhase(const GroupResult& g, const PhaseExpect& e) {
+  const std::string who = e.process == "resumed" ? "the resumed process" : "the program";
+  for (const RankResult& r : g.ranks) {
+    if (!r.started) {
+      return PhaseProblem{"error", e.first_step, r.rank,
+                          "rank " + std::to_string(r.rank) + " could not be started: " + r.start_problem};
+    }
+  }
+  int64_t last_seen = 0;
+  for (const MetricRecord& r : g.records) last_seen = std::max(last_seen, r.step);
+  if (g.hung) {
+    return PhaseProblem{"hang", g.hung_after_step + 1, std::nullopt,
+                        who + " hung: no metrics record for " + FormatFixed(g.hung_seconds, 0) +
+                            " s " +
+                            (g.hung_after_step > 0 ? "after step " + std::to_string(g.hung_after_step)
+                                                   : std::string("from its start")) +
+                            " (program.step_timeout = " + FormatFixed(e.step_timeout, 0) +
+                            " s); its processes were ended"};
+  }
+  // A process that failed on its own (not one the supervisor ended after
+  // the last step or after another rank failed).
+  const RankResult* failed = nullptr;
+  for (const RankResult& r : g.ranks) {
+    const bool bad = r.signal != 0 || r.exit_code != 0;
+    if (!bad || (r.terminated && (g.after_last_step || failed != nullptr))) continue;
+    if (r.terminated && !g.after_last_step) {
+      // Ended by the supervisor because another rank failed: that one is the reason.
+      bool other = false;
+      for (const RankResult& o : g.ranks) other = other || (!o.terminated && (o.signal || o.exit_code));
+      if (other) continue;
+    }
+    if (failed == nullptr) failed = &r;
+  }
+  if (failed != nullptr) {
+    const int64_t at = last_seen + 1;
+    const std::string status = failed->signal ? "was killed by signal " + std::to_string(failed->signal)
+                                              : "exited with status " + std::to_string(failed->exit_code);
+    if (LooksOutOfMemory(failed->stderr_tail)) {
+      return PhaseProblem{"oom", at, failed->rank,
+                          who + " ran out of memory at step " + std::to_string(at) + " (rank " +
+                              std::to_string(failed->rank) + ")" + LastWords(failed->stderr_tail)};
+    }
+    return PhaseProblem{"error", at, failed->rank,
+                        who + " (rank " + std::to_string(failed->rank) + ") " + status +
+                            (last_seen > 0 ? " after step " + std::to_string(last_seen)
+                                           : std::string(" before its first step")) +
+                            LastWords(failed->stderr_tail)};
+  }
+  if (g.records.empty()) {
+    std::string m = e.loss_pattern
+                        ? who + " printed no line that program.loss_pattern matches"
+                        : who + " wrote no metrics records to PILOT_METRICS";
+    if (g.bad_records > 0) m += "; " + std::to_string(g.bad_records) + " refused, the first: " + g.first_bad_record;
+    else if (!e.loss_pattern) m += " (call slurm_pilot.step() after each optimizer step, or set program.loss_pattern)";
+    return PhaseProblem{"protocol", e.first_step, std::nullopt, m};
+  }
+  for (const MetricRecord& r : g.records) {
+    if (!std::isfinite(r.loss)) {
+      return PhaseProblem{"nan", r.step, r.rank,
+                          "loss is " + Num(r.loss) + " at step " + std::to_string(r.step) +
+                              " (rank " + std::to_string(r.rank.value_or(0)) + ")"};
+    }
+  }
+  for (int rank = 0; rank < e.ranks; ++rank) {
+    const auto steps = StepsOf(g, rank);
+    if (steps.empty()) {
+      return PhaseProblem{"protocol", e.first_step, rank,
+                          "rank " + std::to_string(rank) + " of " + who + " reported no step"};
+    }
+    const int64_t first = steps.begin()->first;
+    if (first != e.first_step) {
+      if (e.process == "resumed") {
+        return PhaseProblem{"protocol", first, rank,
+                            "the resumed process reported step " + std::to_string(first) +
+                                " first, not " + std::to_string(e.first_step) +
+                                ": it did not restore from PILOT_RESUME_DIR"};
+      }
+      return PhaseProblem{"protocol", first, rank,
+                          "the first step reported is " + std::to_string(first) + ", not 1"};
+    }
+    int64_t expect = e.first_step;
+    for (const auto& [step, rec] : steps) {
+      if (step != expect) {
+        return PhaseProblem{"protocol", expect, rank,
+                            "rank " + std::to_string(rank) + " reported no step " +
+                                std::to_string(expect) + " (its steps jump to " +
+                                std::to_string(step) + ")"};
+      }
+      ++expect;
+    }
+    const int64_t last = steps.rbegin()->first;
+    if (last < e.last_step) {
+      return PhaseProblem{"protocol", last + 1, rank,
+                          who + " (rank " + std::to_string(rank) + ") stopped after step " +
+                              std::to_string(last) + " of " + std::to_string(e.last_step) +
+                              " (PILOT_STEPS)"};
+    }
+  }
+  return std::nullopt;
+}
+
+RestoreComparison CompareResumed(const GroupResult& reference, const GroupResult& resumed,
+                                 int64_t k, int64_t n, int ranks, bool bitwise, double tolerance) {
+  RestoreComparison c;
+  RestoreInfo& r = c.info;
+  r.ran = true;
+  r.mode = bitwise ? "bitwise" : "tolerance";
+  r.tolerance = bitwise ? 0 : tolerance;
+  r.from_step = k;
+  r.to_step = n;
+  r.equal = true;
+  std::string first_loss, first_lr, first_eval;
+  for (int rank = 0; rank < ranks; ++rank) {
+    const auto ref = StepsOf(reference, rank);
+    const auto res = StepsOf(resumed, rank);
+    for (int64_t step = k + 1; step <= n; ++step) {
+      auto a = ref.find(step), b = res.find(step);
+      if (a == ref.end() || b == res.end()) {
+        r.equal = false;
+        if (first_loss.empty()) {
+          first_loss = "step " + std::to_string(step) + " is missing from the " +
+                       (a == ref.end() ? "reference" : "resumed") + " run (rank " +
+                       std::to_string(rank) + ")";
+        }
+        continue;
+      }
+      const double ra = a->second.loss, rb = b->second.loss;
+      if (rank == 0) r.resumed_losses.push_back(rb);
+      const double abs_diff = std::fabs(ra - rb), rel = RelDiff(rb, ra);
+      r.max_abs_loss_diff = std::max(r.max_abs_loss_diff, abs_diff);
+      r.max_rel_loss_diff = std::max(r.max_rel_loss_diff, rel);
+      const bool differs = bitwise ? ra != rb : rel > tolerance;
+      if (differs && first_loss.empty()) {
+        first_loss = "losses diverge after resume from step " + std::to_string(step) +
+                     " (rank " + std::to_string(rank) + "): reference " + Num(ra) + ", resumed " +
+                     Num(rb) + " (rel diff " + Num(rel) + (bitwise ? ", bitwise expected" : ", tolerance " + Num(tolerance)) + ")";
+      }
+      if (differs) r.equal = false;
+      if (a->second.lr && b->second.lr) {
+        c.lr_compared = true;
+        const double la = *a->second.lr, lb = *b->second.lr;
+        const bool lr_differs = bitwise ? la != lb : RelDiff(lb, la) > 1e-6;
+        if (lr_differs) {
+          r.equal = false;
+          if (first_lr.empty()) {
+            first_lr = "the learning rate differs after resume at step " + std::to_string(step) +
+                       ": reference " + Num(la) + ", resumed " + Num(lb) +
+                       " (was the scheduler's state restored?)";
+          }
+        }
+      }
+      if (a->second.eval_loss && b->second.eval_loss) {
+        c.eval_compared = true;
+        const double ea = *a->second.eval_loss, eb = *b->second.eval_loss;
+        const bool ev_differs = bitwise ? ea != eb : RelDiff(eb, ea) > tolerance;
+        if (ev_differs) {
+          r.equal = false;
+          if (first_eval.empty()) {
+            first_eval = "eval_loss differs after resume at step " + std::to_string(step) +
+                         ": reference " + Num(ea) + ", resumed " + Num(eb);
+          }
+        }
+      }
+    }
+  }
+  if (!r.equal) {
+    // The schedule's own symptom first: a reset scheduler changes lr at once.
+    r.detail = !first_lr.empty() ? first_lr : !first_loss.empty() ? first_loss : first_eval;
+    if (!first_lr.empty() && !first_loss.empty()) r.detail += "; " + first_loss;
+  }
+  return c;
+}
+
+Throughput ThroughputOf(const std::map<int64_t, MetricRecord>& steps, int64_t warmup,
+                        int64_t checkpoint_step) {
+  Throughput t;
+  std::vector<double> ms;
+  double tokens = 0, seconds = 0, wait = 0;
+  int waits = 0;
+  for (auto it = steps.begin(); it != steps.end(); ++it) {
+    auto prev = it == steps.begin() ? steps.end() : std::prev(it);
+    if (prev == steps.end() || it->first <= warmup || it->first == checkpoint_step + 1) continue;
+    if (prev->first != it->first - 1) continue;
+    const double dt = it->second.arrived - prev->second.arrived;
+    if (dt <= 0) continue;
+    ms.push_back(dt * 1e3);
+    seconds += dt;
+    const MetricRecord& r = it->second;
+    if (r.tokens) {
+      tokens += static_cast<double>(*r.tokens);
+    } else if (r.seq_len && r.micro_batch) {
+      tokens += static_cast<double>(*r.seq_len * *r.micro_batch);
+    }
+    if (r.data_wait_ms) {
+      wait += *r.data_wait_ms;
+      t.data_wait_max_ms = std::max(t.data_wait_max_ms, *r.data_wait_ms);
+      ++waits;
+    }
+  }
+  t.timed_steps = static_cast<int>(ms.size());
+  if (ms.empty()) return t;
+  t.step_ms = seconds * 1e3 / static_cast<double>(ms.size());
+  std::sort(ms.begin(), ms.end());
+  t.step_ms_median = ms[ms.size() / 2];
+  t.tokens_per_second = seconds > 0 ? tokens / seconds : 0;
+  t.data_wait_ms = waits > 0 ? wait / waits : 0;
+  return t;
+}
+
+namespace {
+
+MemoryStats MemoryOf(const MetricRecord& r, const std::string& device) {
+  MemoryStats m;
+  m.device = r.device.empty() ? device : r.device;
+  m.step = r.step;
+  m.peak_allocated_bytes = r.peak_allocated_bytes;
+  m.peak_reserved_bytes = r.peak_reserved_bytes;
+  if (r.device_total_bytes && r.device_free_bytes) {
+    m.device_used_bytes = *r.device_total_bytes - *r.device_free_bytes;
+  }
+  m.device_total_bytes = r.device_total_bytes;
+  m.alloc_retries = r.alloc_retries;
+  m.ooms = r.ooms;
+  m.process_peak_rss_bytes = r.peak_rss_bytes;
+  if (m.device_used_bytes && m.peak_reserved_bytes) {
+    m.runtime_overhead_bytes = *m.device_used_bytes - *m.peak_reserved_bytes;
+  }
+  return m;
+}
+
+}  // namespace
+
+SingleStage SingleFromRecords(const SingleInputs& in) {
+  SingleStage s;
+  s.status = "ok";
+  const auto steps = StepsOf(*in.reference, 0);
+  std::string device = in.device;
+  if (device != "cpu" && device != "cuda") {
+    device = "cpu";
+    for (const auto& [step, r] : steps) {
+      if (r.device == "cuda") device = "cuda";
+    }
+  }
+  s.device = device;
+  s.device_name = device;
+  s.steps = in.steps;
+  s.warmup_steps = in.warmup_steps;
+  ShapeInfo& sh = s.shape;
+  sh.model_kind = "program";
+  sh.grad_accum = 1;
+  std::optional<int64_t> opt_bytes;
+  for (const auto& [step, r] : steps) {
+    s.losses.push_back(r.loss);
+    if (r.grad_norm) s.grad_norms.push_back(*r.grad_norm);
+    if (r.params) sh.params = *r.params;
+    if (r.seq_len) sh.seq_len = static_cast<int>(std::clamp<int64_t>(*r.seq_len, 0, 1 << 30));
+    if (r.micro_batch) sh.micro_batch = static_cast<int>(std::clamp<int64_t>(*r.micro_batch, 0, 1 << 30));
+    if (r.tokens) sh.tokens_per_step = *r.tokens;
+    if (r.optimizer_state_bytes) opt_bytes = r.optimizer_state_bytes;
+    if (r.eval_loss) {
+      if (step == in.checkpoint_step) {
+        s.eval.at_step = step;
+        s.eval.loss_at_checkpoint = *r.eval_loss;
+      }
+      s.eval.loss_final = *r.eval_loss;
+    }
+  }
+  if (sh.tokens_per_step == 0) sh.tokens_per_step = int64_t{sh.seq_len} * sh.micro_batch;
+  // Unreported optimizer state is not evidence of its absence: the
+  // checkpoint check reads the files for it.
+  sh.optimizer_state_included = !opt_bytes || *opt_bytes > 0;
+  const Throughput t = ThroughputOf(steps, in.warmup_steps, in.checkpoint_step);
+  s.timings.timed_steps = t.timed_steps;
+  s.timings.step_ms = t.step_ms;
+  s.timings.step_ms_median = t.step_ms_median;
+  s.timings.data_wait_ms = t.data_wait_ms;
+  s.timings.data_wait_max_ms = t.data_wait_max_ms;
+  s.tokens_per_second = t.tokens_per_second;
+  if (!steps.empty()) {
+    s.memory_first_step = MemoryOf(steps.begin()->second, device);
+    s.memory = MemoryOf(steps.rbegin()->second, device);
+  }
+  if (in.reference->peak_rss_bytes > 0) {
+    const int64_t seen = in.reference->peak_rss_bytes;
+    if (!s.memory.process_peak_rss_bytes || *s.memory.process_peak_rss_bytes < seen) {
+      s.memory.process_peak_rss_bytes = seen;
+    }
+  }
+  if (in.resumed != nullptr) {
+    const auto res = StepsOf(*in.resumed, 0);
+    if (!res.empty()) s.memory_resumed = MemoryOf(res.begin()->second, device);
+  }
+  s.checkpoint.step = in.checkpoint_step;
+  auto k = steps.find(in.checkpoint_step), k1 = steps.find(in.checkpoint_step + 1);
+  if (k != steps.end() && k1 != steps.end() && t.step_ms_median > 0) {
+    s.checkpoint.save_seconds =
+        std::max(0.0, k1->second.arrived - k->second.arrived - t.step_ms_median / 1e3);
+  }
+  s.precision_check.detail = "not run for a program";
+  s.recompute_check.detail = "not run for a program";
+  return s;
+}
+
+}  // namespace pilot::supervisor

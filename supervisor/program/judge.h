@@ -1,0 +1,74 @@
+// Judging a user's program from what the supervisor saw of its phases
+// (pilot-program(7)): whether a phase ran as the protocol asks, whether the
+// resumed process continued the reference's trajectory, and the stage
+// records of results.json built from the metrics records.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "core/results.h"
+#include "supervisor/program/group.h"
+
+namespace pilot::supervisor {
+
+struct PhaseExpect {
+  std::string process;      // "reference" | "resumed"
+  int64_t first_step = 1;   // 1, or K+1 for the resumed process
+  int64_t last_step = 0;    // N
+  int ranks = 1;            // ranks whose records are expected (0..ranks-1)
+  double step_timeout = 0;  // for the message
+  bool loss_pattern = false;
+};
+
+// Why a phase failed, for the verdict; nullopt when it ran as asked.
+struct PhaseProblem {
+  std::string kind;         // "oom" | "error" | "hang" | "nan" | "protocol"
+  int64_t step = 0;         // the step it happened at (the next one for a crash)
+  std::optional<int> rank;
+  std::string message;      // one sentence a user acts on
+};
+std::optional<PhaseProblem> CheckPhase(const GroupResult& g, const PhaseExpect& e);
+
+// Whether `stderr_tail` shows an allocator failure (CUDA or CPU).
+bool LooksOutOfMemory(const std::string& stderr_tail);
+
+// Compares the resumed process's steps K+1..N with the reference's, rank
+// by rank: loss (bitwise, or relative `tolerance`), and lr and eval_loss
+// where both report them. Fills `out` (ran, equal, mode, diffs, detail
+// naming the first step that differs and by how much).
+struct RestoreComparison {
+  RestoreInfo info;
+  bool lr_compared = false;
+  bool eval_compared = false;
+};
+RestoreComparison CompareResumed(const GroupResult& reference, const GroupResult& resumed,
+                                 int64_t k, int64_t n, int ranks, bool bitwise, double tolerance);
+
+// The single stage as results.json records it, from the reference phase
+// (and the resumed one's first record for memory_resumed).
+struct SingleInputs {
+  const GroupResult* reference = nullptr;
+  const GroupResult* resumed = nullptr;  // may be null
+  int64_t steps = 0, warmup_steps = 0, checkpoint_step = 0;
+  std::string device;       // "cpu" | "cuda" as configured ("auto": from the records)
+};
+SingleStage SingleFromRecords(const SingleInputs& in);
+
+// The records of `rank`, by step (the last one of a step wins).
+std::map<int64_t, MetricRecord> StepsOf(const GroupResult& g, int rank);
+
+// Tokens per second and step time over steps after `warmup` of one rank's
+// records, leaving out the step after `checkpoint_step` (the save).
+struct Throughput {
+  double tokens_per_second = 0;
+  double step_ms = 0, step_ms_median = 0, data_wait_ms = 0, data_wait_max_ms = 0;
+  int timed_steps = 0;
+};
+Throughput ThroughputOf(const std::map<int64_t, MetricRecord>& steps, int64_t warmup,
+                        int64_t checkpoint_step);
+
+}  // namespace pilot::supervisor

@@ -1,0 +1,181 @@
+#include "supervisor/program/metrics.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+namespace pilot::supervisor {
+namespace {
+
+// Replaces the bare tokens NaN, Infinity and -Infinity outside strings by
+// strings nlohmann's parser accepts ("NaN", ...).
+std::string QuoteNonFinite(std::string_view line) {
+  std::string out;
+  out.reserve(line.size() + 8);
+  bool in_string = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (in_string) {
+      out += c;
+      if (c == '\\' && i + 1 < line.size()) {
+        out += line[++i];
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+      out += c;
+      continue;
+    }
+    bool replaced = false;
+    for (std::string_view tok : {"-Infinity", "Infinity", "NaN"}) {
+      if (line.substr(i, tok.size()) == tok) {
+        out += "\"" + std::string(tok) + "\"";
+        i += tok.size() - 1;
+        replaced = true;
+        break;
+      }
+    }
+    if (!replaced) out += c;
+  }
+  return out;
+}
+
+std::optional<double> NumberOrNonFinite(const nlohmann::json& v) {
+  if (v.is_number()) return v.get<double>();
+  if (v.is_string()) {
+    const std::string s = v.get<std::string>();
+    if (s == "NaN" || s == "nan") return std::numeric_limits<double>::quiet_NaN();
+    if (s == "Infinity" || s == "inf") return std::numeric_limits<double>::infinity();
+    if (s == "-Infinity" || s == "-inf") return -std::numeric_limits<double>::infinity();
+  }
+  return std::nullopt;
+}
+
+void Int(const nlohmann::json& j, const char* key, std::optional<int64_t>* out) {
+  auto it = j.find(key);
+  if (it != j.end() && it->is_number_integer()) *out = it->get<int64_t>();
+  else if (it != j.end() && it->is_number_float()) {
+    const double d = it->get<double>();
+    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e15) *out = static_cast<int64_t>(d);
+  }
+}
+
+void Num(const nlohmann::json& j, const char* key, std::optional<double>* out) {
+  auto it = j.find(key);
+  if (it != j.end()) *out = NumberOrNonFinite(*it);
+}
+
+}  // namespace
+
+Result<MetricRecord> ParseMetricLine(std::string_view line) {
+  auto j = nlohmann::json::parse(QuoteNonFinite(line), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    return Status::Invalid("metrics record", "not a JSON object");
+  }
+  MetricRecord r;
+  auto step = j.find("step");
+  if (step == j.end()) return Status::Invalid("metrics record", "\"step\" is missing");
+  if (!step->is_number_integer() || step->get<int64_t>() < 1) {
+    return Status::Invalid("metrics record", "\"step\" must be an integer >= 1");
+  }
+  r.step = step->get<int64_t>();
+  auto loss = j.find("loss");
+  if (loss == j.end()) return Status::Invalid("metrics record", "\"loss\" is missing");
+  std::optional<double> l = NumberOrNonFinite(*loss);
+  if (!l) return Status::Invalid("metrics record", "\"loss\" must be a number");
+  r.loss = *l;
+  std::optional<int64_t> rank;
+  Int(j, "rank", &rank);
+  if (rank && *rank >= 0 && *rank < 1 << 20) r.rank = static_cast<int>(*rank);
+  Int(j, "tokens", &r.tokens);
+  Int(j, "seq_len", &r.seq_len);
+  Int(j, "micro_batch", &r.micro_batch);
+  Num(j, "lr", &r.lr);
+  Num(j, "grad_norm", &r.grad_norm);
+  Num(j, "eval_loss", &r.eval_loss);
+  Num(j, "data_wait_ms", &r.data_wait_ms);
+  Num(j, "step_ms", &r.step_ms);
+  Num(j, "probe_ms", &r.probe_ms);
+  if (auto d = j.find("device"); d != j.end() && d->is_string()) {
+    r.device = d->get<std::string>().substr(0, 16);
+  }
+  Int(j, "peak_allocated_bytes", &r.peak_allocated_bytes);
+  Int(j, "peak_reserved_bytes", &r.peak_reserved_bytes);
+  Int(j, "device_free_bytes", &r.device_free_bytes);
+  Int(j, "device_total_bytes", &r.device_total_bytes);
+  Int(j, "alloc_retries", &r.alloc_retries);
+  Int(j, "ooms", &r.ooms);
+  Int(j, "peak_rss_bytes", &r.peak_rss_bytes);
+  Int(j, "params", &r.params);
+  Int(j, "param_bytes", &r.param_bytes);
+  Int(j, "grad_bytes", &r.grad_bytes);
+  Int(j, "optimizer_state_bytes", &r.optimizer_state_bytes);
+  return r;
+}
+
+std::optional<double> MatchLoss(const std::regex& pattern, std::string_view line) {
+  std::match_results<std::string_view::const_iterator> m;
+  if (!std::regex_search(line.begin(), line.end(), m, pattern) || m.size() < 2 || !m[1].matched) {
+    return std::nullopt;
+  }
+  const std::string text = m[1].str();
+  const std::string lower = [&] {
+    std::string s;
+    for (char c : text) s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+  }();
+  if (lower == "nan" || lower == "-nan") return std::numeric_limits<double>::quiet_NaN();
+  if (lower == "inf" || lower == "infinity") return std::numeric_limits<double>::infinity();
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || *end != '\0') return std::nullopt;
+  return v;
+}
+
+void LineBuffer::Append(const char* data, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    const char c = data[i];
+    if (skipping_) {
+      if (c == '\n') skipping_ = false;
+      continue;
+    }
+    buf_ += c;
+    if (c != '\n' && buf_.size() - start_ > kMaxMetricLine) {
+      buf_.resize(start_);
+      skipping_ = true;
+      ++overlong_;
+    }
+  }
+}
+
+std::optional<std::string> LineBuffer::Next() {
+  const size_t nl = buf_.find('\n', start_);
+  if (nl == std::string::npos) {
+    if (start_ > 0) {
+      buf_.erase(0, start_);
+      start_ = 0;
+    }
+    return std::nullopt;
+  }
+  std::string line = buf_.substr(start_, nl - start_);
+  start_ = nl + 1;
+  if (start_ > 1 << 16) {
+    buf_.erase(0, start_);
+    start_ = 0;
+  }
+  return line;
+}
+
+std::optional<std::string> LineBuffer::Rest() {
+  if (start_ >= buf_.size()) return std::nullopt;
+  std::string line = buf_.substr(start_);
+  buf_.clear();
+  start_ = 0;
+  return line;
+}
+
+}  // namespace pilot::supervisor

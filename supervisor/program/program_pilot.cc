@@ -1,0 +1,527 @@
+#include "supervisor/program/program_pilot.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "core/atomic_file.h"
+#include "core/strings.h"
+#include "supervisor/process.h"
+#include "supervisor/program/group.h"
+#include "supervisor/program/judge.h"
+
+namespace pilot::supervisor {
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailed = 1;
+constexpr int kExitOutOfMemory = 3;
+constexpr int kExitError = 4;
+
+// Variables of the job's environment a program may need to find its own
+// interpreter and libraries (a virtual environment, conda, caches). They
+// shape the user's process only: nothing of the supervisor runs with them.
+constexpr const char* kProgramPassThrough[] = {
+    "PATH",          "PYTHONPATH",         "VIRTUAL_ENV",     "CONDA_PREFIX", "CONDA_DEFAULT_ENV",
+    "LD_LIBRARY_PATH", "HF_HOME",          "HF_DATASETS_CACHE", "TRANSFORMERS_CACHE",
+    "TORCH_HOME",    "XDG_CACHE_HOME",     "PYTHONHASHSEED",  "CUBLAS_WORKSPACE_CONFIG"};
+
+void Log(const std::string& line) { std::fprintf(stderr, "pilot: supervisor: %s\n", line.c_str()); }
+
+void SetEnv(std::vector<std::string>* env, const std::string& name, const std::string& value) {
+  const std::string prefix = name + "=";
+  for (std::string& kv : *env) {
+    if (kv.compare(0, prefix.size(), prefix) == 0) {
+      kv = prefix + value;
+      return;
+    }
+  }
+  env->push_back(prefix + value);
+}
+
+std::string Get(const std::vector<std::string>& env, const std::string& name) {
+  const std::string prefix = name + "=";
+  for (const std::string& kv : env) {
+    if (kv.compare(0, prefix.size(), prefix) == 0) return kv.substr(prefix.size());
+  }
+  return "";
+}
+
+int FreePort() {
+  const int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s < 0) return 29500;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  int port = 29500;
+  if (bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      getsockname(s, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+    port = ntohs(a.sin_port);
+  }
+  close(s);
+  return port;
+}
+
+int CountList(const std::string& list) {
+  if (Trim(list).empty()) return 0;
+  return static_cast<int>(std::count(list.begin(), list.end(), ',')) + 1;
+}
+
+class ProgramPilot {
+ public:
+  ProgramPilot(const ProgramPilotInput& in, Results* res, SupervisorInfo* info)
+      : in_(in), cfg_(*in.cfg), res_(*res), info_(*info) {}
+
+  int Run() {
+    res_.workload = "program";
+    ProgramInfo& p = program_;
+    p.command = cfg_.program.command;
+    p.workdir = cfg_.program.workdir.empty() ? in_.lock->job.submit_dir : cfg_.program.workdir;
+    if (p.workdir.empty()) p.workdir = "/";
+    p.launcher = cfg_.program.launcher;
+    p.metrics = cfg_.program.loss_pattern.empty() ? "records" : "loss_pattern";
+    if (!cfg_.program.loss_pattern.empty()) pattern_.emplace(cfg_.program.loss_pattern);
+    const std::string gpus = Get(in_.opts->job_env, "SLURM_JOB_GPUS").empty()
+                                 ? Get(in_.opts->job_env, "CUDA_VISIBLE_DEVICES")
+                                 : Get(in_.opts->job_env, "SLURM_JOB_GPUS");
+    const int gpu_count = CountList(gpus);
+    device_ = cfg_.training.device;
+    if (device_ == "auto") device_ = gpu_count > 0 ? "cuda" : "cpu";
+    world_ = cfg_.parallel.nproc > 0 ? cfg_.parallel.nproc : (device_ == "cuda" ? std::max(1, gpu_count) : 2);
+    metrics_dir_ = in_.job_dir + "/metrics";
+    ::mkdir(metrics_dir_.c_str(), 0711);
+    ::chmod(metrics_dir_.c_str(), 0711);
+    int rc = kExitOk;
+    const std::string& stage = in_.opts->stage;
+    if (stage != "node") rc = Single();
+    if (!StopRequested() && world_ > 1 && (stage == "node" || (stage == "all" && rc == kExitOk))) {
+      const int node_rc = Node();
+      if (rc == kExitOk) rc = node_rc;
+    }
+    res_.program = program_;
+    return rc;
+  }
+
+ private:
+  std::string CheckpointDir(const std::string& stage) const {
+    return in_.out + "/pilot-checkpoints/" + stage;
+  }
+
+  // A FIFO the program's rank writes its records to: root's folder, the
+  // user's FIFO (the program opens it for writing).
+  std::string MakeFifo(const std::string& name) {
+    const std::string path = metrics_dir_ + "/" + name + ".fifo";
+    ::unlink(path.c_str());
+    if (::mkfifo(path.c_str(), 0600) != 0) {
+      Log("cannot make " + path + ": " + std::strerror(errno));
+      return "";
+    }
+    if (in_.opts->run_as && ::chown(path.c_str(), in_.opts->run_as->uid, in_.opts->run_as->gid) != 0) {
+      Log("cannot hand " + path + " to the job's user: " + std::strerror(errno));
+    }
+    return path;
+  }
+
+  GroupResult RunPhase(const std::string& stage, const std::string& process, int world,
+                       int64_t first_step, const std::string& checkpoint_dir,
+                       const std::string& resume_dir) {
+    GroupSpec spec;
+    spec.run_as = in_.opts->run_as;
+    spec.cwd = program_.workdir;
+    spec.step_timeout_seconds = cfg_.program.step_timeout;
+    spec.loss_pattern = pattern_;
+    spec.first_step = first_step;
+    spec.last_step = cfg_.training.steps;
+    spec.expected_ranks = world;
+    spec.tick = in_.tick;
+    const bool one_process = cfg_.program.launcher == "none";
+    const int processes = one_process ? 1 : world;
+    const int port = FreePort();
+    for (int rank = 0; rank < processes; ++rank) {
+      RankLaunch r;
+      r.rank = rank;
+      r.argv = cfg_.program.command;
+      r.metrics_fifo = MakeFifo(stage + "-" + process + "-" + std::to_string(rank));
+      ProgramEnvInput e;
+      e.base_env = in_.base_env;
+      e.job_env = in_.opts->job_env;
+      e.cfg = &cfg_;
+      e.probe_path = ResolveProbePath(in_.opts->policy);
+      e.stage = stage;
+      e.process = process;
+      e.device = device_;
+      e.rank = rank;
+      e.local_rank = rank;
+      e.world_size = world;
+      e.local_world_size = world;
+      e.master_port = port;
+      e.metrics = r.metrics_fifo;
+      e.checkpoint_dir = checkpoint_dir;
+      e.resume_dir = resume_dir;
+      e.seed = in_.lock->seeds.training;
+      r.env = ProgramEnv(e);
+      if (world > 1 && Get(in_.opts->job_env, "OMP_NUM_THREADS").empty()) {
+        SetEnv(&r.env, "OMP_NUM_THREADS", "1");  // as torchrun: ranks share the cores
+      }
+      spec.ranks.push_back(std::move(r));
+    }
+    Log(stage + " " + process + ": starting " + std::to_string(processes) + " process" +
+        (processes > 1 ? "es" : "") + " of " + Join(cfg_.program.command, " ") + " in " + spec.cwd);
+    GroupResult g = RunGroup(spec);
+    for (const RankResult& r : g.ranks) {
+      ProgramProcess pp;
+      pp.stage = stage;
+      pp.process = process;
+      pp.rank = r.rank;
+      pp.exit_code = r.exit_code;
+      pp.signal = r.signal;
+      pp.terminated = r.terminated;
+      pp.wall_seconds = r.wall_seconds;
+      pp.records = r.records;
+      const auto steps = StepsOf(g, r.rank);
+      if (!steps.empty()) {
+        pp.first_step = steps.begin()->first;
+        pp.last_step = steps.rbegin()->first;
+      }
+      pp.stderr_tail = TailLines(r.stderr_tail, 20, 4096);
+      program_.processes.push_back(pp);
+      Log(stage + " " + process + " rank " + std::to_string(r.rank) + ": " +
+          (r.signal ? "signal " + std::to_string(r.signal) : "exit " + std::to_string(r.exit_code)) +
+          ", " + std::to_string(r.records) + " records, " + FormatFixed(r.wall_seconds, 1) + " s" +
+          (r.terminated ? " (ended by the supervisor)" : ""));
+    }
+    if (g.stopped) info_.stopped = true;
+    return g;
+  }
+
+  PhaseExpect Expect(const std::string& process, int world) const {
+    PhaseExpect e;
+    e.process = process;
+    e.first_step = process == "resumed" ? cfg_.checkpoint.at_step + 1 : 1;
+    e.last_step = cfg_.training.steps;
+    e.ranks = world;
+    e.step_timeout = cfg_.program.step_timeout;
+    e.loss_pattern = pattern_.has_value();
+    return e;
+  }
+
+  void Problem(const std::string& what) {
+    program_.problems.push_back(what);
+    Log("problem: " + what);
+  }
+
+  // Lists and hashes the checkpoint folder as the job's user; the list goes
+  // into the job's root-owned folder for the epilog. False when there is no
+  // checkpoint to resume from (the reason is recorded).
+  bool HashCheckpoint(const std::string& dir, const std::string& stage, std::string* why) {
+    struct stat st{};
+    if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      *why = "no checkpoint: " + dir + " (PILOT_CHECKPOINT_DIR) " +
+             (::lstat(dir.c_str(), &st) != 0 ? "does not exist" : "is not a directory") +
+             " after the reference process (PILOT_CHECKPOINT_STEP = " +
+             std::to_string(cfg_.checkpoint.at_step) + ")";
+      return false;
+    }
+    job::CommandSpec spec;
+    spec.argv = {in_.opts->runner, "verify", "--program-checkpoint", dir, "--json"};
+    const std::string user = in_.opts->run_as ? in_.opts->run_as->user : in_.lock->job.user;
+    spec.env = job::CleanEnvironment(user, in_.opts->home);
+    spec.run_as = in_.opts->run_as;
+    spec.timeout_seconds = in_.opts->policy.verify_timeout_seconds;
+    spec.max_output_bytes = 8u << 20;
+    Result<job::CommandResult> r = job::RunCommand(spec);
+    if (!r.ok()) {
+      *why = "the checkpoint could not be listed: " + r.status().Message();
+      return false;
+    }
+    auto j = nlohmann::json::parse(r->out, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("files") || !j["files"].is_array()) {
+      *why = "the checkpoint could not be listed: pilot-runner verify " + r->Describe(spec.timeout_seconds) +
+             (r->err.empty() ? "" : ": " + TailLines(r->err, 1, 300));
+      return false;
+    }
+    const std::string list = in_.job_dir + "/checkpoint-files-" + stage + ".json";
+    Status w = WriteFileAtomic(list, r->out, 0644);
+    if (!w.ok()) Log("cannot keep the checkpoint's file list: " + w.ToString());
+    int count = 0;
+    int64_t bytes = 0;
+    for (const auto& f : j["files"]) {
+      ++count;
+      if (f.is_object() && f.contains("size") && f["size"].is_number_integer()) bytes += f["size"].get<int64_t>();
+    }
+    if (stage == "single") {
+      program_.checkpoint_dir = dir;
+      program_.checkpoint_files = list;
+      program_.checkpoint_file_count = count;
+      program_.checkpoint_bytes = bytes;
+    }
+    if (count == 0) {
+      *why = "no checkpoint: " + dir + " (PILOT_CHECKPOINT_DIR) is empty after the reference process";
+      return false;
+    }
+    checkpoint_bytes_ = bytes;
+    return true;
+  }
+
+  bool Bitwise() const { return device_ == "cpu" && cfg_.training.deterministic; }
+
+  int Single() {
+    const std::string dir = CheckpointDir("single");
+    struct stat st{};
+    if (::lstat(dir.c_str(), &st) == 0) {
+      Problem(dir + " exists before the reference process ran: a checkpoint found there proves nothing");
+    }
+    GroupResult ref = RunPhase("single", "reference", 1, 1, dir, "");
+    SingleInputs si;
+    si.reference = &ref;
+    si.steps = cfg_.training.steps;
+    si.warmup_steps = cfg_.training.warmup_steps;
+    si.checkpoint_step = cfg_.checkpoint.at_step;
+    si.device = device_;
+    if (ref.stopped) {
+      res_.single = SingleFromRecords(si);
+      res_.single->status = "error";
+      return kExitError;
+    }
+    std::optional<PhaseProblem> bad = CheckPhase(ref, Expect("reference", 1));
+    program_.shape_reported = false;
+    for (const MetricRecord& r : ref.records) {
+      if (r.seq_len && r.micro_batch) program_.shape_reported = true;
+    }
+    if (bad) {
+      res_.single = SingleFromRecords(si);
+      SingleStage& s = *res_.single;
+      s.status = bad->kind == "oom" ? "oom" : "error";
+      FailureInfo f;
+      f.kind = bad->kind == "oom" ? "oom" : "error";
+      f.step = bad->step;
+      f.phase = "reference";
+      f.message = bad->message;
+      f.memory = s.memory;
+      s.failure = f;
+      s.restore.detail = "not run: the reference process failed";
+      Problem(bad->message);
+      return bad->kind == "oom" ? kExitOutOfMemory : kExitFailed;
+    }
+    std::string why;
+    const bool have = HashCheckpoint(dir, "single", &why);
+    res_.single = SingleFromRecords(si);
+    SingleStage& s = *res_.single;
+    s.checkpoint.path = dir;
+    s.checkpoint.bytes = checkpoint_bytes_;
+    if (!have) {
+      s.restore.ran = false;
+      s.restore.detail = why;
+      Problem(why);
+      return kExitFailed;
+    }
+    if (StopRequested()) return kExitError;
+    GroupResult res = RunPhase("single", "resumed", 1, cfg_.checkpoint.at_step + 1, dir, dir);
+    si.resumed = &res;
+    const auto memory_resumed = SingleFromRecords(si).memory_resumed;
+    s.memory_resumed = memory_resumed;
+    info_.restore_compared = true;
+    if (res.stopped) return kExitError;
+    if (std::optional<PhaseProblem> rb = CheckPhase(res, Expect("resumed", 1))) {
+      s.restore.ran = true;
+      s.restore.equal = false;
+      s.restore.mode = Bitwise() ? "bitwise" : "tolerance";
+      s.restore.from_step = cfg_.checkpoint.at_step;
+      s.restore.to_step = cfg_.training.steps;
+      s.restore.detail = rb->message;
+      Problem(rb->message);
+      return rb->kind == "oom" ? kExitOutOfMemory : kExitFailed;
+    }
+    RestoreComparison c = CompareResumed(ref, res, cfg_.checkpoint.at_step, cfg_.training.steps, 1,
+                                         Bitwise(), cfg_.eval.restore_tolerance);
+    s.restore = c.info;
+    program_.lr_compared = c.lr_compared;
+    program_.eval_compared = c.eval_compared;
+    Log(std::string("restore ") + (s.restore.equal ? "equal" : "NOT equal") +
+        (s.restore.detail.empty() ? "" : ": " + s.restore.detail));
+    if (!s.restore.equal) {
+      Problem(s.restore.detail);
+      return kExitFailed;
+    }
+    return kExitOk;
+  }
+
+  int Node() {
+    const std::string dir = CheckpointDir("node");
+    NodeStage n;
+    n.world_size = world_;
+    n.mode = "program";
+    n.launcher = cfg_.program.launcher == "none" ? "program" : "local";
+    n.data_ranks = world_;
+    n.steps = cfg_.training.steps;
+    n.status = "ok";
+    auto fail = [&](const std::string& phase, const PhaseProblem& p, int code) {
+      n.status = "error";
+      n.failure = NodeFailure{phase, p.rank ? std::optional<int64_t>(*p.rank) : std::nullopt, p.message};
+      Problem(p.message);
+      res_.node = n;
+      return code;
+    };
+    GroupResult ref = RunPhase("node", "reference", world_, 1, dir, "");
+    if (ref.stopped) return kExitError;
+    if (auto bad = CheckPhase(ref, Expect("reference", world_))) {
+      return fail("train", *bad, bad->kind == "oom" ? kExitOutOfMemory : kExitFailed);
+    }
+    double total_tps = 0;
+    for (int rank = 0; rank < world_; ++rank) {
+      const auto steps = StepsOf(ref, rank);
+      const Throughput t = ThroughputOf(steps, cfg_.training.warmup_steps, cfg_.checkpoint.at_step);
+      NodeRankStats rs;
+      rs.rank = rank;
+      rs.tokens_per_second = t.tokens_per_second;
+      rs.step_ms = t.step_ms;
+      rs.data_wait_ms = t.data_wait_ms;
+      if (!steps.empty()) {
+        const MetricRecord& last = steps.rbegin()->second;
+        NodeMemoryStats m;
+        m.step = last.step;
+        m.peak_allocated_bytes = last.peak_allocated_bytes;
+        m.peak_reserved_bytes = last.peak_reserved_bytes;
+        m.process_peak_rss_bytes = last.peak_rss_bytes;
+        if (last.device_total_bytes && last.device_free_bytes) {
+          m.device_used_bytes = *last.device_total_bytes - *last.device_free_bytes;
+        }
+        rs.memory = m;
+        if (m.peak_allocated_bytes &&
+            (!n.memory.fresh_peak_bytes || *m.peak_allocated_bytes > *n.memory.fresh_peak_bytes)) {
+          n.memory.fresh_peak_bytes = m.peak_allocated_bytes;
+        }
+      }
+      n.data_stall_ms_per_step = std::max(n.data_stall_ms_per_step, t.data_wait_ms);
+      total_tps += t.tokens_per_second;
+      n.ranks.push_back(rs);
+    }
+    for (const auto& [step, r] : StepsOf(ref, 0)) n.losses.push_back(r.loss);
+    n.scaling.tokens_per_second = total_tps;
+    n.scaling.tokens_per_second_per_rank = total_tps / world_;
+    if (res_.single && res_.single->tokens_per_second > 0) {
+      n.scaling.single_tokens_per_second = res_.single->tokens_per_second;
+      n.scaling.efficiency = n.scaling.tokens_per_second_per_rank / res_.single->tokens_per_second;
+    }
+    n.checkpoint.path = dir;
+    n.checkpoint.step = cfg_.checkpoint.at_step;
+    n.checkpoint.shards = world_;
+    std::string why;
+    NodeRestore nr;
+    nr.world_size = world_;
+    nr.from_world_size = world_;
+    nr.tolerance = Bitwise() ? 0 : cfg_.eval.restore_tolerance;
+    if (!HashCheckpoint(dir, "node", &why)) {
+      nr.detail = why;
+      n.restore.push_back(nr);
+      n.status = "failed";
+      Problem(why);
+      res_.node = n;
+      return kExitFailed;
+    }
+    n.checkpoint.bytes = checkpoint_bytes_;
+    if (StopRequested()) return kExitError;
+    GroupResult res = RunPhase("node", "resumed", world_, cfg_.checkpoint.at_step + 1, dir, dir);
+    if (res.stopped) return kExitError;
+    nr.ran = true;
+    if (auto bad = CheckPhase(res, Expect("resumed", world_))) {
+      nr.detail = bad->message;
+      n.restore.push_back(nr);
+      n.status = "failed";
+      Problem(bad->message);
+      res_.node = n;
+      return bad->kind == "oom" ? kExitOutOfMemory : kExitFailed;
+    }
+    RestoreComparison c = CompareResumed(ref, res, cfg_.checkpoint.at_step, cfg_.training.steps,
+                                         world_, Bitwise(), cfg_.eval.restore_tolerance);
+    nr.equal = c.info.equal;
+    nr.max_abs_loss_diff = c.info.max_abs_loss_diff;
+    nr.max_rel_loss_diff = c.info.max_rel_loss_diff;
+    nr.detail = c.info.detail;
+    n.restore.push_back(nr);
+    for (int rank = 0; rank < world_; ++rank) {
+      const auto steps = StepsOf(res, rank);
+      if (steps.empty() || rank >= static_cast<int>(n.ranks.size())) continue;
+      const MetricRecord& first = steps.begin()->second;
+      NodeMemoryStats m;
+      m.step = first.step;
+      m.peak_allocated_bytes = first.peak_allocated_bytes;
+      m.peak_reserved_bytes = first.peak_reserved_bytes;
+      m.process_peak_rss_bytes = first.peak_rss_bytes;
+      n.ranks[static_cast<size_t>(rank)].memory_resumed = m;
+      if (m.peak_allocated_bytes &&
+          (!n.memory.resumed_peak_bytes || *m.peak_allocated_bytes > *n.memory.resumed_peak_bytes)) {
+        n.memory.resumed_peak_bytes = m.peak_allocated_bytes;
+      }
+    }
+    if (!nr.equal) {
+      n.status = "failed";
+      Problem(nr.detail);
+    }
+    res_.node = n;
+    return nr.equal ? kExitOk : kExitFailed;
+  }
+
+  const ProgramPilotInput& in_;
+  const Config& cfg_;
+  Results& res_;
+  SupervisorInfo& info_;
+  ProgramInfo program_;
+  std::optional<std::regex> pattern_;
+  std::string device_;
+  int world_ = 1;
+  std::string metrics_dir_;
+  int64_t checkpoint_bytes_ = 0;
+};
+
+}  // namespace
+
+std::vector<std::string> ProgramEnv(const ProgramEnvInput& in) {
+  std::vector<std::string> env = in.base_env;
+  for (const char* name : kProgramPassThrough) {
+    const std::string v = Get(in.job_env, name);
+    if (!v.empty()) SetEnv(&env, name, v);
+  }
+  const std::string py = Get(in.job_env, "PYTHONPATH");
+  SetEnv(&env, "PYTHONPATH", in.probe_path + (py.empty() ? "" : ":" + py));
+  if (in.cfg != nullptr) {
+    for (const auto& [k, v] : in.cfg->program.env) SetEnv(&env, k, v);
+    if (!in.cfg->training.alloc_conf.empty() && in.device == "cuda") {
+      SetEnv(&env, "PYTORCH_CUDA_ALLOC_CONF", in.cfg->training.alloc_conf);
+      SetEnv(&env, "PYTORCH_ALLOC_CONF", in.cfg->training.alloc_conf);
+    }
+    SetEnv(&env, "PILOT_STEPS", std::to_string(in.cfg->training.steps));
+    SetEnv(&env, "PILOT_CHECKPOINT_STEP", std::to_string(in.cfg->checkpoint.at_step));
+    SetEnv(&env, "PILOT_SEQ_LEN", std::to_string(in.cfg->run.seq_len));
+    SetEnv(&env, "PILOT_MICRO_BATCH", std::to_string(in.cfg->run.micro_batch));
+  }
+  SetEnv(&env, "PILOT_CHECKPOINT_DIR", in.checkpoint_dir);
+  if (!in.resume_dir.empty()) SetEnv(&env, "PILOT_RESUME_DIR", in.resume_dir);
+  if (!in.metrics.empty()) SetEnv(&env, "PILOT_METRICS", in.metrics);
+  SetEnv(&env, "PILOT_STAGE", in.stage);
+  SetEnv(&env, "PILOT_PROCESS", in.process);
+  SetEnv(&env, "PILOT_DEVICE", in.device);
+  SetEnv(&env, "PILOT_SEED", std::to_string(in.seed));
+  SetEnv(&env, "RANK", std::to_string(in.rank));
+  SetEnv(&env, "LOCAL_RANK", std::to_string(in.local_rank));
+  SetEnv(&env, "WORLD_SIZE", std::to_string(in.world_size));
+  SetEnv(&env, "LOCAL_WORLD_SIZE", std::to_string(in.local_world_size));
+  SetEnv(&env, "GROUP_RANK", "0");
+  SetEnv(&env, "MASTER_ADDR", in.master_addr);
+  SetEnv(&env, "MASTER_PORT", std::to_string(in.master_port));
+  return env;
+}
+
+int RunProgramPilot(const ProgramPilotInput& in, Results* res, SupervisorInfo* info) {
+  return ProgramPilot(in, res, info).Run();
+}
+
+}  // namespace pilot::supervisor

@@ -1,0 +1,217 @@
+// Program mode end to end, without Slurm: pilot-supervisor's Supervise()
+// runs real Python PyTorch programs from tests/program/ as the calling
+// user, reads their records from its FIFOs, lists their checkpoints with
+// the build's pilot-runner and writes results.json. Each broken program
+// must fail for its own reason, in words a user acts on; clean ones pass.
+#include <gtest/gtest.h>
+#include <pwd.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "core/atomic_file.h"
+#include "core/lock.h"
+#include "core/results.h"
+#include "supervisor/supervise.h"
+
+namespace pilot::supervisor {
+namespace {
+
+namespace fs = std::filesystem;
+
+const char kInstance[] = "0123456789abcdef0123456789abcdef";
+
+bool HaveTorch() {
+  static const bool have = std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") == 0;
+  return have;
+}
+
+class ProgramPilotTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!HaveTorch()) GTEST_SKIP() << "Python torch is not installed";
+    char tmpl[] = "/tmp/pilot-program-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    fs::create_directories(dir_ + "/jobs/1/work");
+  }
+  void TearDown() override {
+    if (!dir_.empty() && !HasFailure()) fs::remove_all(dir_);
+  }
+
+  // The [program] and [training] part; [run] is fixed.
+  int Run(const std::string& body, const std::string& stage = "all") {
+    const std::string config =
+        "[run]\nname = \"tiny\"\nseq_len = 16\nmicro_batch = 4\ntarget_steps = 1000\n"
+        "gpus_per_node = 2\n" + body;
+    const std::string copy = dir_ + "/jobs/1/config.toml";
+    EXPECT_TRUE(WriteFileAtomic(copy, config).ok());
+    Lock lock;
+    lock.instance = kInstance;
+    lock.job.id = 1;
+    passwd* pw = getpwuid(getuid());
+    lock.job.user = pw != nullptr ? pw->pw_name : "root";
+    lock.job.uid = getuid();
+    lock.job.gid = getgid();
+    lock.job.submit_dir = std::string(PILOT_SOURCE_DIR) + "/tests/program";
+    lock.config.path = copy;
+    lock.config.copy = copy;
+    lock.seeds.training = 1234;
+    lock.seeds.source = "config";
+    lock.container.method = "none";
+    lock.created = "2026-12-01T00:00:00Z";
+    EXPECT_TRUE(WriteFileAtomic(dir_ + "/jobs/1/lock.json", LockToJson(lock)).ok());
+    SuperviseOptions o;
+    o.job_id = 1;
+    o.home = pw != nullptr ? pw->pw_dir : "/";
+    o.runner = PILOT_RUNNER_PATH;
+    o.stage = stage;
+    o.job_env = {"PATH=/usr/bin:/bin"};
+    o.policy.state_dir = dir_;
+    o.policy.probe_path = std::string(PILOT_SOURCE_DIR) + "/python";
+    o.policy.verify_timeout_seconds = 120;
+    const int rc = Supervise(o);
+    Result<Results> r = ReadResultsFile(dir_ + "/jobs/1/results.json");
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    if (r.ok()) results_ = *r;
+    return rc;
+  }
+
+  static std::string Tiny(const std::string& fault = "", int steps = 8, const std::string& extra = "") {
+    std::string cmd = "command = [\"/usr/bin/python3\", \"tiny.py\"";
+    if (!fault.empty()) cmd += ", \"--fault\", \"" + fault + "\"";
+    cmd += "]\n";
+    return "[program]\n" + cmd + "step_timeout = 30\n" + extra + "[training]\nsteps = " +
+           std::to_string(steps) + "\ndevice = \"cpu\"\ndeterministic = true\nwarmup_steps = 1\n" +
+           "[checkpoint]\nat_step = 4\n[parallel]\nnproc = 2\n";
+  }
+
+  // Every problem the supervisor recorded, joined (for messages).
+  std::string Problems() const {
+    std::string out;
+    if (results_.program) {
+      for (const std::string& p : results_.program->problems) out += p + " | ";
+    }
+    return out;
+  }
+
+  std::string dir_;
+  Results results_;
+};
+
+TEST_F(ProgramPilotTest, ACleanProgramResumesBitwiseInBothStages) {
+  EXPECT_EQ(Run(Tiny()), 0) << Problems();
+  ASSERT_TRUE(results_.program);
+  EXPECT_EQ(results_.workload, "program");
+  EXPECT_TRUE(results_.program->problems.empty()) << Problems();
+  ASSERT_TRUE(results_.single);
+  const SingleStage& s = *results_.single;
+  EXPECT_EQ(s.status, "ok");
+  EXPECT_EQ(s.losses.size(), 8u);
+  EXPECT_TRUE(s.restore.ran);
+  EXPECT_TRUE(s.restore.equal) << s.restore.detail;
+  EXPECT_EQ(s.restore.mode, "bitwise");
+  EXPECT_EQ(s.restore.resumed_losses.size(), 4u);
+  EXPECT_GT(s.shape.params, 0);
+  EXPECT_EQ(s.shape.seq_len, 16);
+  EXPECT_EQ(s.shape.micro_batch, 4);
+  EXPECT_TRUE(results_.program->shape_reported);
+  EXPECT_TRUE(results_.program->lr_compared);
+  EXPECT_GT(results_.program->checkpoint_file_count, 0);
+  EXPECT_GT(s.tokens_per_second, 0);
+  EXPECT_TRUE(s.memory.process_peak_rss_bytes.has_value());
+  ASSERT_TRUE(results_.node);
+  EXPECT_EQ(results_.node->world_size, 2);
+  EXPECT_EQ(results_.node->status, "ok") << Problems();
+  ASSERT_EQ(results_.node->restore.size(), 1u);
+  EXPECT_TRUE(results_.node->restore[0].equal) << results_.node->restore[0].detail;
+  EXPECT_TRUE(results_.supervisor && results_.supervisor->restore_compared);
+  // Reference and resumed, single and node (two ranks each).
+  EXPECT_EQ(results_.program->processes.size(), 6u);
+}
+
+struct Broken {
+  const char* fault;
+  const char* expect;  // in the reason
+};
+
+class BrokenProgramTest : public ProgramPilotTest,
+                          public ::testing::WithParamInterface<Broken> {};
+
+TEST_P(BrokenProgramTest, FailsNamingItsReason) {
+  const Broken b = GetParam();
+  EXPECT_NE(Run(Tiny(b.fault), "single"), 0) << b.fault;
+  ASSERT_TRUE(results_.program);
+  EXPECT_NE(Problems().find(b.expect), std::string::npos)
+      << b.fault << ": got " << Problems();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Faults, BrokenProgramTest,
+    ::testing::Values(Broken{"optimizer_not_saved", "diverge after resume from step 5"},
+                      Broken{"rng_not_restored", "diverge after resume from step 5"},
+                      Broken{"scheduler_reset", "learning rate differs after resume at step 5"},
+                      Broken{"resume_ignored", "reported step 1 first, not 5"},
+                      Broken{"raise_on_resume", "KeyError"},
+                      Broken{"nan", "loss is nan at step 3"},
+                      Broken{"no_checkpoint", "no checkpoint"},
+                      Broken{"oom", "ran out of memory at step 2"},
+                      Broken{"no_metrics", "wrote no metrics records"}),
+    [](const ::testing::TestParamInfo<Broken>& i) { return std::string(i.param.fault); });
+
+TEST_F(ProgramPilotTest, AHangIsEndedAfterTheStepTimeout) {
+  const std::string body = Tiny("hang");
+  std::string shorter = body;
+  shorter.replace(shorter.find("step_timeout = 30"), 17, "step_timeout = 5");
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_NE(Run(shorter, "single"), 0);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(s, 60) << "the hung program was not ended";
+  ASSERT_TRUE(results_.single && results_.single->failure);
+  EXPECT_NE(results_.single->failure->message.find("program.step_timeout = 5"), std::string::npos);
+}
+
+TEST_F(ProgramPilotTest, AWrongShapeIsReportedAsMeasured) {
+  EXPECT_EQ(Run(Tiny("wrong_shape"), "single"), 0) << Problems();
+  ASSERT_TRUE(results_.single);
+  EXPECT_EQ(results_.single->shape.seq_len, 8);
+}
+
+TEST_F(ProgramPilotTest, LossPatternStandsInForMetrics) {
+  const std::string body =
+      "[program]\ncommand = [\"/usr/bin/python3\", \"print_loss.py\"]\nstep_timeout = 30\n"
+      "loss_pattern = \"loss=([0-9.eE+-]+)\"\n[training]\nsteps = 8\ndevice = \"cpu\"\n"
+      "deterministic = true\nwarmup_steps = 1\n[checkpoint]\nat_step = 4\n[parallel]\nnproc = 1\n";
+  EXPECT_EQ(Run(body), 0) << Problems();
+  ASSERT_TRUE(results_.single);
+  EXPECT_EQ(results_.program->metrics, "loss_pattern");
+  EXPECT_EQ(results_.single->losses.size(), 8u);
+  EXPECT_TRUE(results_.single->restore.equal) << results_.single->restore.detail;
+  EXPECT_FALSE(results_.node.has_value());  // one rank: no node stage
+}
+
+TEST_F(ProgramPilotTest, ALauncherNoneProgramStartsItsOwnWorkers) {
+  const std::string body =
+      "[program]\ncommand = [\"/usr/bin/python3\", \"spawner.py\"]\nstep_timeout = 60\n"
+      "launcher = \"none\"\n[training]\nsteps = 6\ndevice = \"cpu\"\ndeterministic = true\n"
+      "warmup_steps = 1\n[checkpoint]\nat_step = 3\n[parallel]\nnproc = 2\n";
+  EXPECT_EQ(Run(body), 0) << Problems();
+  ASSERT_TRUE(results_.node);
+  EXPECT_EQ(results_.node->status, "ok") << Problems();
+  EXPECT_EQ(results_.node->ranks.size(), 2u);
+}
+
+TEST_F(ProgramPilotTest, AMissingInterpreterIsAReasonNotACrash) {
+  const std::string body =
+      "[program]\ncommand = [\"no-such-python\", \"train.py\"]\n[training]\nsteps = 4\n"
+      "device = \"cpu\"\nwarmup_steps = 1\n";
+  EXPECT_NE(Run(body, "single"), 0);
+  ASSERT_TRUE(results_.single && results_.single->failure);
+  EXPECT_NE(results_.single->failure->message.find("not found in PATH"), std::string::npos)
+      << results_.single->failure->message;
+}
+
+}  // namespace
+}  // namespace pilot::supervisor
