@@ -269,6 +269,47 @@ void CheckCheckpoint(const VerifyReport& v, std::vector<Check>* out) {
                            VerifiedBy::kEpilog));
 }
 
+// A program's checkpoint, in its own format: the files the supervisor
+// listed when the reference process ended are still there unchanged, each
+// one in a known format reads, and an optimizer's state is among them.
+void CheckProgramCheckpoint(const VerifyReport& v, std::vector<Check>* out) {
+  const std::string want = "unchanged since listed, readable, optimizer state";
+  auto add = [&](CheckStatus st, std::string measured, std::string detail) {
+    out->push_back(MakeCheck("checkpoint", st, std::move(measured), want, std::move(detail),
+                             VerifiedBy::kEpilog));
+  };
+  if (!v.ran) return add(CheckStatus::kFail, "not verified", "verification did not run: " + v.error);
+  if (v.files.empty()) {
+    return add(CheckStatus::kFail, "no files", "the checkpoint " + v.checkpoint + " holds no files");
+  }
+  if (!v.manifest_ok) {
+    return add(CheckStatus::kFail, "files changed",
+               "the checkpoint changed after the supervisor listed it: " + v.manifest_detail);
+  }
+  if (!v.problems.empty()) {
+    return add(CheckStatus::kFail, "unreadable",
+               v.problems.front() +
+                   (v.problems.size() > 1 ? " (and " + std::to_string(v.problems.size() - 1) + " more)" : ""));
+  }
+  const std::string measured = std::to_string(v.files.size()) + " files, " + v.format + ", " +
+                               std::to_string(v.tensors) + " tensors" +
+                               (v.optimizer_state ? ", optimizer state" : ", NO optimizer state");
+  const bool read_formats = v.format == "torch" || v.format == "safetensors" || v.format == "mixed";
+  if (!v.optimizer_state && read_formats) {
+    return add(CheckStatus::kFail, measured,
+               "no optimizer state in the checkpoint (a state_dict with \"state\" and "
+               "\"param_groups\"): a resumed run starts its optimizer afresh");
+  }
+  if (!v.optimizer_state || !v.not_readable.empty()) {
+    std::string which = v.not_readable.empty() ? "" : v.not_readable.front();
+    if (v.not_readable.size() > 1) which += " and " + std::to_string(v.not_readable.size() - 1) + " more";
+    return add(CheckStatus::kWarn, measured,
+               "not independently readable" + (which.empty() ? std::string() : ": " + which) +
+                   "; their hashes held since the supervisor listed them");
+  }
+  add(CheckStatus::kPass, measured, "checkpoint re-read file by file by the epilog, unchanged since listed");
+}
+
 // The GPU type the run wants: the config's run.gpu_type when the catalog
 // knows it, else nullptr.
 const GpuType* WantedGpu(const Config* cfg, const HardwareCatalog& cat) {
@@ -505,7 +546,11 @@ Verdict Decide(const DecideInput& in, const Policy& policy, const HardwareCatalo
     CheckRestore(*s, in.results->supervisor && in.results->supervisor->restore_compared, policy,
                  &checks);
   }
-  CheckCheckpoint(in.verify, &checks);
+  if (in.results && in.results->program) {
+    CheckProgramCheckpoint(in.verify, &checks);
+  } else {
+    CheckCheckpoint(in.verify, &checks);
+  }
   if (s != nullptr && cfg != nullptr) {
     CheckMemory(*s, *cfg, in, catalog, policy, &checks);
     CheckPrecision(*s, policy, &checks);

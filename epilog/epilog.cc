@@ -97,9 +97,22 @@ EpilogInputs GatherInputs(const Policy& policy, const JobEnv& job, const EpilogD
     return in;
   }
   CommandSpec verify;
-  verify.argv = {policy.runner_path, "verify", "--checkpoint", checkpoint,
-                 "--config",         paths.config, "--expect", in.results_path,
-                 "--json"};
+  // A program's checkpoint (any format) is read file by file and compared
+  // with the list the supervisor made, as the user, when the reference
+  // process ended; the list lies in the job's root-owned folder.
+  const bool program = in.results->program.has_value();
+  if (program && in.results->program->checkpoint_files.empty()) {
+    in.verify_problem = "the supervisor listed no checkpoint of the program";
+    return in;
+  }
+  if (program) {
+    verify.argv = {policy.runner_path, "verify", "--program-checkpoint", checkpoint,
+                   "--expect-manifest", in.results->program->checkpoint_files, "--json"};
+  } else {
+    verify.argv = {policy.runner_path, "verify", "--checkpoint", checkpoint,
+                   "--config",         paths.config, "--expect", in.results_path,
+                   "--json"};
+  }
   verify.env = CleanEnvironment(as.user, home);
   verify.run_as = as;
   verify.cwd = home.empty() ? "/" : home;
@@ -110,6 +123,17 @@ EpilogInputs GatherInputs(const Policy& policy, const JobEnv& job, const EpilogD
     return in;
   }
   in.verify_ran = !v->timed_out && v->signal == 0 && v->exit_code <= 2;
+  if (program) {
+    in.verify_exit_code = v->exit_code;
+    in.verify_output = v->out;
+    if (!in.verify_ran) {
+      in.verify_problem = "pilot-runner verify " + v->Describe(verify.timeout_seconds);
+      if (!v->err.empty()) in.verify_problem += ": " + FirstLine(v->err);
+    } else if (v->exit_code == 2) {
+      in.verify_problem = "pilot-runner verify could not check: " + FirstLine(v->err);
+    }
+    return in;
+  }
   const std::string manifest_now =
       job::Sha256AsUser(deps.run, checkpoint + "/" + kManifestFileName, as, as.user, home);
   const std::string& manifest_then = in.results->supervisor->checkpoint_manifest_sha256;

@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# Program mode on the local cluster: the user's own PyTorch program is the
+# pilot (pilot-program(7)); the verdict is about what it did.
+#
+#   program.sh CASE   CASE: example_go broken loss_pattern
+#
+# Environment as for e2e.sh (lib.sh).
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+
+# The user's copy of a folder of the source tree.
+user_copy() {  # user_copy SRC_DIR NAME: prints the copy's path
+  local dst=$TMP/$2
+  cp -r "$1" "$dst"
+  chown -R "$TEST_USER" "$dst"
+  echo "$dst"
+}
+
+reason_of() {  # reason_of JOB: every failing check's detail, one per line
+  json "$STATE/verdicts/$1.json" "'\n'.join(c['name'] + ': ' + c['detail'] for c in d['checks'] if c['status']=='fail')"
+}
+
+# examples/train_gpt.py with examples/gpt-program.toml: GO, both stages,
+# the restore compared by the supervisor, the checkpoint read by the epilog.
+case_example_go() {
+  local dir job out
+  dir=$(user_copy "$SRC/examples" examples)
+  sed -i "s|^workdir = .*|workdir = \"$dir\"|" "$dir/gpt-program.toml"
+  job=$(submit_wait --pilot="$dir/gpt-program.toml")
+  wait_verdict "$job"
+  [[ $(decision "$job") == GO ]] || fail "job $job: $(decision "$job"): $(reason_of "$job") $(verdict_text "$job")"
+  local res=$STATE/jobs/$job/results.json
+  [[ $(json "$res" 'd["workload"]') == program ]] || fail "results.json is not a program's"
+  [[ $(json "$res" 'd["program"]["command"][1]') == train_gpt.py ]] || fail "command not recorded"
+  [[ $(json "$res" 'd["stages"]["node"]["world_size"]') == 2 ]] || fail "no node stage of 2 ranks"
+  [[ $(json "$res" 'd["stages"]["single"]["restore"]["mode"]') == bitwise ]] || fail "restore not bitwise on CPU"
+  [[ $(check_named "$job" restore) == pass ]] || fail "restore check: $(check_named "$job" restore)"
+  [[ $(json "$STATE/verdicts/$job.json" "[c['verified_by'] for c in d['checks'] if c['name']=='restore'][0]") == supervisor ]] ||
+    fail "restore not established by the supervisor"
+  [[ $(json "$STATE/verdicts/$job.json" "[c['verified_by'] for c in d['checks'] if c['name']=='checkpoint'][0]") == epilog ]] ||
+    fail "checkpoint not established by the epilog"
+  [[ $(check_named "$job" checkpoint) == pass ]] || fail "checkpoint: $(reason_of "$job")"
+  out=$(as_user "$PILOT" verdict "$job") || fail "pilot verdict $job"
+  note "$out"
+  grep -q "restore" <<<"$out" || fail "verdict without a restore line: $out"
+  [[ $(node_state) == idle* ]] || fail "node not idle: $(node_state)"
+}
+
+# Broken programs, each a NO-GO that names its reason; the node stays up.
+case_broken() {
+  local dir fault cfg
+  dir=$(user_copy "$SRC/tests/program" program)
+  declare -A expect=(
+    [optimizer_not_saved]="losses diverge after resume from step 5"
+    [resume_ignored]="reported step 1 first, not 5"
+    [raise_on_resume]="KeyError"
+    [nan]="loss is nan at step 3"
+    [no_checkpoint]="no checkpoint"
+    [oom]="ran out of memory at step 2"
+    [hang]="hung: no metrics record for"
+    [scheduler_reset]="learning rate differs after resume at step 5"
+  )
+  declare -A jobs=()
+  for fault in "${!expect[@]}"; do
+    cfg=$dir/$fault.toml
+    cat >"$cfg" <<TOML
+[run]
+name = "broken-$fault"
+seq_len = 16
+micro_batch = 4
+target_steps = 1000
+gpus_per_node = 2
+[program]
+command = ["python3", "tiny.py", "--fault", "$fault"]
+workdir = "$dir"
+step_timeout = 8
+[training]
+steps = 8
+device = "cpu"
+deterministic = true
+warmup_steps = 1
+[checkpoint]
+at_step = 4
+[parallel]
+nproc = 2
+TOML
+    chown "$TEST_USER" "$cfg"
+    jobs[$fault]=$(as_user sbatch --parsable -o "$TMP/slurm-%j.out" --pilot="$cfg" --pilot-stage=single --wrap true)
+  done
+  for fault in "${!expect[@]}"; do
+    local job=${jobs[$fault]}
+    wait_verdict "$job" 300
+    [[ $(decision "$job") == NO-GO ]] || fail "$fault: job $job is $(decision "$job")"
+    local why
+    why=$(reason_of "$job")
+    grep -qF "${expect[$fault]}" <<<"$why" || fail "$fault: reason does not say '${expect[$fault]}': $why"
+    note "$fault -> $(head -n1 <<<"$why")"
+  done
+  # optimizer_not_saved is also the epilog's finding, from the files.
+  grep -q "checkpoint: no optimizer state" <<<"$(reason_of "${jobs[optimizer_not_saved]}")" ||
+    fail "the epilog did not find the missing optimizer state: $(reason_of "${jobs[optimizer_not_saved]}")"
+  wait_node_idle
+  [[ $(node_state) == idle* ]] || fail "node not idle after the broken programs: $(node_state)"
+}
+
+# A program that writes no metrics but prints loss lines.
+case_loss_pattern() {
+  local dir job
+  dir=$(user_copy "$SRC/tests/program" program-pattern)
+  cat >"$dir/pattern.toml" <<TOML
+[run]
+name = "pattern"
+seq_len = 16
+micro_batch = 4
+target_steps = 1000
+gpus_per_node = 1
+[program]
+command = ["python3", "print_loss.py"]
+workdir = "$dir"
+loss_pattern = "loss=([0-9.eE+-]+)"
+[training]
+steps = 8
+device = "cpu"
+deterministic = true
+warmup_steps = 1
+[checkpoint]
+at_step = 4
+[parallel]
+nproc = 1
+TOML
+  chown "$TEST_USER" "$dir/pattern.toml"
+  job=$(submit_wait --pilot="$dir/pattern.toml")
+  wait_verdict "$job"
+  [[ $(json "$STATE/jobs/$job/results.json" 'd["program"]["metrics"]') == loss_pattern ]] ||
+    fail "not judged through loss_pattern"
+  [[ $(check_named "$job" restore) == pass ]] || fail "restore: $(reason_of "$job")"
+  [[ $(check_named "$job" shape) == warn ]] || fail "a program without a shape is not binding"
+  note "$(as_user "$PILOT" verdict "$job")"
+}
+
+run_case "$@"
