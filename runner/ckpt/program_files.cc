@@ -420,7 +420,7 @@ DcpReading ReadDcpDirectory(const std::string& metadata, int64_t metadata_size,
     meta.failed = true;
     meta.detail = "empty";
   } else if (metadata.empty()) {
-    why = "larger than 1 GiB";
+    why = "larger than 256 MiB, or it could not be read";
   } else {
     UnpickleOptions opts;
     opts.object_modules = {"torch.distributed.checkpoint.", "torch.distributed._shard."};

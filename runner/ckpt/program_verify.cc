@@ -24,7 +24,7 @@
 namespace pilot::runner {
 namespace {
 
-constexpr int64_t kMaxDcpMetadata = 1ll << 30;
+constexpr int64_t kMaxDcpMetadata = 256ll << 20;  // program_files.cc says so when larger
 
 class Fd {
  public:
