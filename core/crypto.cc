@@ -90,6 +90,30 @@ std::string Sha256Hex(std::string_view data) {
   return HexEncode(std::string_view(reinterpret_cast<const char*>(md), len));
 }
 
+Result<std::string> Sha256Fd(int fd, const std::string& label, int64_t* bytes_read) {
+  std::unique_ptr<EVP_MD_CTX, MdCtxFree> ctx(EVP_MD_CTX_new());
+  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) {
+    return Status::Internal("sha256", "EVP_DigestInit_ex failed");
+  }
+  std::vector<char> buf(kChunk);
+  int64_t total = 0;
+  for (;;) {
+    ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::IoError(label, std::string("read: ") + std::strerror(errno));
+    }
+    if (n == 0) break;
+    EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<size_t>(n));
+    total += n;
+  }
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_DigestFinal_ex(ctx.get(), md, &len);
+  if (bytes_read != nullptr) *bytes_read = total;
+  return HexEncode(std::string_view(reinterpret_cast<const char*>(md), len));
+}
+
 Result<std::string> Sha256File(const std::string& path, int64_t* bytes_read) {
   // O_NONBLOCK and the regular-file check: the prolog hashes files users
   // name, and a FIFO or a device there must not hang it.
@@ -105,31 +129,9 @@ Result<std::string> Sha256File(const std::string& path, int64_t* bytes_read) {
     return Status::IoError(path, S_ISDIR(st.st_mode) ? "is a directory" : "not a regular file");
   }
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-  std::unique_ptr<EVP_MD_CTX, MdCtxFree> ctx(EVP_MD_CTX_new());
-  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) {
-    ::close(fd);
-    return Status::Internal("sha256", "EVP_DigestInit_ex failed");
-  }
-  std::vector<char> buf(kChunk);
-  int64_t total = 0;
-  for (;;) {
-    ssize_t n = ::read(fd, buf.data(), buf.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int err = errno;
-      ::close(fd);
-      return Status::IoError(path, std::string("read: ") + std::strerror(err));
-    }
-    if (n == 0) break;
-    EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<size_t>(n));
-    total += n;
-  }
+  Result<std::string> sha = Sha256Fd(fd, path, bytes_read);
   ::close(fd);
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_DigestFinal_ex(ctx.get(), md, &len);
-  if (bytes_read != nullptr) *bytes_read = total;
-  return HexEncode(std::string_view(reinterpret_cast<const char*>(md), len));
+  return sha;
 }
 
 std::string HmacSha256Hex(std::string_view key, std::string_view data) {

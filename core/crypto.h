@@ -31,6 +31,13 @@ std::string Sha256Hex(std::string_view data);
 // the file size hashed.
 Result<std::string> Sha256File(const std::string& path, int64_t* bytes_read = nullptr);
 
+// SHA-256 of what is left to read from the open descriptor `fd` (read in
+// 1 MiB chunks, constant memory; the descriptor is left open, at its end).
+// For callers that opened the file themselves (beneath a directory, without
+// following links). `label` names the file in errors. Errors: kIoError
+// (read failed). If `bytes_read` is non-null it receives the bytes hashed.
+Result<std::string> Sha256Fd(int fd, const std::string& label, int64_t* bytes_read = nullptr);
+
 // HMAC-SHA256(key, data) as 64 lower-case hex characters (RFC 2104).
 std::string HmacSha256Hex(std::string_view key, std::string_view data);
 

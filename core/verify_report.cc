@@ -2,10 +2,24 @@
 // VerifyReportToJson and ParseVerifyReport.
 #include "core/verify_report.h"
 
+#include <limits>
+
 #include "core/json_util.h"
 #include "core/record.h"
 
 namespace pilot {
+
+template <class V, class S>
+void Fields(V& v, S& s, std::type_identity<ProgramFile>) {
+  v("path", s.path);
+  v("size", s.size, IntRange{0, std::numeric_limits<int64_t>::max()});
+  v("sha256", s.sha256);
+  v("format", s.format,
+    OneOf{{"safetensors", "torch", "dcp", "torch-legacy", "metadata", "other", "symlink", "special"}});
+  v("readable", s.readable);
+  v("tensors", s.tensors, IntRange{0, std::numeric_limits<int64_t>::max()});
+  v("detail", s.detail);
+}
 
 template <class V, class S>
 void Fields(V& v, S& s, std::type_identity<VerifyReport>) {
@@ -26,6 +40,21 @@ void Fields(V& v, S& s, std::type_identity<VerifyReport>) {
   v("eval_rel_diff", s.eval_rel_diff);
   v("eval_tolerance", s.eval_tolerance);
   v("eval_within", s.eval_within);
+  // Program mode; absent from reports written before it existed.
+  v("mode", s.mode, kMayBeAbsent, OneOf{{"builtin", "program"}});
+  v("format", s.format, kMayBeAbsent, OneOf{{"safetensors", "torch", "dcp", "mixed", "unknown", "none"}});
+  v("tensors", s.tensors, kMayBeAbsent, IntRange{0, std::numeric_limits<int64_t>::max()});
+  v("optimizer_state", s.optimizer_state, kMayBeAbsent);
+  v("shards", s.shards, kMayBeAbsent, IntRange{0, std::numeric_limits<int64_t>::max()});
+  v("files", s.files, kMayBeAbsent);
+  v("not_readable", s.not_readable, kMayBeAbsent);
+  v("problems", s.problems, kMayBeAbsent);
+  v("manifest_extra", s.manifest_extra, kMayBeAbsent);
+}
+
+const std::vector<RecordKey>& VerifyReportKeys() {
+  static const std::vector<RecordKey> k = RecordKeys<VerifyReport>();
+  return k;
 }
 
 std::string VerifyReportToJson(const VerifyReport& v) {

@@ -13,13 +13,34 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/status.h"
 
 namespace pilot {
 
+struct RecordKey;  // core/record.h
+
 inline constexpr char kVerifySchema[] = "slurm-pilot/verify/1";
-inline constexpr size_t kMaxVerifyBytes = 1u << 20;
+// A program-mode report lists every file (up to 100000 of them), and an
+// earlier report is read back as the manifest to compare with.
+inline constexpr size_t kMaxVerifyBytes = 32u << 20;
+
+// One file of a program's checkpoint directory (program mode).
+struct ProgramFile {
+  std::string path;     // relative to the checkpoint directory
+  int64_t size = 0;     // bytes
+  std::string sha256;   // of its contents; "" when not hashed (a link, a special file)
+  // How it was read, from its contents: "safetensors", "torch" (a torch.save
+  // zip archive), "dcp" (a file of a torch.distributed.checkpoint directory),
+  // "torch-legacy" (a torch.save of before the zip format), "metadata"
+  // (small text), "other", "symlink", "special".
+  std::string format;
+  bool readable = false;  // read and checked without the program's code
+  int64_t tensors = 0;    // tensors it holds (as far as it was read)
+  std::string detail;     // what was found, or what is wrong
+  bool operator==(const ProgramFile&) const = default;
+};
 
 struct VerifyReport {
   std::string schema = kVerifySchema;
@@ -39,8 +60,23 @@ struct VerifyReport {
   double eval_rel_diff = 0;   // |recomputed - recorded| / max(|recorded|, tiny)
   double eval_tolerance = 0;  // relative tolerance applied (0 = bitwise)
   bool eval_within = false;
+  // Program mode (--program-checkpoint): a checkpoint in a program's own
+  // format, read file by file. "builtin" reports leave these at defaults.
+  std::string mode = "builtin";     // "builtin" | "program"
+  std::string format = "none";      // safetensors | torch | dcp | mixed | unknown | none
+  int64_t tensors = 0;              // tensors in the readable files
+  bool optimizer_state = false;     // an optimizer's state was found
+  int64_t shards = 0;               // .distcp files of DCP directories
+  std::vector<ProgramFile> files;   // every file, in path order
+  std::vector<std::string> not_readable;    // paths not read independently (warnings)
+  std::vector<std::string> problems;        // "path: detail" of each failed check
+  std::vector<std::string> manifest_extra;  // files absent from --expect-manifest
   bool operator==(const VerifyReport&) const = default;
 };
+
+// Every top-level key of the report, in field-list order (pilot-files(5)
+// documents each; a test checks it).
+const std::vector<RecordKey>& VerifyReportKeys();
 
 // Pretty JSON ending in a newline.
 std::string VerifyReportToJson(const VerifyReport& v);

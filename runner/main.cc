@@ -11,6 +11,7 @@
 #include "pilot/version.h"
 #include "runner/app/cli.h"
 #include "runner/app/pilot.h"
+#include "runner/ckpt/program_verify.h"
 #include "runner/ckpt/verify.h"
 #include "runner/exit_codes.h"
 #include "runner/train/device.h"
@@ -47,7 +48,8 @@ int Dispatch(const std::vector<std::string>& args) {
     case Command::kRun:
       return RunPilot(cmd->run);
     case Command::kVerify:
-      return RunVerify(cmd->verify);
+      return cmd->verify.program_checkpoint.empty() ? RunVerify(cmd->verify)
+                                                    : RunProgramVerify(cmd->verify);
     case Command::kVersions:
       PrintVersions(cmd->json);
       return kExitOk;

@@ -32,11 +32,15 @@ struct RunOptions {
 };
 
 struct VerifyOptions {
-  std::string checkpoint;
+  std::string checkpoint;          // --checkpoint: the builtin checkpoint
   std::string config;
   std::string expect;  // results.json to compare with ("" = none)
   std::vector<std::string> sets;
   bool json = false;
+  std::string out;                 // --out: also write the JSON report here
+  // Program mode: a program's checkpoint directory, in any format.
+  std::string program_checkpoint;  // --program-checkpoint
+  std::string expect_manifest;     // --expect-manifest: an earlier report of this mode
 };
 
 }  // namespace pilot::runner

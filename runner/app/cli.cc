@@ -126,17 +126,40 @@ Result<Command> ParseCommandLine(const std::vector<std::string>& args) {
     VerifyOptions& v = cmd.verify;
     po::options_description d("Options");
     d.add_options()
-        ("checkpoint", po::value(&v.checkpoint)->required(), "checkpoint directory")
-        ("config", po::value(&v.config)->required(), "pilot.toml")
+        ("checkpoint", po::value(&v.checkpoint), "checkpoint directory (the builtin workload's)")
+        ("config", po::value(&v.config), "pilot.toml (with --checkpoint)")
         ("expect", po::value(&v.expect), "results.json to compare with")
         ("set", po::value(&v.sets)->composing(), "section.key=value override")
-        ("json", po::bool_switch(&v.json), "print the report as JSON");
+        ("program-checkpoint", po::value(&v.program_checkpoint),
+         "a program's checkpoint directory, in any format")
+        ("expect-manifest", po::value(&v.expect_manifest),
+         "with --program-checkpoint: an earlier report to compare the files with")
+        ("json", po::bool_switch(&v.json), "print the report as JSON")
+        ("out", po::value(&v.out), "also write the JSON report to FILE");
     if (WantsHelp(rest)) {
-      cmd.help = HelpOf("usage: pilot-runner verify --checkpoint DIR --config FILE [options]", d);
+      cmd.help = HelpOf(
+          "usage: pilot-runner verify --checkpoint DIR --config FILE [options]\n"
+          "       pilot-runner verify --program-checkpoint DIR [--expect-manifest FILE] [options]",
+          d);
       return cmd;
     }
     po::variables_map vm;
     PILOT_RETURN_IF_ERROR(Parse(d, rest, "verify", &vm));
+    if (!v.program_checkpoint.empty()) {
+      if (!v.checkpoint.empty() || !v.config.empty() || !v.expect.empty() || !v.sets.empty()) {
+        return Status::Invalid("verify: --program-checkpoint",
+                               "takes none of --checkpoint, --config, --expect and --set");
+      }
+    } else {
+      if (!v.expect_manifest.empty()) {
+        return Status::Invalid("verify: --expect-manifest", "needs --program-checkpoint");
+      }
+      if (v.checkpoint.empty()) {
+        return Status::Invalid("verify", "the option '--checkpoint' is required but missing")
+            .WithHint("or --program-checkpoint DIR for a program's own checkpoint");
+      }
+      if (v.config.empty()) return Status::Invalid("verify", "the option '--config' is required but missing");
+    }
     cmd.kind = Command::kVerify;
     return cmd;
   }

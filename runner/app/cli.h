@@ -5,7 +5,9 @@
 //                    [--stage single|node|all] [--set section.key=value]...
 //                    [--overhead-steps N] [--keep-reference] [--nproc N]
 //   pilot-runner verify --checkpoint DIR --config FILE [--expect RESULTS]
-//                    [--set section.key=value]... [--json]
+//                    [--set section.key=value]... [--json] [--out FILE]
+//   pilot-runner verify --program-checkpoint DIR [--expect-manifest FILE]
+//                    [--json] [--out FILE]
 //   pilot-runner --versions [--json]
 //   pilot-runner --help | --version
 #pragma once

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <set>
 
+#include "core/atomic_file.h"
 #include "core/crypto.h"
 #include "core/verify_report.h"
 #include "runner/ckpt/checkpoint.h"
@@ -156,7 +157,15 @@ int RunVerify(const VerifyOptions& o) {
   rep.checkpoint = o.checkpoint;
   Checker ck(o.json);
   auto finish = [&](int code) {
-    if (o.json) std::printf("%s", VerifyReportToJson(rep).c_str());
+    const std::string json = VerifyReportToJson(rep);
+    if (o.json) std::printf("%s", json.c_str());
+    if (!o.out.empty()) {
+      Status w = WriteFileAtomic(o.out, json, 0644);
+      if (!w.ok()) {
+        std::fprintf(stderr, "%s\n", w.ToString().c_str());
+        return static_cast<int>(kExitUsage);
+      }
+    }
     return code;
   };
   auto input_error = [&](const Status& s) {

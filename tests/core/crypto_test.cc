@@ -1,7 +1,9 @@
 #include "core/crypto.h"
 
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <string>
 
@@ -50,6 +52,24 @@ TEST(Sha256, FileStreamsAcrossChunks) {
   WriteText(dir / "empty", "");
   EXPECT_EQ(Sha256File(dir / "empty").value(),
             "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+}
+
+TEST(Sha256, DescriptorFromWhereItStands) {
+  TempDir dir;
+  std::string data(3 << 19, 'x');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i % 251);
+  WriteText(dir / "f", data);
+  const int fd = ::open((dir / "f").c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  int64_t bytes = 0;
+  auto h = Sha256Fd(fd, "f", &bytes);
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  EXPECT_EQ(*h, Sha256Hex(data));
+  EXPECT_EQ(bytes, static_cast<int64_t>(data.size()));
+  // At its end now: what is left is nothing.
+  EXPECT_EQ(Sha256Fd(fd, "f").value(), Sha256Hex(""));
+  ::close(fd);
+  EXPECT_EQ(Sha256Fd(fd, "f").status().code(), Code::kIoError);
 }
 
 TEST(Sha256, FileErrors) {
