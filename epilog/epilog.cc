@@ -10,6 +10,7 @@
 #include "core/checkpoint_meta.h"
 #include "core/crypto.h"
 #include "core/strings.h"
+#include "core/verify_report.h"
 #include "job/state_dir.h"
 #include "job/state_layout.h"
 #include "job/verdict_history.h"
@@ -117,6 +118,7 @@ EpilogInputs GatherInputs(const Policy& policy, const JobEnv& job, const EpilogD
   verify.run_as = as;
   verify.cwd = home.empty() ? "/" : home;
   verify.timeout_seconds = policy.verify_timeout_seconds;
+  verify.max_output_bytes = kMaxVerifyBytes;
   Result<CommandResult> v = deps.run(verify);
   if (!v.ok()) {
     in.verify_problem = "pilot-runner verify could not start: " + v.status().Message();

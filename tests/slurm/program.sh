@@ -51,14 +51,14 @@ case_broken() {
   local dir fault cfg
   dir=$(user_copy "$SRC/tests/program" program)
   declare -A expect=(
-    [optimizer_not_saved]="losses diverge after resume from step 5"
+    [optimizer_not_saved]="losses diverge after resume from step 6"
     [resume_ignored]="reported step 1 first, not 5"
     [raise_on_resume]="KeyError"
     [nan]="loss is nan at step 3"
     [no_checkpoint]="no checkpoint"
     [oom]="ran out of memory at step 2"
     [hang]="hung: no metrics record for"
-    [scheduler_reset]="learning rate differs after resume at step 5"
+    [scheduler_reset]="learning rate differs after resume at step"
   )
   declare -A jobs=()
   for fault in "${!expect[@]}"; do
