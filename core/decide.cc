@@ -214,7 +214,9 @@ void CheckNode(const NodeStage& n, const Policy& p, bool on_gpu, std::vector<Che
   }
   bool all_equal = !n.restore.empty();
   std::string measured;
-  std::string detail = "sharded checkpoint restored equal at every world size tried";
+  std::string detail = n.mode == "program"
+                           ? "a fresh set of the program's processes resumed equal"
+                           : "sharded checkpoint restored equal at every world size tried";
   for (const NodeRestore& r : n.restore) {
     if (!measured.empty()) measured += ", ";
     measured += std::to_string(r.from_world_size) + "->" + std::to_string(r.world_size) +

@@ -13,6 +13,7 @@ import math
 import os
 import random
 import sys
+import time
 
 import torch
 import torch.distributed as dist
@@ -63,6 +64,10 @@ class Block(nn.Module):
     def attention(self, x):
         b, t, d = x.shape
         q, k, v = self.qkv(x).view(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        if hasattr(F, "scaled_dot_product_attention") and x.is_cuda:  # torch 2: fused kernels
+            p = self.attn_drop.p if self.training else 0.0
+            y = F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True)
+            return self.resid_drop(self.proj(y.transpose(1, 2).reshape(b, t, d)))
         att = (q @ k.transpose(-2, -1)) / math.sqrt(d // self.heads)
         causal = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
         att = self.attn_drop(att.masked_fill(~causal, float("-inf")).softmax(dim=-1))
@@ -200,6 +205,7 @@ def main():
         first = ckpt["step"] + 1
         slurm_pilot.restored(ckpt["step"])
 
+    last = time.perf_counter()
     for step in range(first, args.steps + 1):
         x, y = (t.to(device) for t in data.next())
         with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=bf16):
@@ -214,7 +220,10 @@ def main():
         slurm_pilot.step(loss, tokens=args.seq_len * args.micro_batch, model=model, optimizer=opt,
                          lr=lr, grad_norm=grad_norm, seq_len=args.seq_len, micro_batch=args.micro_batch)
         if rank == 0:
-            print("step %d loss %.6f lr %.3g" % (step, loss.item(), lr), flush=True)
+            value = loss.item()  # waits for the step, so the time below is the step's
+            now = time.perf_counter()
+            print("step %d loss %.6f lr %.3g ms %.1f" % (step, value, lr, (now - last) * 1e3), flush=True)
+            last = now
 
         if slurm_pilot.checkpoint_due(step):
             d = slurm_pilot.checkpoint_dir()
@@ -228,6 +237,8 @@ def main():
             if world > 1:
                 dist.barrier()
 
+    if device.type == "cuda" and rank == 0:
+        print("max_memory_allocated %d" % torch.cuda.max_memory_allocated(device), flush=True)
     if world > 1:
         dist.destroy_process_group()
     return 0

@@ -51,8 +51,8 @@ case_broken() {
   local dir fault cfg
   dir=$(user_copy "$SRC/tests/program" program)
   declare -A expect=(
-    [optimizer_not_saved]="losses diverge after resume from step 6"
-    [resume_ignored]="reported step 1 first, not 5"
+    [optimizer_not_saved]="losses diverge after resume from step 7"
+    [resume_ignored]="reported step 1 first, not 6"
     [raise_on_resume]="KeyError"
     [nan]="loss is nan at step 3"
     [no_checkpoint]="no checkpoint"
@@ -75,12 +75,12 @@ command = ["python3", "tiny.py", "--fault", "$fault"]
 workdir = "$dir"
 step_timeout = 8
 [training]
-steps = 8
+steps = 10
 device = "cpu"
 deterministic = true
 warmup_steps = 1
 [checkpoint]
-at_step = 4
+at_step = 5
 [parallel]
 nproc = 2
 TOML
@@ -94,7 +94,7 @@ TOML
     local why
     why=$(reason_of "$job")
     grep -qF "${expect[$fault]}" <<<"$why" || fail "$fault: reason does not say '${expect[$fault]}': $why"
-    note "$fault -> $(head -n1 <<<"$why")"
+    note "$fault -> $(paste -sd'|' <<<"$why")"
   done
   # optimizer_not_saved is also the epilog's finding, from the files.
   grep -q "checkpoint: no optimizer state" <<<"$(reason_of "${jobs[optimizer_not_saved]}")" ||
@@ -119,12 +119,12 @@ command = ["python3", "print_loss.py"]
 workdir = "$dir"
 loss_pattern = "loss=([0-9.eE+-]+)"
 [training]
-steps = 8
+steps = 10
 device = "cpu"
 deterministic = true
 warmup_steps = 1
 [checkpoint]
-at_step = 4
+at_step = 5
 [parallel]
 nproc = 1
 TOML
