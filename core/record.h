@@ -188,19 +188,45 @@ struct RecordKey {
 
 namespace record_internal {
 
+// The record an optional or an array holds (void when it holds none).
+template <class T>
+struct HeldRecord {
+  using type = void;
+  static constexpr const char* suffix = "";
+};
+template <class T>
+struct HeldRecord<std::optional<T>> {
+  using type = std::conditional_t<HasFields<T>, T, void>;
+  static constexpr const char* suffix = "";
+};
+template <class T>
+struct HeldRecord<std::vector<T>> {
+  using type = std::conditional_t<HasFields<T>, T, void>;
+  static constexpr const char* suffix = "[]";
+};
+
 struct KeyLister {
   std::string prefix;
   std::vector<RecordKey>* out;
+  bool deep = false;  // also into optional records and arrays of records
   template <class T, class... As>
   void operator()(const char* key, T& value, const As&... attrs) {
     using U = std::decay_t<T>;
+    using Held = typename HeldRecord<U>::type;
     if constexpr (HasFields<U>) {
-      KeyLister sub{prefix + key + ".", out};
+      KeyLister sub{prefix + key + ".", out, deep};
       Fields(sub, value, std::type_identity<U>{});
-    } else {
-      const Doc* d = FindAttr<Doc>(attrs...);
-      out->push_back({prefix + key, d != nullptr ? d->text : ""});
+      return;
+    } else if constexpr (!std::is_void_v<Held>) {
+      if (deep) {
+        Held scratch{};
+        KeyLister sub{prefix + key + HeldRecord<U>::suffix + ".", out, deep};
+        Fields(sub, scratch, std::type_identity<Held>{});
+        return;
+      }
     }
+    const Doc* d = FindAttr<Doc>(attrs...);
+    out->push_back({prefix + key, d != nullptr ? d->text : ""});
   }
 };
 
@@ -213,6 +239,19 @@ std::vector<RecordKey> RecordKeys() {
   std::vector<RecordKey> out;
   T scratch{};
   record_internal::KeyLister v{"", &out};
+  Fields(v, scratch, std::type_identity<T>{});
+  return out;
+}
+
+// As RecordKeys, and the members of the records an optional or an array
+// holds take its place: "program.checkpoint_dir",
+// "program.processes[].stage" (for the man-page check of a format that
+// nests records that way).
+template <class T>
+std::vector<RecordKey> RecordKeysDeep() {
+  std::vector<RecordKey> out;
+  T scratch{};
+  record_internal::KeyLister v{"", &out, true};
   Fields(v, scratch, std::type_identity<T>{});
   return out;
 }

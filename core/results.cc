@@ -399,6 +399,11 @@ void Fields(V& v, S& s, std::type_identity<Results>) {
   v("program", s.program, kOmitIfUnset);
 }
 
+const std::vector<RecordKey>& ResultsKeys() {
+  static const std::vector<RecordKey> k = RecordKeysDeep<Results>();
+  return k;
+}
+
 std::string ResultsToJson(const Results& r) {
   return RecordToJson<nlohmann::ordered_json>(r, kMeasuredStyle).dump(2) + "\n";
 }

@@ -27,6 +27,8 @@
 
 namespace pilot {
 
+struct RecordKey;  // core/record.h
+
 inline constexpr char kResultsSchema[] = "slurm-pilot/results/1";
 inline constexpr size_t kResultsMaxBytes = 16u << 20;  // 16 MiB
 
@@ -351,6 +353,11 @@ struct Results {
   std::optional<ProgramInfo> program;        // only in program mode
   bool operator==(const Results&) const = default;
 };
+
+// Every member, in field-list order, nested ones by their path
+// ("stages.single.restore.equal", "program.processes[].stage"):
+// pilot-files(5) documents each; a test checks it.
+const std::vector<RecordKey>& ResultsKeys();
 
 // Pretty JSON text (2-space indent, trailing newline).
 std::string ResultsToJson(const Results& r);

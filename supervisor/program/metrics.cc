@@ -69,7 +69,52 @@ void Num(const nlohmann::json& j, const char* key, std::optional<double>* out) {
   if (it != j.end()) *out = NumberOrNonFinite(*it);
 }
 
+// The optional fields, read by these tables alone, so that MetricFieldNames
+// names every field the reader knows.
+struct IntField {
+  const char* name;
+  std::optional<int64_t> MetricRecord::*member;
+};
+constexpr IntField kIntFields[] = {
+    {"tokens", &MetricRecord::tokens},
+    {"seq_len", &MetricRecord::seq_len},
+    {"micro_batch", &MetricRecord::micro_batch},
+    {"peak_allocated_bytes", &MetricRecord::peak_allocated_bytes},
+    {"peak_reserved_bytes", &MetricRecord::peak_reserved_bytes},
+    {"device_free_bytes", &MetricRecord::device_free_bytes},
+    {"device_total_bytes", &MetricRecord::device_total_bytes},
+    {"alloc_retries", &MetricRecord::alloc_retries},
+    {"ooms", &MetricRecord::ooms},
+    {"peak_rss_bytes", &MetricRecord::peak_rss_bytes},
+    {"params", &MetricRecord::params},
+    {"param_bytes", &MetricRecord::param_bytes},
+    {"grad_bytes", &MetricRecord::grad_bytes},
+    {"optimizer_state_bytes", &MetricRecord::optimizer_state_bytes},
+};
+struct NumField {
+  const char* name;
+  std::optional<double> MetricRecord::*member;
+};
+constexpr NumField kNumFields[] = {
+    {"lr", &MetricRecord::lr},
+    {"grad_norm", &MetricRecord::grad_norm},
+    {"eval_loss", &MetricRecord::eval_loss},
+    {"data_wait_ms", &MetricRecord::data_wait_ms},
+    {"step_ms", &MetricRecord::step_ms},
+    {"probe_ms", &MetricRecord::probe_ms},
+};
+
 }  // namespace
+
+const std::vector<std::string>& MetricFieldNames() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n = {"step", "loss", "rank", "device"};
+    for (const IntField& f : kIntFields) n.emplace_back(f.name);
+    for (const NumField& f : kNumFields) n.emplace_back(f.name);
+    return n;
+  }();
+  return names;
+}
 
 Result<MetricRecord> ParseMetricLine(std::string_view line) {
   auto j = nlohmann::json::parse(QuoteNonFinite(line), nullptr, /*allow_exceptions=*/false);
@@ -91,29 +136,11 @@ Result<MetricRecord> ParseMetricLine(std::string_view line) {
   std::optional<int64_t> rank;
   Int(j, "rank", &rank);
   if (rank && *rank >= 0 && *rank < 1 << 20) r.rank = static_cast<int>(*rank);
-  Int(j, "tokens", &r.tokens);
-  Int(j, "seq_len", &r.seq_len);
-  Int(j, "micro_batch", &r.micro_batch);
-  Num(j, "lr", &r.lr);
-  Num(j, "grad_norm", &r.grad_norm);
-  Num(j, "eval_loss", &r.eval_loss);
-  Num(j, "data_wait_ms", &r.data_wait_ms);
-  Num(j, "step_ms", &r.step_ms);
-  Num(j, "probe_ms", &r.probe_ms);
   if (auto d = j.find("device"); d != j.end() && d->is_string()) {
     r.device = d->get<std::string>().substr(0, 16);
   }
-  Int(j, "peak_allocated_bytes", &r.peak_allocated_bytes);
-  Int(j, "peak_reserved_bytes", &r.peak_reserved_bytes);
-  Int(j, "device_free_bytes", &r.device_free_bytes);
-  Int(j, "device_total_bytes", &r.device_total_bytes);
-  Int(j, "alloc_retries", &r.alloc_retries);
-  Int(j, "ooms", &r.ooms);
-  Int(j, "peak_rss_bytes", &r.peak_rss_bytes);
-  Int(j, "params", &r.params);
-  Int(j, "param_bytes", &r.param_bytes);
-  Int(j, "grad_bytes", &r.grad_bytes);
-  Int(j, "optimizer_state_bytes", &r.optimizer_state_bytes);
+  for (const IntField& f : kIntFields) Int(j, f.name, &(r.*f.member));
+  for (const NumField& f : kNumFields) Num(j, f.name, &(r.*f.member));
   return r;
 }
 
@@ -144,8 +171,11 @@ void LineBuffer::Append(const char* data, size_t n) {
       continue;
     }
     buf_ += c;
-    if (c != '\n' && buf_.size() - start_ > kMaxMetricLine) {
-      buf_.resize(start_);
+    if (c == '\n') {
+      line_ = buf_.size();
+    } else if (buf_.size() - line_ > kMaxMetricLine) {
+      // Only the line being cut goes: the complete lines before it stay.
+      buf_.resize(line_);
       skipping_ = true;
       ++overlong_;
     }
@@ -157,6 +187,7 @@ std::optional<std::string> LineBuffer::Next() {
   if (nl == std::string::npos) {
     if (start_ > 0) {
       buf_.erase(0, start_);
+      line_ -= start_;
       start_ = 0;
     }
     return std::nullopt;
@@ -165,6 +196,7 @@ std::optional<std::string> LineBuffer::Next() {
   start_ = nl + 1;
   if (start_ > 1 << 16) {
     buf_.erase(0, start_);
+    line_ -= start_;
     start_ = 0;
   }
   return line;
@@ -175,6 +207,7 @@ std::optional<std::string> LineBuffer::Rest() {
   std::string line = buf_.substr(start_);
   buf_.clear();
   start_ = 0;
+  line_ = 0;
   return line;
 }
 

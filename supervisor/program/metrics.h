@@ -41,6 +41,10 @@ struct MetricRecord {
 // One line (without its newline). Errors: kInvalid saying what is wrong.
 Result<MetricRecord> ParseMetricLine(std::string_view line);
 
+// Every field ParseMetricLine reads, required ones first (pilot-program(7)
+// documents each; a test checks it).
+const std::vector<std::string>& MetricFieldNames();
+
 // The loss in `line` when `pattern` (one group) matches it and the group
 // reads as a number.
 std::optional<double> MatchLoss(const std::regex& pattern, std::string_view line);
@@ -58,7 +62,8 @@ class LineBuffer {
 
  private:
   std::string buf_;
-  size_t start_ = 0;
+  size_t start_ = 0;  // where the next line to hand out starts
+  size_t line_ = 0;   // where the line being appended to starts (after the last '\n')
   bool skipping_ = false;
   int64_t overlong_ = 0;
 };

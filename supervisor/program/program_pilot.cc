@@ -490,10 +490,14 @@ std::vector<std::string> ProgramEnv(const ProgramEnvInput& in) {
     const std::string v = Get(in.job_env, name);
     if (!v.empty()) SetEnv(&env, name, v);
   }
-  const std::string py = Get(in.job_env, "PYTHONPATH");
-  SetEnv(&env, "PYTHONPATH", in.probe_path + (py.empty() ? "" : ":" + py));
+  std::string py = Get(in.job_env, "PYTHONPATH");
   if (in.cfg != nullptr) {
     for (const auto& [k, v] : in.cfg->program.env) SetEnv(&env, k, v);
+    // program.env's PYTHONPATH takes the job's place, after the probe.
+    if (auto it = in.cfg->program.env.find("PYTHONPATH"); it != in.cfg->program.env.end()) py = it->second;
+  }
+  SetEnv(&env, "PYTHONPATH", in.probe_path + (py.empty() ? "" : ":" + py));
+  if (in.cfg != nullptr) {
     if (!in.cfg->training.alloc_conf.empty() && in.device == "cuda") {
       SetEnv(&env, "PYTORCH_CUDA_ALLOC_CONF", in.cfg->training.alloc_conf);
       SetEnv(&env, "PYTORCH_ALLOC_CONF", in.cfg->training.alloc_conf);

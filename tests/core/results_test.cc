@@ -1,11 +1,17 @@
 // results.json: round trip, strictness, field paths in errors, limits.
 #include "core/results.h"
 
+#include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <sstream>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+
+#include "core/record.h"
+#include "core/verify_report.h"
 
 namespace pilot {
 namespace {
@@ -199,6 +205,82 @@ TEST(Results, ReadsFiles) {
   Result<Results> r = ReadResultsFile("/nonexistent/results.json");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), Code::kNotFound);
+}
+
+// The deep listing names the members of optional records and of arrays of
+// records; the plain one stops at them.
+TEST(Results, KeysNameNestedMembers) {
+  std::vector<std::string> names;
+  for (const RecordKey& k : ResultsKeys()) names.push_back(k.name);
+  auto has = [&](const std::string& n) {
+    return std::find(names.begin(), names.end(), n) != names.end();
+  };
+  for (const char* n : {"schema", "workload", "stages.single.restore.equal",
+                        "stages.node.restore[].world_size", "supervisor.processes[].role",
+                        "supervisor.device_memory[].uuid", "program.checkpoint_files",
+                        "program.processes[].stderr_tail"}) {
+    EXPECT_TRUE(has(n)) << n;
+  }
+  EXPECT_FALSE(has("program"));
+  EXPECT_FALSE(has("program.processes"));
+  bool files = false;
+  for (const RecordKey& k : VerifyReportKeys()) files = files || k.name == "files";
+  EXPECT_TRUE(files);
+}
+
+// Whether `name` is set in bold in roff `text` (\fBname\fR, or the tag of
+// a .B line).
+bool NamedInBold(const std::string& text, const std::string& name) {
+  for (const std::string& form : {"\\fB" + name + "\\fR", "\\fB" + name + "\n", ".B " + name + "\n",
+                                  ".B " + name + "\\fR", "\\fB" + name + "\\fI"}) {
+    if (text.find(form) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// Every member is named in pilot-files(5)'s RESULTS.JSON section, and each
+// member of supervisor and program (every part of its path) in that
+// member's own paragraph.
+TEST(Results, EveryKeyIsDocumented) {
+  std::ifstream in(std::string(PILOT_SOURCE_DIR) + "/man/pilot-files.5");
+  ASSERT_TRUE(in.good());
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string page = ss.str();
+  const size_t begin = page.find(".SH RESULTS.JSON");
+  ASSERT_NE(begin, std::string::npos);
+  const size_t end = page.find("\n.SH ", begin + 1);
+  const std::string section = page.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+  // From ".B top" to the next paragraph that is not a tagged one of its own.
+  auto paragraph = [&](const std::string& top) {
+    const size_t at = section.find(".TP\n.B " + top + "\n");
+    if (at == std::string::npos) return std::string();
+    const size_t stop = section.find("\n.PP", at);
+    return section.substr(at, stop == std::string::npos ? std::string::npos : stop - at);
+  };
+  const std::string supervisor = paragraph("supervisor"), program = paragraph("program");
+  ASSERT_FALSE(supervisor.empty());
+  ASSERT_FALSE(program.empty()) << "pilot-files(5), RESULTS.JSON: no paragraph for program";
+  size_t checked = 0;
+  for (const RecordKey& k : ResultsKeys()) {
+    std::vector<std::string> parts;
+    std::stringstream path(k.name);
+    for (std::string p; std::getline(path, p, '.');) {
+      if (p.size() > 2 && p.ends_with("[]")) p.resize(p.size() - 2);
+      parts.push_back(p);
+    }
+    const std::string* where = &section;
+    if (parts.size() > 1 && parts[0] == "supervisor") where = &supervisor;
+    if (parts.size() > 1 && parts[0] == "program") where = &program;
+    const size_t from = where == &section ? 0 : 1;
+    for (size_t i = from; i < parts.size(); ++i) {
+      EXPECT_TRUE(NamedInBold(*where, parts[i]))
+          << "pilot-files(5), RESULTS.JSON: " << parts[i] << " of " << k.name << " is not documented"
+          << (where == &section ? "" : " in the " + parts[0] + " paragraph");
+    }
+    ++checked;
+  }
+  EXPECT_GT(checked, 200u);
 }
 
 }  // namespace
