@@ -109,10 +109,11 @@ st = d["stages"]["single"]
 t, r = st["timings"], st["restore"]
 probe_peak = max(x or 0 for x in (st["memory"]["peak_allocated_bytes"], st["memory_first_step"]["peak_allocated_bytes"]))
 print("supervisor's clock: median step %.1f ms, %.0f tokens/s" % (t["step_ms_median"], st["tokens_per_second"]))
-print("probe peak allocated %.3f GiB (last step %.3f, first %.3f); program's own %.3f GiB; equal %s" %
-      (probe_peak / 2**30, (st["memory"]["peak_allocated_bytes"] or 0) / 2**30,
+own = peak[0] if peak else 0
+print("probe peak allocated %.3f GiB (step %d; first step %.3f); program's own %.3f GiB; diff %.2f MiB (%.4f%%)" %
+      (probe_peak / 2**30, st["memory"]["step"],
        (st["memory_first_step"]["peak_allocated_bytes"] or 0) / 2**30,
-       (peak[0] if peak else 0) / 2**30, bool(peak) and probe_peak == peak[0]))
+       own / 2**30, (probe_peak - own) / 2**20, (probe_peak / own - 1) * 100 if own else float("nan")))
 print("restore: mode %s equal %s max_rel_loss_diff %.3g (steps %d->%d) detail %s" %
       (r["mode"], r["equal"], r["max_rel_loss_diff"], r["from_step"], r["to_step"], r["detail"] or "-"))
 sup = d["supervisor"]

@@ -133,7 +133,7 @@ class Data:
         return {"gen": self.gen.get_state(), "pos": self.pos}
 
     def load_state_dict(self, s):
-        self.gen.set_state(s["gen"])
+        self.gen.set_state(s["gen"].cpu())
         self.pos = s["pos"]
 
 
@@ -145,11 +145,12 @@ def rng_state(data, device):
 
 
 def set_rng_state(s, data, device):
-    torch.set_rng_state(s["torch"])
+    # Generator states are CPU byte tensors, wherever the checkpoint was mapped.
+    torch.set_rng_state(s["torch"].cpu())
     random.setstate((s["python"][0], tuple(s["python"][1]), s["python"][2]))
     data.load_state_dict(s["data"])
     if "cuda" in s:
-        torch.cuda.set_rng_state(s["cuda"], device)
+        torch.cuda.set_rng_state(s["cuda"].cpu(), device)
 
 
 def save(obj, path):

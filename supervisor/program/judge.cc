@@ -333,8 +333,19 @@ SingleStage SingleFromRecords(const SingleInputs& in) {
   s.timings.data_wait_max_ms = t.data_wait_max_ms;
   s.tokens_per_second = t.tokens_per_second;
   if (!steps.empty()) {
+    // The first step creates the optimizer's state; of the others, the one
+    // with the highest allocator peak stands for the run (the last when
+    // no step reported one).
     s.memory_first_step = MemoryOf(steps.begin()->second, device);
-    s.memory = MemoryOf(steps.rbegin()->second, device);
+    const MetricRecord* peak = &steps.rbegin()->second;
+    for (auto it = std::next(steps.begin()); it != steps.end(); ++it) {
+      const MetricRecord& r = it->second;
+      if (r.peak_allocated_bytes && (!peak->peak_allocated_bytes ||
+                                     *r.peak_allocated_bytes > *peak->peak_allocated_bytes)) {
+        peak = &r;
+      }
+    }
+    s.memory = MemoryOf(*peak, device);
   }
   if (in.reference->peak_rss_bytes > 0) {
     const int64_t seen = in.reference->peak_rss_bytes;

@@ -90,11 +90,11 @@ def rng_state(device):
 
 
 def set_rng_state(state, device):
-    torch.set_rng_state(state["torch"])
+    torch.set_rng_state(state["torch"].cpu())
     version, internal, gauss = state["python"]
     random.setstate((version, tuple(internal), gauss))
     if "cuda" in state:
-        torch.cuda.set_rng_state(state["cuda"], device)
+        torch.cuda.set_rng_state(state["cuda"].cpu(), device)
 
 
 def save_atomic(obj, path):
