@@ -125,17 +125,16 @@ EpilogInputs GatherInputs(const Policy& policy, const JobEnv& job, const EpilogD
     return in;
   }
   in.verify_ran = !v->timed_out && v->signal == 0 && v->exit_code <= 2;
-  if (program) {
-    in.verify_exit_code = v->exit_code;
-    in.verify_output = v->out;
-    if (!in.verify_ran) {
-      in.verify_problem = "pilot-runner verify " + v->Describe(verify.timeout_seconds);
-      if (!v->err.empty()) in.verify_problem += ": " + FirstLine(v->err);
-    } else if (v->exit_code == 2) {
-      in.verify_problem = "pilot-runner verify could not check: " + FirstLine(v->err);
-    }
-    return in;
+  in.verify_exit_code = v->exit_code;
+  in.verify_output = v->out;
+  if (!in.verify_ran) {
+    in.verify_problem = "pilot-runner verify " + v->Describe(verify.timeout_seconds);
+    if (!v->err.empty()) in.verify_problem += ": " + FirstLine(v->err);
+  } else if (v->exit_code == 2) {
+    in.verify_problem = "pilot-runner verify could not check: " + FirstLine(v->err);
   }
+  // A program's files were compared with the supervisor's list by verify.
+  if (program) return in;
   const std::string manifest_now =
       job::Sha256AsUser(deps.run, checkpoint + "/" + kManifestFileName, as, as.user, home);
   const std::string& manifest_then = in.results->supervisor->checkpoint_manifest_sha256;
@@ -146,14 +145,6 @@ EpilogInputs GatherInputs(const Policy& policy, const JobEnv& job, const EpilogD
                           "it complete (sha256 " + manifest_then.substr(0, 12) + "... then, " +
                           (manifest_now.empty() ? "unreadable" : manifest_now.substr(0, 12) + "...") +
                           " now)";
-  }
-  in.verify_exit_code = v->exit_code;
-  in.verify_output = v->out;
-  if (!in.verify_ran) {
-    in.verify_problem = "pilot-runner verify " + v->Describe(verify.timeout_seconds);
-    if (!v->err.empty()) in.verify_problem += ": " + FirstLine(v->err);
-  } else if (v->exit_code == 2) {
-    in.verify_problem = "pilot-runner verify could not check: " + FirstLine(v->err);
   }
   return in;
 }

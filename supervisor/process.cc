@@ -24,20 +24,24 @@ volatile sig_atomic_t g_stop = 0;
     close(report_fd);
   }
   for (int fd = kReportFd + 1; fd < 4096; ++fd) close(fd);
+  BecomeWorkloadChild(spec.run_as, parent);
+  job::ExecIn(spec.cwd, spec.argv, spec.env);
+}
+
+}  // namespace
+
+void BecomeWorkloadChild(const std::optional<job::RunAs>& run_as, pid_t parent) {
   signal(SIGPIPE, SIG_DFL);
   signal(SIGTERM, SIG_DFL);
   signal(SIGINT, SIG_DFL);
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
-  if (spec.run_as && !job::BecomeUser(*spec.run_as)) _exit(126);
+  if (run_as && !job::BecomeUser(*run_as)) _exit(126);
   // After the change of user (which clears it): die with the supervisor.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(126);
-  job::ExecIn(spec.cwd, spec.argv, spec.env);
 }
-
-}  // namespace
 
 void RequestStop() { g_stop = 1; }
 bool StopRequested() { return g_stop != 0; }

@@ -44,6 +44,12 @@ struct WorkloadOutcome {
   bool terminated = false;  // the supervisor was asked to stop while it ran
 };
 
+// In a freshly forked child, before exec: default signal handling and an
+// empty mask, the job's user (when given; a check that root cannot be
+// regained), the parent-death signal (SIGKILL), and exit 126 when any of
+// that fails or `parent` is already gone. Descriptors are the caller's.
+void BecomeWorkloadChild(const std::optional<job::RunAs>& run_as, pid_t parent);
+
 // Set by the supervisor's SIGTERM/SIGINT handler.
 void RequestStop();
 bool StopRequested();

@@ -62,15 +62,7 @@ void Say(const std::string& text) { WriteAll(2, text.data(), text.size()); }
   dup2(out_w, 1);
   dup2(err_w, 2);
   for (int fd = 3; fd < 4096; ++fd) close(fd);
-  signal(SIGPIPE, SIG_DFL);
-  signal(SIGTERM, SIG_DFL);
-  signal(SIGINT, SIG_DFL);
-  sigset_t none;
-  sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, nullptr);
-  if (spec.run_as && !job::BecomeUser(*spec.run_as)) _exit(126);
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() != parent) _exit(126);
+  BecomeWorkloadChild(spec.run_as, parent);
   if (chdir(spec.cwd.c_str()) != 0) {
     Say("pilot: program: cannot enter the working directory " + spec.cwd + ": " +
         std::strerror(errno) + "\n");
