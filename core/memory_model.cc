@@ -110,13 +110,21 @@ MemoryBreakdown SplitMemory(const SingleStage& s, const Workload& w,
   b.params_bytes = Bytes(4 * n);
   b.grads_bytes = Bytes(4 * n);
   b.optimizer_bytes = Bytes((w.optimizer == "sgd" ? 4 : 8) * n);
-  if (w.precision != "fp32") {
+  const ShapeInfo& sh = s.shape;
+  if (sh.param_bytes && sh.optimizer_state_bytes) {
+    // A program's probe counted its tensors: no assumption about dtypes.
+    b.params_bytes = *sh.param_bytes;
+    b.grads_bytes = sh.grad_bytes.value_or(*sh.param_bytes);
+    b.optimizer_bytes = *sh.optimizer_state_bytes;
+    b.notes.push_back("parameters, gradients and optimizer state as the program's probe counted them");
+  } else if (w.precision != "fp32") {
     b.notes.push_back(w.precision + " compute with fp32 master weights, gradients and moments");
   }
 
   const double tokens = std::max(1.0, static_cast<double>(b.seq_len) * b.micro_batch);
   const int stored_layers = b.activation_checkpointing ? 1 : w.layers;
-  const double attn_measured = MathAttention(s.device, w.precision)
+  // The T^2 term needs the model's shape; a program's is not known.
+  const double attn_measured = w.d_model > 0 && MathAttention(s.device, w.precision)
                                    ? AttentionBytes(w, b.micro_batch, b.seq_len, stored_layers)
                                    : 0.0;
   std::optional<int64_t> alloc = Largest(s, &MemoryStats::peak_allocated_bytes);

@@ -44,6 +44,9 @@ void Fields(V& v, S& s, std::type_identity<ShapeInfo>) {
   v("optimizer", s.optimizer);
   v("fused_optimizer", s.fused_optimizer);
   v("optimizer_state_included", s.optimizer_state_included);
+  v("param_bytes", s.param_bytes, kMayBeAbsent);
+  v("grad_bytes", s.grad_bytes, kMayBeAbsent);
+  v("optimizer_state_bytes", s.optimizer_state_bytes, kMayBeAbsent);
 }
 
 template <class V, class S>

@@ -67,6 +67,11 @@ struct ShapeInfo {
   // The output layer and loss ran as one function (training.fused_loss);
   // null in files written before the field existed (the unfused loss).
   std::optional<bool> fused_loss;
+  // A user's program: what its probe counted (slurm_pilot.step(model=...,
+  // optimizer=...)); the memory model's static parts. null = not reported.
+  std::optional<int64_t> param_bytes;
+  std::optional<int64_t> grad_bytes;
+  std::optional<int64_t> optimizer_state_bytes;
   bool operator==(const ShapeInfo&) const = default;
 };
 

@@ -313,6 +313,9 @@ SingleStage SingleFromRecords(const SingleInputs& in) {
     if (r.micro_batch) sh.micro_batch = static_cast<int>(std::clamp<int64_t>(*r.micro_batch, 0, 1 << 30));
     if (r.tokens) sh.tokens_per_step = *r.tokens;
     if (r.optimizer_state_bytes) opt_bytes = r.optimizer_state_bytes;
+    if (r.param_bytes) sh.param_bytes = r.param_bytes;
+    if (r.grad_bytes) sh.grad_bytes = r.grad_bytes;
+    if (r.optimizer_state_bytes) sh.optimizer_state_bytes = r.optimizer_state_bytes;
     if (r.eval_loss) {
       if (step == in.checkpoint_step) {
         s.eval.at_step = step;

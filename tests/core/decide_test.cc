@@ -57,7 +57,8 @@ DecideInput Good() {
   s.status = "ok";
   s.device = "cuda";
   s.device_name = "NVIDIA H200";
-  s.shape = {"gpt", 1300000000, 2048, 8, 1, true, 16384, "bf16", false, "adamw", true, true, std::nullopt};
+  s.shape = {"gpt", 1300000000, 2048, 8, 1, true, 16384, "bf16", false, "adamw", true, true, std::nullopt,
+             std::nullopt, std::nullopt, std::nullopt};
   s.steps = 20;
   s.tokens_per_second = 40000;
   s.timings.eval_seconds = 30;

@@ -52,6 +52,22 @@ TEST(MemoryModel, ResidualSplit) {
   EXPECT_EQ(b.runtime_bytes, kGiB);
 }
 
+// A user's program: the probe counted its parameters (bf16 here), gradients
+// and optimizer state; those, not 4/4/8 bytes per parameter, are the static
+// parts, and the activations are the rest of the allocated peak.
+TEST(MemoryModel, AProgramsProbeFiguresAreTheStaticParts) {
+  SingleStage s = Measured();
+  s.shape.param_bytes = 2000000000;
+  s.shape.grad_bytes = 2000000000;
+  s.shape.optimizer_state_bytes = 8000000000;
+  MemoryBreakdown b = SplitMemory(s, W(), std::nullopt);
+  EXPECT_EQ(b.params_bytes, 2000000000);
+  EXPECT_EQ(b.grads_bytes, 2000000000);
+  EXPECT_EQ(b.optimizer_bytes, 8000000000);
+  EXPECT_EQ(b.source, "residual");
+  EXPECT_EQ(b.activation_bytes, *s.memory.peak_allocated_bytes - 12000000000);
+}
+
 TEST(MemoryModel, SameShapeReproducesTheMeasurement) {
   SingleStage s = Measured();
   MemoryBreakdown b = SplitMemory(s, W(), std::nullopt);
