@@ -362,6 +362,14 @@ std::string RenderReportHtml(const ReportInput& in) {
   }
   const SingleStage& s = *in.results.single;
   o += "<h2>Pilot</h2><table>";
+  if (in.results.program) {
+    const ProgramInfo& p = *in.results.program;
+    std::string command;
+    for (const std::string& a : p.command) command += (command.empty() ? "" : " ") + a;
+    o += Row("program", command + " (in " + p.workdir + ", launcher " + p.launcher + ", " +
+                            (p.metrics == "loss_pattern" ? "losses from its output" : "its records") + ")");
+    for (const std::string& problem : p.problems) o += Row("problem", problem);
+  }
   o += Row("device", s.device + (s.device_name.empty() ? "" : " (" + s.device_name + ")"));
   o += Row("status", s.status);
   o += Row("shape", "seq_len " + std::to_string(s.shape.seq_len) + ", micro_batch " +
