@@ -236,6 +236,10 @@ GroupResult RunGroup(const GroupSpec& spec) {
   auto last_rss = Clock::now() - std::chrono::seconds(5);
 
   auto take_record = [&](Live& l, MetricRecord rec) {
+    if (static_cast<int64_t>(g.records.size()) >= spec.max_records) {
+      ++g.dropped_records;
+      return;
+    }
     if (!rec.rank) rec.rank = l.launch.rank;
     rec.arrived = Since(t0);
     last_record = Clock::now();

@@ -47,6 +47,9 @@ struct GroupSpec {
   int64_t first_step = 1;
   int64_t last_step = 0;             // N; 0 = no end-of-run grace
   int expected_ranks = 1;            // ranks 0..n-1 whose records reach N end the run
+  // Records kept at most (one per step and rank is the protocol): a program
+  // that floods its FIFO costs the supervisor no more memory than this.
+  int64_t max_records = 1000000;
   double exit_grace_seconds = 30;    // after the last step, or after a process failed
   double kill_grace_seconds = 10;
   int forward_stdout = 1;            // where its output goes (-1: nowhere)
@@ -71,6 +74,7 @@ struct GroupResult {
   std::vector<RankResult> ranks;
   std::vector<MetricRecord> records;  // every rank's, in the order they arrived
   int64_t bad_records = 0;
+  int64_t dropped_records = 0;        // beyond GroupSpec::max_records: counted, not kept
   std::string first_bad_record;       // why the first one was refused
   bool hung = false;                  // no record for step_timeout seconds
   double hung_seconds = 0;

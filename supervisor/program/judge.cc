@@ -102,6 +102,13 @@ std::optional<PhaseProblem> CheckPhase(const GroupResult& g, const PhaseExpect& 
                                            : std::string(" before its first step")) +
                             LastWords(failed->stderr_tail)};
   }
+  if (g.dropped_records > 0) {
+    return PhaseProblem{"protocol", last_seen, std::nullopt,
+                        who + " wrote more than " + std::to_string(g.records.size()) +
+                            " metrics records (" + std::to_string(g.dropped_records) +
+                            " more were not read): the protocol is one record per optimizer step "
+                            "and rank"};
+  }
   if (g.records.empty()) {
     std::string m = e.loss_pattern
                         ? who + " printed no line that program.loss_pattern matches"

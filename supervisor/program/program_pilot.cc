@@ -141,6 +141,8 @@ class ProgramPilot {
     spec.first_step = first_step;
     spec.last_step = cfg_.training.steps;
     spec.expected_ranks = world;
+    spec.max_records = std::min<int64_t>(
+        2000000, 4 * int64_t{cfg_.training.steps} * std::max(1, world) + 1000);
     spec.tick = in_.tick;
     const bool one_process = cfg_.program.launcher == "none";
     const int processes = one_process ? 1 : world;

@@ -1,0 +1,129 @@
+// RunGroup with small shell programs (no Python): records read from the
+// FIFO as they come, stdout lines as records through a pattern, hangs and
+// floods ended or capped, failed ranks and their peers, standard error kept.
+#include "supervisor/program/group.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+
+#include "supervisor/program/judge.h"
+
+namespace pilot::supervisor {
+namespace {
+
+class GroupTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/pilot-group-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  RankLaunch Rank(int rank, const std::string& script) {
+    RankLaunch r;
+    r.rank = rank;
+    r.argv = {"/bin/sh", "-c", script};
+    r.metrics_fifo = dir_ + "/r" + std::to_string(rank) + ".fifo";
+    EXPECT_EQ(mkfifo(r.metrics_fifo.c_str(), 0600), 0);
+    r.env = {"PATH=/usr/bin:/bin", "PILOT_METRICS=" + r.metrics_fifo};
+    return r;
+  }
+  GroupSpec Spec() {
+    GroupSpec s;
+    s.cwd = dir_;
+    s.forward_stdout = -1;
+    s.forward_stderr = -1;
+    s.step_timeout_seconds = 5;
+    s.exit_grace_seconds = 2;
+    s.kill_grace_seconds = 1;
+    return s;
+  }
+  std::string dir_;
+};
+
+TEST_F(GroupTest, RecordsArriveFromTheFifoInOrder) {
+  GroupSpec s = Spec();
+  s.ranks.push_back(Rank(0, "for i in 1 2 3; do echo '{\"step\": '$i', \"loss\": 2.5, \"x\": [1]}' >>\"$PILOT_METRICS\"; "
+                            "sleep 0.1; done"));
+  s.last_step = 3;
+  GroupResult g = RunGroup(s);
+  ASSERT_EQ(g.records.size(), 3u);
+  EXPECT_EQ(g.records[2].step, 3);
+  EXPECT_LE(g.records[0].arrived, g.records[2].arrived);
+  EXPECT_EQ(g.ranks[0].exit_code, 0);
+  EXPECT_FALSE(CheckPhase(g, PhaseExpect{"reference", 1, 3, 1, 5, false}).has_value());
+}
+
+TEST_F(GroupTest, AHungProgramIsEndedAfterTheTimeout) {
+  GroupSpec s = Spec();
+  s.step_timeout_seconds = 1;
+  s.ranks.push_back(Rank(0, "echo '{\"step\": 1, \"loss\": 1}' >>\"$PILOT_METRICS\"; exec sleep 600"));
+  const auto t0 = std::chrono::steady_clock::now();
+  GroupResult g = RunGroup(s);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 20);
+  EXPECT_TRUE(g.hung);
+  EXPECT_EQ(g.hung_after_step, 1);
+  EXPECT_TRUE(g.ranks[0].terminated);
+}
+
+TEST_F(GroupTest, AFloodIsCappedAndNamed) {
+  GroupSpec s = Spec();
+  s.max_records = 1000;
+  s.ranks.push_back(Rank(0, "i=0; while [ $i -lt 5000 ]; do echo '{\"step\": 1, \"loss\": 1}'; i=$((i+1)); done >>\"$PILOT_METRICS\""));
+  GroupResult g = RunGroup(s);
+  EXPECT_EQ(g.records.size(), 1000u);
+  EXPECT_EQ(g.dropped_records, 4000);
+  auto p = CheckPhase(g, PhaseExpect{"reference", 1, 2, 1, 5, false});
+  ASSERT_TRUE(p.has_value());
+  EXPECT_NE(p->message.find("more than 1000 metrics records"), std::string::npos) << p->message;
+}
+
+TEST_F(GroupTest, StdoutLinesAreRecordsThroughAPattern) {
+  GroupSpec s = Spec();
+  s.loss_pattern.emplace("loss=([0-9.]+)");
+  s.first_step = 5;
+  s.ranks.push_back(Rank(0, "echo 'it 1 loss=3.5'; echo noise; echo 'it 2 loss=3.25'"));
+  GroupResult g = RunGroup(s);
+  ASSERT_EQ(g.records.size(), 2u);
+  EXPECT_EQ(g.records[0].step, 5);
+  EXPECT_EQ(g.records[1].step, 6);
+  EXPECT_DOUBLE_EQ(g.records[1].loss, 3.25);
+  EXPECT_NE(g.ranks[0].stdout_tail.find("noise"), std::string::npos);
+}
+
+TEST_F(GroupTest, AFailedRankEndsItsWaitingPeers) {
+  GroupSpec s = Spec();
+  s.ranks.push_back(Rank(0, "echo 'Traceback (most recent call last):' >&2; echo 'ValueError: bad shard' >&2; exit 3"));
+  s.ranks.push_back(Rank(1, "exec sleep 600"));
+  s.expected_ranks = 2;
+  s.step_timeout_seconds = 60;
+  const auto t0 = std::chrono::steady_clock::now();
+  GroupResult g = RunGroup(s);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 20);
+  ASSERT_EQ(g.ranks.size(), 2u);
+  EXPECT_EQ(g.ranks[0].exit_code, 3);
+  EXPECT_TRUE(g.ranks[1].terminated);
+  auto p = CheckPhase(g, PhaseExpect{"reference", 1, 2, 2, 60, false});
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->rank, 0);
+  EXPECT_NE(p->message.find("ValueError: bad shard"), std::string::npos) << p->message;
+}
+
+TEST_F(GroupTest, FinishedButLingeringProcessesAreEndedAfterTheLastStep) {
+  GroupSpec s = Spec();
+  s.last_step = 2;
+  s.ranks.push_back(Rank(0, "echo '{\"step\": 1, \"loss\": 1}' >>\"$PILOT_METRICS\"; "
+                            "echo '{\"step\": 2, \"loss\": 1}' >>\"$PILOT_METRICS\"; exec sleep 600"));
+  GroupResult g = RunGroup(s);
+  EXPECT_TRUE(g.after_last_step);
+  EXPECT_TRUE(g.ranks[0].terminated);
+  EXPECT_FALSE(CheckPhase(g, PhaseExpect{"reference", 1, 2, 1, 5, false}).has_value());
+}
+
+}  // namespace
+}  // namespace pilot::supervisor
