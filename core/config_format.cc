@@ -74,11 +74,18 @@ std::string ConfigToTable(const Config& c) {
   std::ostringstream out;
   out << "config   " << c.path << "\n";
   out << "sha256   " << c.sha256 << "\n";
-  out << "shape    seq_len " << c.training.seq_len << " x micro_batch " << c.training.micro_batch;
-  if (c.ShapeIsBinding()) {
-    out << " = run (binding)\n";
+  if (c.IsProgram()) {
+    // The program reports its own shape; the pilot checks it against [run].
+    out << "program  " << Join(c.program.command, " ") << "\n";
+    out << "shape    the program's, checked against run: seq_len " << c.run.seq_len
+        << " x micro_batch " << c.run.micro_batch << "\n";
   } else {
-    out << " < run " << c.run.seq_len << " x " << c.run.micro_batch << " (non-binding)\n";
+    out << "shape    seq_len " << c.training.seq_len << " x micro_batch " << c.training.micro_batch;
+    if (c.ShapeIsBinding()) {
+      out << " = run (binding)\n";
+    } else {
+      out << " < run " << c.run.seq_len << " x " << c.run.micro_batch << " (non-binding)\n";
+    }
   }
   size_t width = 0;
   for (const KeySpec& k : Schema()) width = std::max(width, std::string(k.key).size());
@@ -91,6 +98,8 @@ std::string ConfigToTable(const Config& c) {
   std::string current;
   for (size_t i = 0; i < Schema().size(); ++i) {
     const KeySpec& k = Schema()[i];
+    // [model] and [data] describe the builtin model only.
+    if (c.IsProgram() && (std::string(k.section) == "model" || std::string(k.section) == "data")) continue;
     if (current != k.section) {
       current = k.section;
       out << "\n[" << current << "]\n";
