@@ -94,7 +94,10 @@ EpilogInputs GatherInputs(const Policy& policy, const JobEnv& job, const EpilogD
 
   std::string checkpoint = in.results->single ? in.results->single->checkpoint.path : "";
   if (checkpoint.empty()) {
-    in.verify_problem = "results.json names no checkpoint to verify";
+    in.verify_problem = in.results->program
+                            ? "no checkpoint of the program to verify: its reference process did "
+                              "not finish"
+                            : "results.json names no checkpoint to verify";
     return in;
   }
   CommandSpec verify;

@@ -16,6 +16,22 @@ user_copy() {  # user_copy SRC_DIR NAME: prints the copy's path
   echo "$dst"
 }
 
+# A CPU pilot config of a program in the user's folder DIR: 10 steps,
+# checkpoint at 5, bitwise restore; NPROC ranks; PROGRAM_LINES go into
+# [program] after command and workdir.
+program_toml() {  # program_toml FILE NAME DIR NPROC COMMAND_TOML [PROGRAM_LINE...]
+  local file=$1 name=$2 dir=$3 nproc=$4 command=$5
+  shift 5
+  {
+    printf '[run]\nname = "%s"\nseq_len = 16\nmicro_batch = 4\ntarget_steps = 1000\ngpus_per_node = 2\n' "$name"
+    printf '[program]\ncommand = %s\nworkdir = "%s"\n' "$command" "$dir"
+    printf '%s\n' "$@"
+    printf '[training]\nsteps = 10\ndevice = "cpu"\ndeterministic = true\nwarmup_steps = 1\n'
+    printf '[checkpoint]\nat_step = 5\n[parallel]\nnproc = %s\n' "$nproc"
+  } >"$file"
+  chown "$TEST_USER" "$file"
+}
+
 reason_of() {  # reason_of JOB: every failing check's detail, one per line
   json "$STATE/verdicts/$1.json" "'\n'.join(c['name'] + ': ' + c['detail'] for c in d['checks'] if c['status']=='fail')"
 }
@@ -59,32 +75,15 @@ case_broken() {
     [oom]="ran out of memory at step 2"
     [hang]="hung: no metrics record for"
     [scheduler_reset]="learning rate differs after resume at step"
+    [rng_not_restored]="losses diverge after resume from step"
+    [no_metrics]="wrote no metrics records"
+    [wrong_shape]="shape: the pilot's shape differs from the run's"
   )
   declare -A jobs=()
   for fault in "${!expect[@]}"; do
     cfg=$dir/$fault.toml
-    cat >"$cfg" <<TOML
-[run]
-name = "broken-$fault"
-seq_len = 16
-micro_batch = 4
-target_steps = 1000
-gpus_per_node = 2
-[program]
-command = ["python3", "tiny.py", "--fault", "$fault"]
-workdir = "$dir"
-step_timeout = 8
-[training]
-steps = 10
-device = "cpu"
-deterministic = true
-warmup_steps = 1
-[checkpoint]
-at_step = 5
-[parallel]
-nproc = 2
-TOML
-    chown "$TEST_USER" "$cfg"
+    program_toml "$cfg" "broken-$fault" "$dir" 2 "[\"python3\", \"tiny.py\", \"--fault\", \"$fault\"]" \
+      "step_timeout = 8"
     jobs[$fault]=$(as_user sbatch --parsable -o "$TMP/slurm-%j.out" --pilot="$cfg" --pilot-stage=single --wrap true)
   done
   for fault in "${!expect[@]}"; do
@@ -107,28 +106,8 @@ TOML
 case_loss_pattern() {
   local dir job
   dir=$(user_copy "$SRC/tests/program" program-pattern)
-  cat >"$dir/pattern.toml" <<TOML
-[run]
-name = "pattern"
-seq_len = 16
-micro_batch = 4
-target_steps = 1000
-gpus_per_node = 1
-[program]
-command = ["python3", "print_loss.py"]
-workdir = "$dir"
-loss_pattern = "loss=([0-9.eE+-]+)"
-[training]
-steps = 10
-device = "cpu"
-deterministic = true
-warmup_steps = 1
-[checkpoint]
-at_step = 5
-[parallel]
-nproc = 1
-TOML
-  chown "$TEST_USER" "$dir/pattern.toml"
+  program_toml "$dir/pattern.toml" pattern "$dir" 1 '["python3", "print_loss.py"]' \
+    'loss_pattern = "loss=([0-9.eE+-]+)"'
   job=$(submit_wait --pilot="$dir/pattern.toml")
   wait_verdict "$job"
   [[ $(json "$STATE/jobs/$job/results.json" 'd["program"]["metrics"]') == loss_pattern ]] ||
