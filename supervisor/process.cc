@@ -45,6 +45,7 @@ void BecomeWorkloadChild(const std::optional<job::RunAs>& run_as, pid_t parent) 
 
 void RequestStop() { g_stop = 1; }
 bool StopRequested() { return g_stop != 0; }
+void ClearStopRequest() { g_stop = 0; }
 
 Result<WorkloadOutcome> RunWorkload(const WorkloadSpec& spec, const std::function<void()>& tick) {
   int pipefd[2];

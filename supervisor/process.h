@@ -53,6 +53,9 @@ void BecomeWorkloadChild(const std::optional<job::RunAs>& run_as, pid_t parent);
 // Set by the supervisor's SIGTERM/SIGINT handler.
 void RequestStop();
 bool StopRequested();
+// Forgets a stop request: for a process that runs several supervisions in
+// turn (the tests); the supervisor itself never takes one back.
+void ClearStopRequest();
 
 // Runs the process to its end; `tick` runs about every 200 ms meanwhile
 // (device memory sampling). Errors: kIoError when it cannot be started.

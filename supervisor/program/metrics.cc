@@ -124,10 +124,18 @@ Result<MetricRecord> ParseMetricLine(std::string_view line) {
   MetricRecord r;
   auto step = j.find("step");
   if (step == j.end()) return Status::Invalid("metrics record", "\"step\" is missing");
-  if (!step->is_number_integer() || step->get<int64_t>() < 1) {
+  // A whole float (7.0, what a Python float counter writes) is that step.
+  std::optional<int64_t> number;
+  if (step->is_number_integer()) {
+    number = step->get<int64_t>();
+  } else if (step->is_number_float()) {
+    const double d = step->get<double>();
+    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e15) number = static_cast<int64_t>(d);
+  }
+  if (!number || *number < 1) {
     return Status::Invalid("metrics record", "\"step\" must be an integer >= 1");
   }
-  r.step = step->get<int64_t>();
+  r.step = *number;
   auto loss = j.find("loss");
   if (loss == j.end()) return Status::Invalid("metrics record", "\"loss\" is missing");
   std::optional<double> l = NumberOrNonFinite(*loss);

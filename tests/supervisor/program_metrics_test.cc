@@ -72,6 +72,12 @@ TEST(ParseMetricLine, NonFiniteTokens) {
   EXPECT_EQ(in_string->device, "NaN");
 }
 
+TEST(ParseMetricLine, AWholeFloatStepIsThatStep) {
+  auto r = ParseMetricLine(R"({"step": 7.0, "loss": 2})");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->step, 7);
+}
+
 TEST(ParseMetricLine, Refusals) {
   auto message = [](const char* line) { return ParseMetricLine(line).status().ToString(); };
   EXPECT_NE(message(R"({"loss": 1})").find("\"step\" is missing"), std::string::npos);
