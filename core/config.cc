@@ -485,9 +485,7 @@ void Loader::CheckString(const KeySpec& spec, std::string& v, int line) {
     }
     case StringKind::kSha256: {
       if (v.empty()) return;
-      std::string lower = v;
-      std::transform(lower.begin(), lower.end(), lower.begin(),
-                     [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+      std::string lower = AsciiLower(v);
       if (!IsSha256Hex(lower)) {
         fail("must be 64 hex characters (a sha256 digest), got " + Quote(v) + " (" +
              std::to_string(v.size()) + " characters)");

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "core/crypto.h"
+#include "core/strings.h"
 
 namespace pilot {
 namespace {
@@ -45,9 +46,7 @@ size_t OnHeader(char* data, size_t size, size_t n, void* user) {
   }
   size_t colon = line.find(':');
   if (colon == std::string::npos) return len;
-  std::string name = line.substr(0, colon);
-  std::transform(name.begin(), name.end(), name.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::string name = AsciiLower(line.substr(0, colon));
   size_t b = colon + 1;
   while (b < line.size() && (line[b] == ' ' || line[b] == '\t')) ++b;
   size_t e = line.size();

@@ -7,6 +7,7 @@
 #include "core/crypto.h"
 #include "core/json_util.h"
 #include "core/policy.h"
+#include "core/strings.h"
 
 namespace pilot {
 namespace {
@@ -32,18 +33,14 @@ bool IsTagChar(char c) {
 std::map<std::string, std::string> ParseChallenge(const std::string& header, std::string* scheme) {
   std::map<std::string, std::string> out;
   size_t sp = header.find(' ');
-  *scheme = header.substr(0, sp);
-  std::transform(scheme->begin(), scheme->end(), scheme->begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  *scheme = AsciiLower(header.substr(0, sp));
   if (sp == std::string::npos) return out;
   size_t i = sp + 1;
   while (i < header.size()) {
     while (i < header.size() && (header[i] == ' ' || header[i] == ',')) ++i;
     size_t eq = header.find('=', i);
     if (eq == std::string::npos) break;
-    std::string key = header.substr(i, eq - i);
-    std::transform(key.begin(), key.end(), key.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    std::string key = AsciiLower(header.substr(i, eq - i));
     i = eq + 1;
     std::string value;
     if (i < header.size() && header[i] == '"') {

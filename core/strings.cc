@@ -43,6 +43,14 @@ std::optional<std::string> ClosestMatch(std::string_view word,
   return best;
 }
 
+std::string AsciiLower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
 std::string Quote(std::string_view s) {
   std::string out = "\"";
   for (unsigned char ch : s) {

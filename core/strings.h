@@ -29,6 +29,9 @@ std::optional<std::string> ClosestMatch(std::string_view word,
 // messages ("got \"gtp\"").
 std::string Quote(std::string_view s);
 
+// `s` with A-Z turned into a-z (bytes outside ASCII unchanged).
+std::string AsciiLower(std::string_view s);
+
 // The shortest decimal text that reads back as exactly `v` ("0.0003", "30",
 // "1e-08"); "nan" / "inf" / "-inf" for the non-finite values.
 std::string FormatDouble(double v);

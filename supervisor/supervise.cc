@@ -56,10 +56,7 @@ std::vector<std::string> Split(const std::string& s, char sep) {
 // The job's GPUs by their node-wide index (SLURM_JOB_GPUS, "0,3"), or all.
 std::vector<DeviceMemorySample> JobDevices(const std::vector<DeviceMemorySample>& all,
                                            const std::vector<std::string>& job_env) {
-  std::string list;
-  for (const std::string& kv : job_env) {
-    if (kv.rfind("SLURM_JOB_GPUS=", 0) == 0) list = kv.substr(15);
-  }
+  const std::string list = EnvValue(job_env, "SLURM_JOB_GPUS");
   if (list.empty()) return all;
   std::vector<DeviceMemorySample> out;
   for (const std::string& word : Split(list, ',')) {

@@ -63,4 +63,24 @@ WorkloadEnv BuildWorkloadEnv(const WorkloadEnvInput& in) {
   return out;
 }
 
+std::string EnvValue(const std::vector<std::string>& env, std::string_view name) {
+  for (const std::string& kv : env) {
+    if (kv.size() > name.size() && kv[name.size()] == '=' && StartsWith(kv, name)) {
+      return kv.substr(name.size() + 1);
+    }
+  }
+  return "";
+}
+
+void SetEnvValue(std::vector<std::string>* env, std::string_view name, std::string_view value) {
+  std::string entry = std::string(name) + "=" + std::string(value);
+  for (std::string& kv : *env) {
+    if (kv.size() > name.size() && kv[name.size()] == '=' && StartsWith(kv, name)) {
+      kv = std::move(entry);
+      return;
+    }
+  }
+  env->push_back(std::move(entry));
+}
+
 }  // namespace pilot::supervisor

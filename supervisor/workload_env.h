@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace pilot::supervisor {
@@ -39,5 +40,11 @@ struct WorkloadEnv {
 };
 
 WorkloadEnv BuildWorkloadEnv(const WorkloadEnvInput& in);
+
+// The value of `name` in a list of "NAME=value" entries, the first entry
+// winning as above; "" when absent.
+std::string EnvValue(const std::vector<std::string>& env, std::string_view name);
+// Sets `name`: its first entry replaced, else one appended.
+void SetEnvValue(std::vector<std::string>* env, std::string_view name, std::string_view value);
 
 }  // namespace pilot::supervisor

@@ -25,6 +25,8 @@
 #include <cuda_runtime_api.h>
 #endif
 
+#include "core/strings.h"
+
 namespace pilot::runner {
 namespace {
 
@@ -147,8 +149,7 @@ int IndexOf(const at::Device& dev) { return dev.has_index() ? dev.index() : c10:
 std::string DeviceKey(int index) {
   char id[64] = {0};
   if (cudaDeviceGetPCIBusId(id, static_cast<int>(sizeof(id)) - 1, index) != cudaSuccess) return "";
-  std::string s(id);
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::string s = AsciiLower(id);
   char host[256] = {0};
   ::gethostname(host, sizeof(host) - 1);
   return std::string(host) + "/" + s;

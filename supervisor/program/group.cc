@@ -17,6 +17,7 @@
 #include <set>
 
 #include "supervisor/process.h"
+#include "supervisor/workload_env.h"
 
 namespace pilot::supervisor {
 namespace {
@@ -40,15 +41,6 @@ void WriteAll(int fd, const char* p, size_t n) {
 void KeepTail(std::string* tail, const char* p, size_t n) {
   tail->append(p, n);
   if (tail->size() > 2 * kTailBytes) tail->erase(0, tail->size() - kTailBytes);
-}
-
-std::string EnvValue(const std::vector<std::string>& env, const std::string& name) {
-  for (const std::string& kv : env) {
-    if (kv.size() > name.size() && kv.compare(0, name.size(), name) == 0 && kv[name.size()] == '=') {
-      return kv.substr(name.size() + 1);
-    }
-  }
-  return "";
 }
 
 void Say(const std::string& text) { WriteAll(2, text.data(), text.size()); }

@@ -17,11 +17,6 @@ std::string Num(double v) {
   return buf;
 }
 
-std::string Lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 // The last non-empty line of a process's standard error that says what
 // went wrong (a Python traceback ends with the exception).
 std::string LastWords(const std::string& tail) {
@@ -37,7 +32,7 @@ double RelDiff(double a, double b) {
 }  // namespace
 
 bool LooksOutOfMemory(const std::string& stderr_tail) {
-  const std::string t = Lower(TailLines(stderr_tail, 30, 8192));
+  const std::string t = AsciiLower(TailLines(stderr_tail, 30, 8192));
   return t.find("out of memory") != std::string::npos ||
          t.find("outofmemoryerror") != std::string::npos ||
          t.find("not enough memory") != std::string::npos ||
@@ -293,6 +288,24 @@ MemoryStats MemoryOf(const MetricRecord& r, const std::string& device) {
 
 }  // namespace
 
+std::optional<MemoryStats> FirstStepMemory(const GroupResult& g, const std::string& device) {
+  const auto steps = StepsOf(g, 0);
+  if (steps.empty()) return std::nullopt;
+  return MemoryOf(steps.begin()->second, device);
+}
+
+NodeMemoryStats NodeMemoryOf(const MetricRecord& r) {
+  NodeMemoryStats m;
+  m.step = r.step;
+  m.peak_allocated_bytes = r.peak_allocated_bytes;
+  m.peak_reserved_bytes = r.peak_reserved_bytes;
+  m.process_peak_rss_bytes = r.peak_rss_bytes;
+  if (r.device_total_bytes && r.device_free_bytes) {
+    m.device_used_bytes = *r.device_total_bytes - *r.device_free_bytes;
+  }
+  return m;
+}
+
 SingleStage SingleFromRecords(const SingleInputs& in) {
   SingleStage s;
   s.status = "ok";
@@ -363,10 +376,7 @@ SingleStage SingleFromRecords(const SingleInputs& in) {
       s.memory.process_peak_rss_bytes = seen;
     }
   }
-  if (in.resumed != nullptr) {
-    const auto res = StepsOf(*in.resumed, 0);
-    if (!res.empty()) s.memory_resumed = MemoryOf(res.begin()->second, device);
-  }
+  if (in.resumed != nullptr) s.memory_resumed = FirstStepMemory(*in.resumed, device);
   s.checkpoint.step = in.checkpoint_step;
   auto k = steps.find(in.checkpoint_step), k1 = steps.find(in.checkpoint_step + 1);
   if (k != steps.end() && k1 != steps.end() && t.step_ms_median > 0) {

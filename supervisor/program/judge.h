@@ -58,6 +58,13 @@ struct SingleInputs {
 };
 SingleStage SingleFromRecords(const SingleInputs& in);
 
+// Memory figures of rank 0's first step (a resumed process's: it may peak
+// higher than a fresh one), or nullopt without records.
+std::optional<MemoryStats> FirstStepMemory(const GroupResult& g, const std::string& device);
+
+// One rank's memory figures from one of its records (node stage).
+NodeMemoryStats NodeMemoryOf(const MetricRecord& r);
+
 // The records of `rank`, by step (the last one of a step wins).
 std::map<int64_t, MetricRecord> StepsOf(const GroupResult& g, int rank);
 

@@ -5,6 +5,8 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "core/strings.h"
+
 namespace pilot::supervisor {
 namespace {
 
@@ -158,11 +160,7 @@ std::optional<double> MatchLoss(const std::regex& pattern, std::string_view line
     return std::nullopt;
   }
   const std::string text = m[1].str();
-  const std::string lower = [&] {
-    std::string s;
-    for (char c : text) s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return s;
-  }();
+  const std::string lower = AsciiLower(text);
   if (lower == "nan" || lower == "-nan") return std::numeric_limits<double>::quiet_NaN();
   if (lower == "inf" || lower == "infinity") return std::numeric_limits<double>::infinity();
   char* end = nullptr;

@@ -16,6 +16,7 @@
 #include "supervisor/process.h"
 #include "supervisor/program/group.h"
 #include "supervisor/program/judge.h"
+#include "supervisor/workload_env.h"
 
 namespace pilot::supervisor {
 namespace {
@@ -35,25 +36,6 @@ constexpr const char* kProgramPassThrough[] = {
 
 void Log(const std::string& line) { std::fprintf(stderr, "pilot: supervisor: %s\n", line.c_str()); }
 
-void SetEnv(std::vector<std::string>* env, const std::string& name, const std::string& value) {
-  const std::string prefix = name + "=";
-  for (std::string& kv : *env) {
-    if (kv.compare(0, prefix.size(), prefix) == 0) {
-      kv = prefix + value;
-      return;
-    }
-  }
-  env->push_back(prefix + value);
-}
-
-std::string Get(const std::vector<std::string>& env, const std::string& name) {
-  const std::string prefix = name + "=";
-  for (const std::string& kv : env) {
-    if (kv.compare(0, prefix.size(), prefix) == 0) return kv.substr(prefix.size());
-  }
-  return "";
-}
-
 int FreePort() {
   const int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (s < 0) return 29500;
@@ -68,6 +50,11 @@ int FreePort() {
   }
   close(s);
   return port;
+}
+
+// Keeps the larger of *peak and `v`.
+void RaisePeak(std::optional<int64_t>* peak, const std::optional<int64_t>& v) {
+  if (v && (!*peak || *v > **peak)) *peak = v;
 }
 
 int CountList(const std::string& list) {
@@ -89,9 +76,9 @@ class ProgramPilot {
     p.launcher = cfg_.program.launcher;
     p.metrics = cfg_.program.loss_pattern.empty() ? "records" : "loss_pattern";
     if (!cfg_.program.loss_pattern.empty()) pattern_.emplace(cfg_.program.loss_pattern);
-    const std::string gpus = Get(in_.opts->job_env, "SLURM_JOB_GPUS").empty()
-                                 ? Get(in_.opts->job_env, "CUDA_VISIBLE_DEVICES")
-                                 : Get(in_.opts->job_env, "SLURM_JOB_GPUS");
+    const std::string gpus = EnvValue(in_.opts->job_env, "SLURM_JOB_GPUS").empty()
+                                 ? EnvValue(in_.opts->job_env, "CUDA_VISIBLE_DEVICES")
+                                 : EnvValue(in_.opts->job_env, "SLURM_JOB_GPUS");
     const int gpu_count = CountList(gpus);
     device_ = cfg_.training.device;
     if (device_ == "auto") device_ = gpu_count > 0 ? "cuda" : "cpu";
@@ -170,8 +157,8 @@ class ProgramPilot {
       e.resume_dir = resume_dir;
       e.seed = in_.lock->seeds.training;
       r.env = ProgramEnv(e);
-      if (world > 1 && Get(in_.opts->job_env, "OMP_NUM_THREADS").empty()) {
-        SetEnv(&r.env, "OMP_NUM_THREADS", "1");  // as torchrun: ranks share the cores
+      if (world > 1 && EnvValue(in_.opts->job_env, "OMP_NUM_THREADS").empty()) {
+        SetEnvValue(&r.env, "OMP_NUM_THREADS", "1");  // as torchrun: ranks share the cores
       }
       spec.ranks.push_back(std::move(r));
     }
@@ -225,9 +212,10 @@ class ProgramPilot {
   // checkpoint to resume from (the reason is recorded).
   bool HashCheckpoint(const std::string& dir, const std::string& stage, std::string* why) {
     struct stat st{};
-    if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    const bool exists = ::lstat(dir.c_str(), &st) == 0;
+    if (!exists || !S_ISDIR(st.st_mode)) {
       *why = "no checkpoint: " + dir + " (PILOT_CHECKPOINT_DIR) " +
-             (::lstat(dir.c_str(), &st) != 0 ? "does not exist" : "is not a directory") +
+             (exists ? "is not a directory" : "does not exist") +
              " after the reference process (PILOT_CHECKPOINT_STEP = " +
              std::to_string(cfg_.checkpoint.at_step) + ")";
       return false;
@@ -288,9 +276,10 @@ class ProgramPilot {
     si.warmup_steps = cfg_.training.warmup_steps;
     si.checkpoint_step = cfg_.checkpoint.at_step;
     si.device = device_;
+    res_.single = SingleFromRecords(si);
+    SingleStage& s = *res_.single;
     if (ref.stopped) {
-      res_.single = SingleFromRecords(si);
-      res_.single->status = "error";
+      s.status = "error";
       return kExitError;
     }
     std::optional<PhaseProblem> bad = CheckPhase(ref, Expect("reference", 1));
@@ -299,8 +288,6 @@ class ProgramPilot {
       if (r.seq_len && r.micro_batch) program_.shape_reported = true;
     }
     if (bad) {
-      res_.single = SingleFromRecords(si);
-      SingleStage& s = *res_.single;
       s.status = bad->kind == "oom" ? "oom" : "error";
       FailureInfo f;
       f.kind = bad->kind == "oom" ? "oom" : "error";
@@ -315,8 +302,6 @@ class ProgramPilot {
     }
     std::string why;
     const bool have = HashCheckpoint(dir, "single", &why);
-    res_.single = SingleFromRecords(si);
-    SingleStage& s = *res_.single;
     s.checkpoint.path = dir;
     s.checkpoint.bytes = checkpoint_bytes_;
     if (!have) {
@@ -327,9 +312,7 @@ class ProgramPilot {
     }
     if (StopRequested()) return kExitError;
     GroupResult res = RunPhase("single", "resumed", 1, cfg_.checkpoint.at_step + 1, dir, dir);
-    si.resumed = &res;
-    const auto memory_resumed = SingleFromRecords(si).memory_resumed;
-    s.memory_resumed = memory_resumed;
+    s.memory_resumed = FirstStepMemory(res, s.device);
     info_.restore_compared = true;
     if (res.stopped) return kExitError;
     if (std::optional<PhaseProblem> rb = CheckPhase(res, Expect("resumed", 1))) {
@@ -387,20 +370,8 @@ class ProgramPilot {
       rs.step_ms = t.step_ms;
       rs.data_wait_ms = t.data_wait_ms;
       if (!steps.empty()) {
-        const MetricRecord& last = steps.rbegin()->second;
-        NodeMemoryStats m;
-        m.step = last.step;
-        m.peak_allocated_bytes = last.peak_allocated_bytes;
-        m.peak_reserved_bytes = last.peak_reserved_bytes;
-        m.process_peak_rss_bytes = last.peak_rss_bytes;
-        if (last.device_total_bytes && last.device_free_bytes) {
-          m.device_used_bytes = *last.device_total_bytes - *last.device_free_bytes;
-        }
-        rs.memory = m;
-        if (m.peak_allocated_bytes &&
-            (!n.memory.fresh_peak_bytes || *m.peak_allocated_bytes > *n.memory.fresh_peak_bytes)) {
-          n.memory.fresh_peak_bytes = m.peak_allocated_bytes;
-        }
+        rs.memory = NodeMemoryOf(steps.rbegin()->second);
+        RaisePeak(&n.memory.fresh_peak_bytes, rs.memory->peak_allocated_bytes);
       }
       n.data_stall_ms_per_step = std::max(n.data_stall_ms_per_step, t.data_wait_ms);
       total_tps += t.tokens_per_second;
@@ -421,26 +392,23 @@ class ProgramPilot {
     nr.world_size = world_;
     nr.from_world_size = world_;
     nr.tolerance = Bitwise() ? 0 : cfg_.eval.restore_tolerance;
-    if (!HashCheckpoint(dir, "node", &why)) {
-      nr.detail = why;
+    // The restore at the node's size failed for `detail`.
+    auto restore_failed = [&](const std::string& detail, int code) {
+      nr.detail = detail;
       n.restore.push_back(nr);
       n.status = "failed";
-      Problem(why);
+      Problem(detail);
       res_.node = n;
-      return kExitFailed;
-    }
+      return code;
+    };
+    if (!HashCheckpoint(dir, "node", &why)) return restore_failed(why, kExitFailed);
     n.checkpoint.bytes = checkpoint_bytes_;
     if (StopRequested()) return kExitError;
     GroupResult res = RunPhase("node", "resumed", world_, cfg_.checkpoint.at_step + 1, dir, dir);
     if (res.stopped) return kExitError;
     nr.ran = true;
     if (auto bad = CheckPhase(res, Expect("resumed", world_))) {
-      nr.detail = bad->message;
-      n.restore.push_back(nr);
-      n.status = "failed";
-      Problem(bad->message);
-      res_.node = n;
-      return bad->kind == "oom" ? kExitOutOfMemory : kExitFailed;
+      return restore_failed(bad->message, bad->kind == "oom" ? kExitOutOfMemory : kExitFailed);
     }
     RestoreComparison c = CompareResumed(ref, res, cfg_.checkpoint.at_step, cfg_.training.steps,
                                          world_, Bitwise(), cfg_.eval.restore_tolerance);
@@ -452,17 +420,9 @@ class ProgramPilot {
     for (int rank = 0; rank < world_; ++rank) {
       const auto steps = StepsOf(res, rank);
       if (steps.empty() || rank >= static_cast<int>(n.ranks.size())) continue;
-      const MetricRecord& first = steps.begin()->second;
-      NodeMemoryStats m;
-      m.step = first.step;
-      m.peak_allocated_bytes = first.peak_allocated_bytes;
-      m.peak_reserved_bytes = first.peak_reserved_bytes;
-      m.process_peak_rss_bytes = first.peak_rss_bytes;
+      const NodeMemoryStats m = NodeMemoryOf(steps.begin()->second);
       n.ranks[static_cast<size_t>(rank)].memory_resumed = m;
-      if (m.peak_allocated_bytes &&
-          (!n.memory.resumed_peak_bytes || *m.peak_allocated_bytes > *n.memory.resumed_peak_bytes)) {
-        n.memory.resumed_peak_bytes = m.peak_allocated_bytes;
-      }
+      RaisePeak(&n.memory.resumed_peak_bytes, m.peak_allocated_bytes);
     }
     if (!nr.equal) {
       n.status = "failed";
@@ -489,40 +449,40 @@ class ProgramPilot {
 std::vector<std::string> ProgramEnv(const ProgramEnvInput& in) {
   std::vector<std::string> env = in.base_env;
   for (const char* name : kProgramPassThrough) {
-    const std::string v = Get(in.job_env, name);
-    if (!v.empty()) SetEnv(&env, name, v);
+    const std::string v = EnvValue(in.job_env, name);
+    if (!v.empty()) SetEnvValue(&env, name, v);
   }
-  std::string py = Get(in.job_env, "PYTHONPATH");
+  std::string py = EnvValue(in.job_env, "PYTHONPATH");
   if (in.cfg != nullptr) {
-    for (const auto& [k, v] : in.cfg->program.env) SetEnv(&env, k, v);
+    for (const auto& [k, v] : in.cfg->program.env) SetEnvValue(&env, k, v);
     // program.env's PYTHONPATH takes the job's place, after the probe.
     if (auto it = in.cfg->program.env.find("PYTHONPATH"); it != in.cfg->program.env.end()) py = it->second;
   }
-  SetEnv(&env, "PYTHONPATH", in.probe_path + (py.empty() ? "" : ":" + py));
+  SetEnvValue(&env, "PYTHONPATH", in.probe_path + (py.empty() ? "" : ":" + py));
   if (in.cfg != nullptr) {
     if (!in.cfg->training.alloc_conf.empty() && in.device == "cuda") {
-      SetEnv(&env, "PYTORCH_CUDA_ALLOC_CONF", in.cfg->training.alloc_conf);
-      SetEnv(&env, "PYTORCH_ALLOC_CONF", in.cfg->training.alloc_conf);
+      SetEnvValue(&env, "PYTORCH_CUDA_ALLOC_CONF", in.cfg->training.alloc_conf);
+      SetEnvValue(&env, "PYTORCH_ALLOC_CONF", in.cfg->training.alloc_conf);
     }
-    SetEnv(&env, "PILOT_STEPS", std::to_string(in.cfg->training.steps));
-    SetEnv(&env, "PILOT_CHECKPOINT_STEP", std::to_string(in.cfg->checkpoint.at_step));
-    SetEnv(&env, "PILOT_SEQ_LEN", std::to_string(in.cfg->run.seq_len));
-    SetEnv(&env, "PILOT_MICRO_BATCH", std::to_string(in.cfg->run.micro_batch));
+    SetEnvValue(&env, "PILOT_STEPS", std::to_string(in.cfg->training.steps));
+    SetEnvValue(&env, "PILOT_CHECKPOINT_STEP", std::to_string(in.cfg->checkpoint.at_step));
+    SetEnvValue(&env, "PILOT_SEQ_LEN", std::to_string(in.cfg->run.seq_len));
+    SetEnvValue(&env, "PILOT_MICRO_BATCH", std::to_string(in.cfg->run.micro_batch));
   }
-  SetEnv(&env, "PILOT_CHECKPOINT_DIR", in.checkpoint_dir);
-  if (!in.resume_dir.empty()) SetEnv(&env, "PILOT_RESUME_DIR", in.resume_dir);
-  if (!in.metrics.empty()) SetEnv(&env, "PILOT_METRICS", in.metrics);
-  SetEnv(&env, "PILOT_STAGE", in.stage);
-  SetEnv(&env, "PILOT_PROCESS", in.process);
-  SetEnv(&env, "PILOT_DEVICE", in.device);
-  SetEnv(&env, "PILOT_SEED", std::to_string(in.seed));
-  SetEnv(&env, "RANK", std::to_string(in.rank));
-  SetEnv(&env, "LOCAL_RANK", std::to_string(in.local_rank));
-  SetEnv(&env, "WORLD_SIZE", std::to_string(in.world_size));
-  SetEnv(&env, "LOCAL_WORLD_SIZE", std::to_string(in.local_world_size));
-  SetEnv(&env, "GROUP_RANK", "0");
-  SetEnv(&env, "MASTER_ADDR", in.master_addr);
-  SetEnv(&env, "MASTER_PORT", std::to_string(in.master_port));
+  SetEnvValue(&env, "PILOT_CHECKPOINT_DIR", in.checkpoint_dir);
+  if (!in.resume_dir.empty()) SetEnvValue(&env, "PILOT_RESUME_DIR", in.resume_dir);
+  if (!in.metrics.empty()) SetEnvValue(&env, "PILOT_METRICS", in.metrics);
+  SetEnvValue(&env, "PILOT_STAGE", in.stage);
+  SetEnvValue(&env, "PILOT_PROCESS", in.process);
+  SetEnvValue(&env, "PILOT_DEVICE", in.device);
+  SetEnvValue(&env, "PILOT_SEED", std::to_string(in.seed));
+  SetEnvValue(&env, "RANK", std::to_string(in.rank));
+  SetEnvValue(&env, "LOCAL_RANK", std::to_string(in.local_rank));
+  SetEnvValue(&env, "WORLD_SIZE", std::to_string(in.world_size));
+  SetEnvValue(&env, "LOCAL_WORLD_SIZE", std::to_string(in.local_world_size));
+  SetEnvValue(&env, "GROUP_RANK", "0");
+  SetEnvValue(&env, "MASTER_ADDR", in.master_addr);
+  SetEnvValue(&env, "MASTER_PORT", std::to_string(in.master_port));
   return env;
 }
 
