@@ -23,8 +23,12 @@ namespace fs = std::filesystem;
 
 const char kInstance[] = "0123456789abcdef0123456789abcdef";
 
+// The tests' Python with torch (tests/CMakeLists.txt), as a TOML string.
+const std::string kPython = std::string("\"") + PILOT_TORCH_PYTHON + "\"";
+
 bool HaveTorch() {
-  static const bool have = std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") == 0;
+  static const bool have =
+      std::system((std::string(PILOT_TORCH_PYTHON) + " -c 'import torch' >/dev/null 2>&1").c_str()) == 0;
   return have;
 }
 
@@ -80,7 +84,7 @@ class ProgramPilotTest : public ::testing::Test {
   }
 
   static std::string Tiny(const std::string& fault = "", int steps = 8, const std::string& extra = "") {
-    std::string cmd = "command = [\"/usr/bin/python3\", \"tiny.py\"";
+    std::string cmd = "command = [" + kPython + ", \"tiny.py\"";
     if (!fault.empty()) cmd += ", \"--fault\", \"" + fault + "\"";
     cmd += "]\n";
     return "[program]\n" + cmd + "step_timeout = 30\n" + extra + "[training]\nsteps = " +
@@ -181,7 +185,7 @@ TEST_F(ProgramPilotTest, AWrongShapeIsReportedAsMeasured) {
 
 TEST_F(ProgramPilotTest, LossPatternStandsInForMetrics) {
   const std::string body =
-      "[program]\ncommand = [\"/usr/bin/python3\", \"print_loss.py\"]\nstep_timeout = 30\n"
+      "[program]\ncommand = [" + kPython + ", \"print_loss.py\"]\nstep_timeout = 30\n"
       "loss_pattern = \"loss=([0-9.eE+-]+)\"\n[training]\nsteps = 8\ndevice = \"cpu\"\n"
       "deterministic = true\nwarmup_steps = 1\n[checkpoint]\nat_step = 4\n[parallel]\nnproc = 1\n";
   EXPECT_EQ(Run(body), 0) << Problems();
@@ -194,7 +198,7 @@ TEST_F(ProgramPilotTest, LossPatternStandsInForMetrics) {
 
 TEST_F(ProgramPilotTest, ALauncherNoneProgramStartsItsOwnWorkers) {
   const std::string body =
-      "[program]\ncommand = [\"/usr/bin/python3\", \"spawner.py\"]\nstep_timeout = 60\n"
+      "[program]\ncommand = [" + kPython + ", \"spawner.py\"]\nstep_timeout = 60\n"
       "launcher = \"none\"\n[training]\nsteps = 6\ndevice = \"cpu\"\ndeterministic = true\n"
       "warmup_steps = 1\n[checkpoint]\nat_step = 3\n[parallel]\nnproc = 2\n";
   EXPECT_EQ(Run(body), 0) << Problems();
