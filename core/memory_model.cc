@@ -46,7 +46,46 @@ std::optional<int64_t> Largest(const SingleStage& s, std::optional<int64_t> Memo
 
 int64_t Bytes(double v) { return v <= 0 ? 0 : static_cast<int64_t>(std::llround(v)); }
 
+// The checkpointed start-of-backward term at one micro-batch of the
+// measured seq_len, one process.
+double ExtraAt(const MemoryBreakdown& b, const Workload& w, bool checkpointing, int micro_batch) {
+  MemoryQuery q;
+  q.seq_len = b.seq_len;
+  q.micro_batch = micro_batch;
+  q.activation_checkpointing = checkpointing;
+  return CheckpointStartExtraBytes(b, w, q);
+}
+
+// The line through two allocated peaks of one setting, at the measured
+// seq_len (the checkpointed term taken out first): activations at the
+// measured micro-batch and the offset of the static parts. False when the
+// two do not make a rising line.
+bool ApplyLine(MemoryBreakdown* b, const Workload& w, bool checkpointing, int mb_a, int64_t peak_a,
+               int mb_b, int64_t peak_b) {
+  if (mb_a == mb_b || mb_a <= 0 || mb_b <= 0 || peak_a <= 0 || peak_b <= 0) return false;
+  const double ya = static_cast<double>(peak_a) - ExtraAt(*b, w, checkpointing, mb_a);
+  const double yb = static_cast<double>(peak_b) - ExtraAt(*b, w, checkpointing, mb_b);
+  const double slope = (ya - yb) / static_cast<double>(mb_a - mb_b);
+  if (slope <= 0) return false;
+  b->activation_bytes = Bytes(slope * b->micro_batch);
+  b->calibration_offset_bytes = static_cast<int64_t>(
+      std::llround(ya - slope * mb_a - static_cast<double>(b->StaticBytes())));
+  return true;
+}
+
 }  // namespace
+
+double CheckpointStartExtraBytes(const MemoryBreakdown& b, const Workload& w, const MemoryQuery& q) {
+  if (!q.activation_checkpointing || w.layers < 2 || w.d_model <= 0 || w.layer_params <= 0 ||
+      w.params <= 0) {
+    return 0;
+  }
+  double layer_grads = static_cast<double>(b.grads_bytes) / static_cast<double>(w.params) *
+                       static_cast<double>(w.layer_params);
+  if (q.mode == "sharded" && q.gpus > 1) layer_grads /= q.gpus;
+  const double inputs = 4.0 * w.d_model * static_cast<double>(q.seq_len) * q.micro_batch;
+  return (w.layers - 1) * std::max(0.0, inputs - layer_grads);
+}
 
 double UnfusedLossExtraBytesPerToken(const Workload& w) {
   Workload unfused = w;
@@ -95,6 +134,12 @@ Workload WorkloadFrom(const SingleStage& s, const Config* cfg) {
     w.vocab = cfg->model.vocab;
     if (cfg->model.kind == "gpt") w.ffn_mult = cfg->model.ffn_mult;
     if (s.shape.precision.empty()) w.precision = cfg->training.precision;
+    // Embeddings (a GPT's positions up to max_seq_len, its head tied; a
+    // Llama's output layer untied) and the final norm are not layers.
+    const int64_t d = cfg->model.d_model, v = cfg->model.vocab;
+    const int64_t max_t = cfg->model.max_seq_len > 0 ? cfg->model.max_seq_len : s.shape.seq_len;
+    const int64_t outside = cfg->model.kind == "gpt" ? v * d + max_t * d + 2 * d : 2 * v * d + d;
+    if (w.params > outside) w.layer_params = (w.params - outside) / w.layers;
   }
   return w;
 }
@@ -133,23 +178,17 @@ MemoryBreakdown SplitMemory(const SingleStage& s, const Workload& w,
   b.measured_peak_bytes = std::max({alloc.value_or(0), reserved.value_or(0), device.value_or(0)});
 
   double activations = -1;
-  if (cal && cal->micro_batch_a != cal->micro_batch_b && cal->peak_a > 0 && cal->peak_b > 0) {
-    double slope = static_cast<double>(cal->peak_a - cal->peak_b) /
-                   static_cast<double>(cal->micro_batch_a - cal->micro_batch_b);
-    if (slope > 0) {
-      b.source = "calibrated";
-      activations = slope * b.micro_batch;
-      const double at_a = static_cast<double>(cal->peak_a) - slope * cal->micro_batch_a;
-      b.calibration_offset_bytes =
-          static_cast<int64_t>(std::llround(at_a - static_cast<double>(b.StaticBytes())));
-      b.notes.push_back("activations from two micro-batches (" +
-                        std::to_string(cal->micro_batch_a) + " and " +
-                        std::to_string(cal->micro_batch_b) + ")");
-    }
+  if (cal && ApplyLine(&b, w, b.activation_checkpointing, cal->micro_batch_a, cal->peak_a,
+                       cal->micro_batch_b, cal->peak_b)) {
+    b.source = "calibrated";
+    activations = static_cast<double>(b.activation_bytes);
+    b.notes.push_back("activations from two micro-batches (" + std::to_string(cal->micro_batch_a) +
+                      " and " + std::to_string(cal->micro_batch_b) + ")");
   }
   if (activations < 0 && alloc) {
     b.source = "residual";
-    activations = static_cast<double>(*alloc) - static_cast<double>(b.StaticBytes());
+    activations = static_cast<double>(*alloc) - static_cast<double>(b.StaticBytes()) -
+                  ExtraAt(b, w, b.activation_checkpointing, b.micro_batch);
     b.notes.push_back("activations = allocated peak - parameters, gradients and optimizer state");
     if (activations < 0) {
       activations = 0;
@@ -195,6 +234,13 @@ MemoryBreakdown SplitMemory(const SingleStage& s, const Workload& w,
     b.other_setting = MemoryBreakdown::OtherSetting{
         *rc.measured == "with", *other_alloc,
         static_cast<double>(*rc.peak_reserved_bytes - *other_alloc) / static_cast<double>(*other_alloc)};
+    if (const auto& c = s.memory_calibration_other;
+        c && c->status == "ok" && c->peak_allocated_bytes && *c->peak_allocated_bytes > 0 &&
+        c->seq_len == b.seq_len && c->micro_batch > 0 && c->micro_batch != b.micro_batch &&
+        c->activation_checkpointing == b.other_setting->activation_checkpointing) {
+      b.other_setting->second_micro_batch = c->micro_batch;
+      b.other_setting->second_allocated_bytes = *c->peak_allocated_bytes;
+    }
   }
   if (device && reserved && *device >= *reserved) {
     b.runtime_bytes = *device - *reserved;
@@ -206,10 +252,35 @@ MemoryBreakdown SplitMemory(const SingleStage& s, const Workload& w,
 }
 
 MemoryPrediction PredictPeak(const MemoryBreakdown& b, const Workload& w, const MemoryQuery& q) {
-  if (q.activation_checkpointing != b.activation_checkpointing && b.other_setting &&
-      b.other_setting->activation_checkpointing == q.activation_checkpointing) {
+  const bool other_measured = q.activation_checkpointing != b.activation_checkpointing &&
+                              b.other_setting &&
+                              b.other_setting->activation_checkpointing == q.activation_checkpointing;
+  if (other_measured && b.other_setting->second_micro_batch > 0) {
+    // Two points of the other setting: its own line, as if the pilot had
+    // run that way (the workspace stays the pilot's).
+    MemoryBreakdown other = b;
+    other.other_setting.reset();
+    other.activation_checkpointing = q.activation_checkpointing;
+    if (ApplyLine(&other, w, q.activation_checkpointing, b.micro_batch,
+                  b.other_setting->allocated_bytes, b.other_setting->second_micro_batch,
+                  b.other_setting->second_allocated_bytes)) {
+      const double tokens = std::max(1.0, static_cast<double>(b.seq_len) * b.micro_batch);
+      const double attn =
+          w.d_model > 0 && MathAttention(b.device, w.precision)
+              ? AttentionBytes(w, b.micro_batch, b.seq_len, q.activation_checkpointing ? 1 : w.layers)
+              : 0.0;
+      other.attention_bytes = Bytes(std::min(attn, static_cast<double>(other.activation_bytes)));
+      other.activation_bytes_per_token = std::max(
+          0.0, static_cast<double>(other.activation_bytes - other.attention_bytes) / tokens);
+      MemoryPrediction p = PredictPeak(other, w, q);
+      p.basis = b.source + ", activation checkpointing " + (q.activation_checkpointing ? "on" : "off") +
+                " calibrated by the recompute check and memory_calibration_other";
+      return p;
+    }
+  }
+  if (other_measured) {
     // The rule, anchored: at the measured shape it must give the allocated
-    // peak the recompute check measured; the workspace is that setting's.
+    // peak the recompute check measured; the workspace is the pilot's.
     MemoryBreakdown rule = b;
     rule.other_setting.reset();
     MemoryQuery at_measured;
@@ -220,8 +291,8 @@ MemoryPrediction PredictPeak(const MemoryBreakdown& b, const Workload& w, const 
     const int64_t shift = b.other_setting->allocated_bytes - (ref.static_bytes + ref.activation_bytes);
     MemoryPrediction p = PredictPeak(rule, w, q);
     p.activation_bytes = std::max<int64_t>(0, p.activation_bytes + shift);
-    p.workspace_bytes = Bytes(b.other_setting->workspace_fraction *
-                              static_cast<double>(p.static_bytes + p.activation_bytes));
+    p.workspace_bytes =
+        Bytes(b.workspace_fraction * static_cast<double>(p.static_bytes + p.activation_bytes));
     p.total_bytes = p.static_bytes + p.activation_bytes + p.workspace_bytes + p.runtime_bytes;
     p.basis = b.source + ", activation checkpointing " + (q.activation_checkpointing ? "on" : "off") +
               " from the recompute check";
@@ -256,7 +327,10 @@ MemoryPrediction PredictPeak(const MemoryBreakdown& b, const Workload& w, const 
     attention =
         AttentionBytes(w, q.micro_batch, q.seq_len, q.activation_checkpointing ? 1 : layers);
   }
-  p.activation_bytes = Bytes(per_token * tokens + attention);
+  p.activation_bytes = Bytes(per_token * tokens + attention +
+                             (q.activation_checkpointing && b.activation_checkpointing
+                                  ? CheckpointStartExtraBytes(b, w, q)
+                                  : 0.0));
 
   // At the checkpointed peak no gradient is allocated yet (zero_grad frees
   // them); the measured offset belongs to the other peak.

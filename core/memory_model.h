@@ -25,8 +25,21 @@
 //     (B x heads x T x T per layer) is stored only when SDPA falls back to
 //     the math kernel: on a CPU and for fp32 runs. For bf16/fp16 on a GPU
 //     the flash / memory-efficient kernels keep attention linear in T.
-//   - activation checkpointing keeps each layer's input (d_model values per
-//     token per layer: the residual stream, fp32) and moves the peak to the
+//   - activation checkpointing, measured at two micro-batches (the pilot's
+//     own setting, or the other one through the recompute check and
+//     memory_calibration_other): each layer keeps its input (d_model fp32
+//     values per token: the residual stream); backward recomputes one layer
+//     at a time and allocates the gradients layer by layer. The peak is at
+//     one end of backward: at its start every layer input and no layer's
+//     gradient is live, at its end every gradient and one layer input. Per
+//     token both hold the same working set (the line through the two
+//     points); the start holds (layers - 1) x (4 d_model x tokens - one
+//     layer's gradient bytes) more when that is positive, i.e. once a layer's
+//     inputs outgrow its gradients (about 12 d_model tokens for a GPT block;
+//     measured on an H200, bench/RESULTS.md). That term is taken out of the
+//     measured points before the line is drawn and added to the prediction.
+//   - checkpointing by rule (one point of the other setting, or none): each
+//     layer keeps its input and the peak moves to the
 //     start of backward, before any gradient is allocated, where the output
 //     layer (logits in the compute precision and an fp32 copy for the
 //     loss: 6 x vocab bytes per token, 8 x vocab in fp32; not
@@ -41,6 +54,9 @@
 //   - sharded (FSDP-like, full sharding) divides parameters, gradients and
 //     optimizer state by G and adds one gathered layer (parameters and
 //     gradients of the largest block, ~params / layers).
+//   - the allocator workspace of every prediction is the pilot's own steady
+//     step's fraction (reserved / allocated - 1): the checks' steps run after
+//     the reference in the same process and reserve more than a run does.
 // Fit rule: predicted device bytes <= (1 - memory_headroom) x GPU memory.
 //
 // Thread-safety: pure functions over plain values.
@@ -87,6 +103,10 @@ struct Workload {
   // 4): the analytic activations count 18 + 4 ffn_mult values of d_model
   // per token and layer, 34 at the default.
   double ffn_mult = 4.0;
+  // Parameters of one layer (block): the parameters less the embeddings and
+  // the final norm (and an untied output layer), over the layers; 0 when
+  // the model is not known (a user's program).
+  int64_t layer_params = 0;
   std::string precision = "bf16";   // "fp32" | "bf16" | "fp16"
   std::string optimizer = "adamw";  // "adamw" | "sgd"
   bool fused_loss = false;          // output layer and loss as one function
@@ -128,8 +148,11 @@ struct MemoryBreakdown {
   // cached blocks released first); nullopt without allocator figures.
   struct OtherSetting {
     bool activation_checkpointing = false;
-    int64_t allocated_bytes = 0;
-    double workspace_fraction = 0;
+    int64_t allocated_bytes = 0;   // at the measured micro-batch
+    double workspace_fraction = 0; // the check's own (not used: see above)
+    // memory_calibration_other: the same setting at a smaller micro-batch.
+    int second_micro_batch = 0;    // 0 = not measured
+    int64_t second_allocated_bytes = 0;
   };
   std::optional<OtherSetting> other_setting;
   std::string source;               // "calibrated" | "residual" | "analytic"
@@ -165,13 +188,20 @@ struct MemoryPrediction {
   int64_t total_bytes = 0;  // predicted device bytes per GPU
   // The breakdown's source, plus ", activation checkpointing on|off by rule"
   // when the query's setting differs from the measured one (that part is
-  // the model's rule), or "... from the recompute check" when the runner
-  // measured that setting too (the rule's activations shifted to match its
-  // allocated peak at the measured shape, and its allocator workspace).
+  // the model's rule), "... from the recompute check" when the runner
+  // measured that setting at one micro-batch (the rule's activations
+  // shifted to match its allocated peak at the measured shape), or
+  // "..., calibrated by the recompute check and memory_calibration_other"
+  // with two.
   std::string basis;
 };
 
 MemoryPrediction PredictPeak(const MemoryBreakdown& b, const Workload& w, const MemoryQuery& q);
+
+// The checkpointed layout's term above its line (see the header):
+// (layers - 1) x max(0, 4 d_model x tokens - one layer's gradient bytes in
+// the query's layout), bytes; 0 without checkpointing or an unknown model.
+double CheckpointStartExtraBytes(const MemoryBreakdown& b, const Workload& w, const MemoryQuery& q);
 
 // Does `p` fit on `gpu` with policy headroom? Fills a HardwareFit-like view.
 struct FitResult {

@@ -151,13 +151,30 @@ Result<Plan> MakePlan(const SingleStage& s, const Config& cfg, const HardwareCat
     const auto& other = plan.breakdown.other_setting;
     const std::string what =
         std::string("memory: activation checkpointing ") + (mq.activation_checkpointing ? "on" : "off");
-    if (other && other->activation_checkpointing == mq.activation_checkpointing) {
+    const std::string workspace =
+        "workspace " + FormatFixed(100 * plan.breakdown.workspace_fraction, 1) +
+        "% as the pilot's own steps (the checks reserve more: " +
+        (other ? FormatFixed(100 * other->workspace_fraction, 1) : std::string("?")) + "%)";
+    if (other && other->activation_checkpointing == mq.activation_checkpointing &&
+        other->second_micro_batch > 0) {
+      plan.notes.push_back(what + ": the line through the recompute check's step (" +
+                           FormatGiB(other->allocated_bytes) + " allocated at micro_batch " +
+                           std::to_string(plan.breakdown.micro_batch) + ") and memory_calibration_other's (" +
+                           FormatGiB(other->second_allocated_bytes) + " at " +
+                           std::to_string(other->second_micro_batch) + "); " + workspace);
+    } else if (other && other->activation_checkpointing == mq.activation_checkpointing) {
       plan.notes.push_back(what + ": the model's rule anchored to the recompute check's step at the pilot's shape (" +
-                           FormatGiB(other->allocated_bytes) + " allocated, workspace " +
-                           std::to_string(static_cast<int>(std::lround(100 * other->workspace_fraction))) + "%)");
+                           FormatGiB(other->allocated_bytes) + " allocated); " + workspace);
     } else {
       plan.notes.push_back(what + " predicted by the model's rule, not measured (the pilot ran with it " +
                            (plan.breakdown.activation_checkpointing ? "on" : "off") + ")");
+    }
+  }
+  if (mq.activation_checkpointing) {
+    if (const double extra = CheckpointStartExtraBytes(plan.breakdown, plan.workload, mq); extra > 0) {
+      plan.notes.push_back("memory: checkpointed: the layer inputs outgrow a layer's gradients at this shape: "
+                           "the start of backward holds " + FormatGiB(static_cast<int64_t>(extra)) +
+                           " more than its end");
     }
   }
   for (const auto& n : plan.breakdown.notes) plan.notes.push_back("memory: " + n);

@@ -186,6 +186,7 @@ void Fields(V& v, S& s, std::type_identity<SingleStage>) {
   v("instrumentation", s.instrumentation);
   // Files written before the calibration existed have no member: null.
   v("memory_calibration", s.memory_calibration, kMayBeAbsent);
+  v("memory_calibration_other", s.memory_calibration_other, kMayBeAbsent);
   v("failure", s.failure);
 }
 

@@ -233,6 +233,10 @@ struct SingleStage {
   // null when the checks did not run (the stage ended earlier) or the file
   // predates the member.
   std::optional<MemoryCalibrationCheck> memory_calibration;
+  // The same at the other activation-checkpointing setting (the one the
+  // recompute check measured at the pilot's micro-batch): that layout's
+  // second point. Null when the check did not measure it, or in older files.
+  std::optional<MemoryCalibrationCheck> memory_calibration_other;
   std::optional<FailureInfo> failure;
   bool operator==(const SingleStage&) const = default;
 };

@@ -45,6 +45,24 @@ StepTimeBasis StepTimeBasisFrom(const SingleStage& s) {
     b.recompute_step_ms_with = r.step_ms_with;
     b.recompute_step_ms_without = r.step_ms_without;
   }
+  // Both calibrations timed at the same smaller micro-batch, one with and
+  // one without checkpointing, the same way: their ratio is the cost of
+  // recomputing, without the recompute check's steps (which run after a
+  // release of cached memory and read a few percent slow).
+  const auto& own = s.memory_calibration;
+  const auto& other = s.memory_calibration_other;
+  if (own && other && own->status == "ok" && other->status == "ok" && own->forward_backward_ms &&
+      other->forward_backward_ms && *own->forward_backward_ms > 0 && *other->forward_backward_ms > 0 &&
+      std::isfinite(*own->forward_backward_ms) && std::isfinite(*other->forward_backward_ms) &&
+      own->micro_batch == other->micro_batch && own->seq_len == other->seq_len &&
+      own->activation_checkpointing != other->activation_checkpointing) {
+    const double with = own->activation_checkpointing ? *own->forward_backward_ms : *other->forward_backward_ms;
+    const double without = own->activation_checkpointing ? *other->forward_backward_ms : *own->forward_backward_ms;
+    b.recompute_cost_fraction = with / without - 1;
+    b.recompute_calibration_micro_batch = own->micro_batch;
+    b.recompute_calibration_ms_with = with;
+    b.recompute_calibration_ms_without = without;
+  }
   return b;
 }
 
@@ -136,7 +154,12 @@ StepTimeEstimate EstimateStepTime(const StepTimeBasis& b, const Workload& w, con
     if (b.recompute_cost_fraction && std::isfinite(*b.recompute_cost_fraction) &&
         *b.recompute_cost_fraction > -0.5) {
       cost = *b.recompute_cost_fraction;
-      source = "the recompute check measured " + Percent(cost);
+      source = b.recompute_calibration_micro_batch
+                   ? "measured " + Percent(cost) + " by the two memory calibrations at micro_batch " +
+                         std::to_string(*b.recompute_calibration_micro_batch) + ": " +
+                         Ms(*b.recompute_calibration_ms_with) + " with, " +
+                         Ms(*b.recompute_calibration_ms_without) + " without"
+                   : "the recompute check measured " + Percent(cost);
     }
     e.recompute_factor = q.activation_checkpointing ? 1 + cost : 1 / (1 + cost);
     e.assumptions.push_back(std::string("activation checkpointing ") +

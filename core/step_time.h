@@ -24,8 +24,11 @@
 //              point, alpha = 0 (time proportional to the work) and the
 //              estimate says so;
 //   R(q)     = 1 at the pilot's checkpointing setting; turning it on
-//              multiplies by (1 + the recompute check's measured cost),
-//              turning it off divides by it; without that measurement the
+//              multiplies by (1 + the measured cost of recomputing),
+//              turning it off divides by it. The cost: the ratio of the two
+//              memory calibrations' forward and backward (same smaller
+//              micro-batch, one per setting), else the recompute check's
+//              two step times less what they share; without either the
 //              cost of one more forward pass, 1/3 of forward + backward;
 //   optimizer  the pilot's optimizer time (per step, shape-independent);
 //   rest       step time not in data wait, forward/backward or optimizer;
@@ -65,11 +68,19 @@ struct StepTimeBasis {
   // The recompute check's two step times (ms), for the assumptions.
   std::optional<double> recompute_step_ms_with;
   std::optional<double> recompute_step_ms_without;
+  // When memory_calibration and memory_calibration_other both timed one
+  // micro-batch (the same size, one setting each), the cost comes from
+  // them instead: their micro-batch and forward/backward times (ms).
+  std::optional<int> recompute_calibration_micro_batch;
+  std::optional<double> recompute_calibration_ms_with;
+  std::optional<double> recompute_calibration_ms_without;
 };
 
 // The basis of a finished single stage. The second micro-batch comes from
 // the memory calibration when it ran ("ok") and timed its step; the
-// recompute cost from the recompute check when it ran with both timings.
+// recompute cost from the two memory calibrations (one per checkpointing
+// setting, the same micro-batch) when both timed theirs, else from the
+// recompute check when it ran with both timings.
 StepTimeBasis StepTimeBasisFrom(const SingleStage& s);
 
 // The shape to estimate.

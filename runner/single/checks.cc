@@ -186,14 +186,17 @@ void RecomputeCheckRun(Session& s, const std::string& ckpt, SingleStage* st, FIL
 // the allocator figures do not exist; the process's peak resident set is
 // recorded as such. The forward and backward of the steps after the first
 // are timed (the step-time model's second point, core/step_time.h). The
-// session keeps its dtype and checkpointing setting;
-// its weights are whatever the steps left (the checks after this one either
-// reload the checkpoint or do not depend on them).
-void MemoryCalibrationRun(Session& s, const std::string& ckpt, SingleStage* st) {
+// session keeps its dtype; `checkpointing` is the setting the steps run
+// at (the pilot's, or for memory_calibration_other the one its recompute
+// check measured), restored afterwards; its weights are whatever the steps
+// left (the checks after this one either reload the checkpoint or do not
+// depend on them).
+void MemoryCalibrationRun(Session& s, const std::string& ckpt, bool checkpointing,
+                          const std::optional<int64_t>& peak, MemoryCalibrationCheck& mc) {
   const Config& c = s.cfg();
-  MemoryCalibrationCheck& mc = st->memory_calibration.emplace();
   mc.seq_len = c.training.seq_len;
-  mc.activation_checkpointing = c.training.activation_checkpointing;
+  mc.activation_checkpointing = checkpointing;
+  const bool saved = s.model().ActivationCheckpointing();
   const int k = c.training.memory_calibration_steps;
   if (k <= 0 || c.training.micro_batch <= 1) {
     mc.status = "skipped";
@@ -214,6 +217,7 @@ void MemoryCalibrationRun(Session& s, const std::string& ckpt, SingleStage* st) 
     }
     Synchronize(dev);
     ReleaseCachedMemory(dev);
+    s.model().SetActivationCheckpointing(checkpointing);
     Loader loader(TokenSource::WithMicroBatch(s.data(), mc.micro_batch), at * accum,
                   (at + k) * accum, c.data.loader_threads, c.data.prefetch, dev);
     // Forward and backward of the steps after the first (which meets cold
@@ -230,6 +234,7 @@ void MemoryCalibrationRun(Session& s, const std::string& ckpt, SingleStage* st) 
       }
       Result<StepResult> sr = s.Step(loader, step, timer);
       if (!sr.ok()) {
+        s.model().SetActivationCheckpointing(saved);
         mc.status = "error";
         mc.detail = sr.status().Message();
         return;
@@ -245,6 +250,7 @@ void MemoryCalibrationRun(Session& s, const std::string& ckpt, SingleStage* st) 
         mc.process_peak_rss_bytes = m.process_peak_rss_bytes;
       }
     }
+    s.model().SetActivationCheckpointing(saved);
     mc.status = "ok";
     if (!timers.empty()) {
       double fb_ms = 0;
@@ -252,13 +258,13 @@ void MemoryCalibrationRun(Session& s, const std::string& ckpt, SingleStage* st) 
       mc.forward_backward_ms =
           fb_ms / static_cast<double>(timers.size()) / static_cast<double>(accum);
     }
-    const std::optional<int64_t> peak = PeakOf(st->memory);
+    const char* setting = checkpointing ? "with activation checkpointing" : "without activation checkpointing";
     if (mc.peak_allocated_bytes) {
       std::fprintf(
           stderr,
-          "pilot: single: memory calibration: micro_batch %d: peak allocated %s "
+          "pilot: single: memory calibration: micro_batch %d %s: peak allocated %s "
           "(micro_batch %d: %s)\n",
-          mc.micro_batch, FormatBytes(static_cast<double>(*mc.peak_allocated_bytes)).c_str(),
+          mc.micro_batch, setting, FormatBytes(static_cast<double>(*mc.peak_allocated_bytes)).c_str(),
           c.training.micro_batch, peak ? FormatBytes(static_cast<double>(*peak)).c_str() : "n/a");
     } else {
       mc.detail = "no allocator peaks on " + std::string(dev.is_cuda() ? "this device" : "a CPU") +
@@ -273,6 +279,7 @@ void MemoryCalibrationRun(Session& s, const std::string& ckpt, SingleStage* st) 
                        : "n/a");
     }
   } catch (const std::exception& e) {
+    s.model().SetActivationCheckpointing(saved);
     Recover(s);
     mc.status = IsOutOfMemory(e) ? "oom" : "error";
     mc.detail = IsOutOfMemory(e) ? "the smaller micro-batch does not fit in device memory"
@@ -315,7 +322,15 @@ void RunChecks(Session& s, const RunOptions& opts, const std::string& checkpoint
                const std::vector<StepRecord>& reference, SingleStage* st, FILE* metrics) {
   PrecisionCheckRun(s, checkpoint, reference, st, metrics);
   RecomputeCheckRun(s, checkpoint, st, metrics);
-  MemoryCalibrationRun(s, checkpoint, st);
+  const bool on = s.cfg().training.activation_checkpointing;
+  MemoryCalibrationRun(s, checkpoint, on, PeakOf(st->memory), st->memory_calibration.emplace());
+  // The other setting's second point, when its recompute check measured the
+  // first: the memory model's line for that layout (core/memory_model.h).
+  const RecomputeCheck& rc = st->recompute_check;
+  const std::optional<int64_t>& other = on ? rc.peak_bytes_without : rc.peak_bytes_with;
+  if (rc.ran && other && rc.detail.empty()) {
+    MemoryCalibrationRun(s, checkpoint, !on, other, st->memory_calibration_other.emplace());
+  }
   InstrumentationCheckRun(s, opts.overhead_steps, st, metrics);
 }
 

@@ -191,6 +191,46 @@ TEST(StepTime, TheBasisReadsOnlyAMatchingCalibration) {
   EXPECT_FALSE(StepTimeBasisFrom(s).recompute_cost_fraction.has_value());
 }
 
+// Both memory calibrations timed the same micro-batch, one per setting:
+// their ratio is the recompute cost (the sixth round on an H200: 179.99 ms
+// with, 136.48 without at micro-batch 4; the real runs' ratio at 8 was
+// 358.2 / 273.5 = 1.310, the recompute check's 1.361).
+TEST(StepTime, TheTwoCalibrationsGiveTheRecomputeCost) {
+  SingleStage s;
+  s.shape.seq_len = 2048;
+  s.shape.micro_batch = 8;
+  s.timings.step_ms = 289.2;
+  s.timings.forward_backward_ms = 273.5;
+  s.recompute_check.ran = true;
+  s.recompute_check.step_ms_with = 388.0;
+  s.recompute_check.step_ms_without = 289.2;
+  MemoryCalibrationCheck c;
+  c.status = "ok";
+  c.micro_batch = 4;
+  c.seq_len = 2048;
+  c.forward_backward_ms = 136.48;
+  s.memory_calibration = c;
+  c.activation_checkpointing = true;
+  c.forward_backward_ms = 179.99;
+  s.memory_calibration_other = c;
+  StepTimeBasis b = StepTimeBasisFrom(s);
+  ASSERT_TRUE(b.recompute_cost_fraction.has_value());
+  EXPECT_NEAR(*b.recompute_cost_fraction, 179.99 / 136.48 - 1, 1e-12);
+  StepTimeEstimate on = EstimateStepTime(b, Gpt1b(), {2048, 8, 1, true});
+  EXPECT_TRUE(Says(on, "by the two memory calibrations at micro_batch 4: 180 ms with, 136 ms without"));
+  EXPECT_TRUE(Says(on, "recompute check: 388 ms"));  // still listed
+
+  // A calibration at another micro-batch, or the same setting twice: the check.
+  s.memory_calibration_other->micro_batch = 2;
+  EXPECT_FALSE(StepTimeBasisFrom(s).recompute_calibration_micro_batch.has_value());
+  s.memory_calibration_other->micro_batch = 4;
+  s.memory_calibration_other->activation_checkpointing = false;
+  EXPECT_FALSE(StepTimeBasisFrom(s).recompute_calibration_micro_batch.has_value());
+  s.memory_calibration_other->activation_checkpointing = true;
+  s.memory_calibration_other->status = "oom";
+  EXPECT_FALSE(StepTimeBasisFrom(s).recompute_calibration_micro_batch.has_value());
+}
+
 // The plan's what-if follows the shape: checkpointing and a longer sequence
 // cost more than the pilot's own tokens/s would say.
 TEST(StepTime, PlanWhatIfsFollowTheShape) {

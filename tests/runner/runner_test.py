@@ -99,10 +99,10 @@ def test_cycle():
     require(not os.path.exists(os.path.join(out, "reference-final.safetensors")), "reference removed")
 
 
-def check_calibration(s, micro_batch, checkpointing):
+def check_calibration(s, micro_batch, checkpointing, member="memory_calibration"):
     """The memory calibration on a CPU: half the micro-batch, 2 steps from the
     checkpoint (step 6), the last measured; only the resident set exists."""
-    c = s["memory_calibration"]
+    c = s[member]
     require(c["status"] == "ok", f"memory calibration ran: {c}")
     require(c["micro_batch"] == micro_batch and c["seq_len"] == s["shape"]["seq_len"],
             f"calibration shape: {c}")
@@ -127,6 +127,8 @@ def test_memory_calibration():
          "--set", "training.recompute_check_steps=2", "--overhead-steps", "2"], expect=0)
     s = results(out)["stages"]["single"]
     check_calibration(s, micro_batch=2, checkpointing=True)
+    # The other setting's second point, after the recompute check measured it.
+    check_calibration(s, micro_batch=2, checkpointing=False, member="memory_calibration_other")
     require(s["recompute_check"]["ran"] and s["instrumentation"]["ran"], "checks ran")
     require(s["recompute_check"]["measured"] == "without", str(s["recompute_check"]))
     require(s["restore"]["equal"], "restore equal")
@@ -143,6 +145,8 @@ def test_memory_calibration():
     s = results(out)["stages"]["single"]
     c = s["memory_calibration"]
     require(c["status"] == "skipped" and c["detail"] == "no steps asked for", str(c))
+    o = s["memory_calibration_other"]
+    require(o["status"] == "skipped" and o["activation_checkpointing"] is True, str(o))
     rc = s["recompute_check"]
     require(rc["ran"] and rc["measured"] == "with" and rc["fits_without"] and rc["steps"] == 3, str(rc))
     require(rc["step_ms_with"] > 0 and rc["step_ms_without"] == s["timings"]["step_ms"], str(rc))
