@@ -30,7 +30,8 @@ out=${OUT:-/tmp/pilot-bench-out}/memory-model
 # name micro_batch seq_len recompute
 shapes=("calib 8 2048 false" "mb2 2 2048 false" "mb12 12 2048 false"
         "seq1024 8 1024 false" "seq4096 4 4096 false" "ac8 8 2048 true" "ac16 16 2048 true"
-        "mb16seq1024 16 1024 false" "ac4seq4096 4 4096 true" "ac16seq1024 16 1024 true")
+        "mb16seq1024 16 1024 false" "ac4seq4096 4 4096 true" "ac16seq1024 16 1024 true"
+        "ac12 12 2048 true" "ac8seq4096 8 4096 true")
 
 # Every shape predicted from FROM.json (pilot plan --json): device bytes
 # and tokens/s on the H200 against the shape's own measurements. KIND is
@@ -103,7 +104,7 @@ if ! scripts/gpu-build build-gpu >"$out/build-$gpus.log" 2>&1; then
   exit 1
 fi
 runner=build-gpu/runner/pilot-runner
-only=" ${PILOT_MM_SHAPES:-calib mb2 mb12 seq1024 seq4096 ac8 ac16 mb16seq1024 ac4seq4096 ac16seq1024} "
+only=" ${PILOT_MM_SHAPES:-calib mb2 mb12 seq1024 seq4096 ac8 ac16 mb16seq1024 ac4seq4096 ac16seq1024 ac12 ac8seq4096} "
 for s in "${shapes[@]}"; do
   read -r name mb seq ac <<<"$s"
   [[ $only == *" $name "* ]] || continue

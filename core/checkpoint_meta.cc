@@ -54,6 +54,7 @@ template <class V, class S>
 void Fields(V& v, S& s, std::type_identity<CheckpointState::Model>) {
   v("kind", s.kind);
   v("params", s.params);
+  v("layers", s.layers, kOmitIfUnset);
 }
 
 template <class V, class S>

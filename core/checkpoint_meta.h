@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -66,6 +67,8 @@ struct CheckpointState {
   struct Model {
     std::string kind;
     int64_t params = 0;
+    // Layers of the saved model; unset in older files (the config's).
+    std::optional<int> layers;
     bool operator==(const Model&) const = default;
   };
   struct Eval {

@@ -109,6 +109,10 @@ struct TrainingConfig {
   int precision_check_steps = 3;  // fp32 comparison steps (bf16/fp16 only)
   int recompute_check_steps = 3;  // steps at the other checkpointing setting
   int memory_calibration_steps = 2;  // steps at a smaller micro-batch (memory model)
+  // The memory one process of the pilot may use, MiB: on a GPU the smaller
+  // of this and the device's memory, on a CPU this alone; 0 = the device's
+  // (no cap on a CPU). A sharded run's single stage plans its depth by it.
+  int memory_cap_mb = 0;
   // The device allocator's settings (PYTORCH_ALLOC_CONF) for every process of
   // the pilot; "" keeps the environment's.
   std::string alloc_conf = "expandable_segments:True";

@@ -79,6 +79,7 @@ const std::vector<KeySpec>& Schema() {
       {PILOT_KEY(training, precision_check_steps), .ilo = 0, .ihi = 1000},
       {PILOT_KEY(training, recompute_check_steps), .ilo = 0, .ihi = 1000},
       {PILOT_KEY(training, memory_calibration_steps), .ilo = 0, .ihi = 1000},
+      {PILOT_KEY(training, memory_cap_mb), .ilo = 0, .ihi = 1 << 30},
       {PILOT_KEY(training, alloc_conf), .kind = StringKind::kAllocConf},
       // [checkpoint]
       {PILOT_KEY(checkpoint, dir), .kind = StringKind::kPath},

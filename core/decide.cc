@@ -157,6 +157,13 @@ bool CheckShape(const Config& cfg, const SingleStage& s, const Results& r,
     st = CheckStatus::kFail;
     detail = "the pilot's shape differs from the run's";
   }
+  if (const auto& rd = s.reduced_depth) {
+    measured += ", " + std::to_string(rd->layers) + " of " + std::to_string(rd->full_layers) + " layers";
+    if (st == CheckStatus::kPass) {
+      detail += "; the single stage at reduced depth, as a sharded run whose state does not fit one GPU "
+                "needs (" + rd->detail + ")";
+    }
+  }
   out->push_back(MakeCheck("shape", st, measured, want, detail, VerifiedBy::kWorkload));
   return equal && sh.optimizer_state_included;
 }
@@ -348,12 +355,33 @@ void CheckMemory(const SingleStage& s, const Config& cfg, const DecideInput& in,
                              VerifiedBy::kWorkload));
     return;
   }
+  // A sharded run's single stage at reduced depth measured a part of the
+  // model: the run's own measured peak is the full-node stage's, per rank,
+  // at full depth.
+  std::string what = "the measured peak";
+  if (s.reduced_depth) {
+    const auto& n = in.results ? in.results->node : std::nullopt;
+    if (!n || n->status != "ok" || !n->memory.fresh_peak_bytes || *n->memory.fresh_peak_bytes <= 0) {
+      out->push_back(MakeCheck(
+          "memory_headroom", CheckStatus::kWarn, FormatGiB(*peak) + " at " +
+              std::to_string(s.reduced_depth->layers) + " of " + std::to_string(s.reduced_depth->full_layers) + " layers",
+          want, "the single stage ran at reduced depth and no full-node stage measured the full depth "
+                "sharded: the run's memory is predicted only (memory_fit)",
+          VerifiedBy::kWorkload));
+      return;
+    }
+    peak = std::max(*n->memory.fresh_peak_bytes, n->memory.resumed_peak_bytes.value_or(0));
+    what = "the full-node stage's per-rank peak at full depth (the single stage ran " +
+           std::to_string(s.reduced_depth->layers) + " of " + std::to_string(s.reduced_depth->full_layers) +
+           " layers)";
+  }
   double free = 1.0 - static_cast<double>(*peak) / static_cast<double>(mem);
   bool ok = free >= need;
   out->push_back(MakeCheck(
       "memory_headroom", ok ? CheckStatus::kPass : CheckStatus::kFail,
       FormatGiB(*peak) + " of " + FormatGiB(mem) + " on " + where + Fmt(" (%.0f%% free)", free * 100), want,
-      ok ? "the measured peak fits with headroom" : "too little memory left at the peak",
+      ok ? what + " fits with headroom"
+         : "too little memory left at " + (s.reduced_depth ? what : std::string("the peak")),
       VerifiedBy::kWorkload));
 }
 

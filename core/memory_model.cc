@@ -139,9 +139,43 @@ Workload WorkloadFrom(const SingleStage& s, const Config* cfg) {
     const int64_t d = cfg->model.d_model, v = cfg->model.vocab;
     const int64_t max_t = cfg->model.max_seq_len > 0 ? cfg->model.max_seq_len : s.shape.seq_len;
     const int64_t outside = cfg->model.kind == "gpt" ? v * d + max_t * d + 2 * d : 2 * v * d + d;
+    if (s.reduced_depth && s.reduced_depth->layers >= 1) w.layers = s.reduced_depth->layers;
     if (w.params > outside) w.layer_params = (w.params - outside) / w.layers;
   }
   return w;
+}
+
+Workload FullDepth(const Workload& measured, const ReducedDepth& r) {
+  Workload w = measured;
+  w.layers = std::max(1, r.full_layers);
+  w.params = r.full_params > 0 ? r.full_params
+                               : measured.params + (w.layers - measured.layers) * measured.layer_params;
+  return w;
+}
+
+MemoryBreakdown ExtendDepth(const MemoryBreakdown& b, const Workload& from, const Workload& to) {
+  MemoryBreakdown e = b;
+  if (from.params <= 0 || from.layers <= 0) return e;
+  const double p = static_cast<double>(to.params) / static_cast<double>(from.params);
+  e.params_bytes = Bytes(p * static_cast<double>(b.params_bytes));
+  e.grads_bytes = Bytes(p * static_cast<double>(b.grads_bytes));
+  e.optimizer_bytes = Bytes(p * static_cast<double>(b.optimizer_bytes));
+  const double l = static_cast<double>(to.layers) / from.layers;
+  if (!b.activation_checkpointing) {
+    const double logits = std::min(b.activation_bytes_per_token, LogitsBytesPerToken(from));
+    e.activation_bytes_per_token = logits + (b.activation_bytes_per_token - logits) * l;
+    e.attention_bytes = Bytes(l * static_cast<double>(b.attention_bytes));
+    // Below the full state: the weights' compute-precision copies the
+    // layers keep for backward, which grow with the parameters.
+    e.calibration_offset_bytes = static_cast<int64_t>(std::llround(p * static_cast<double>(b.calibration_offset_bytes)));
+  }
+  const double tokens = std::max(1.0, static_cast<double>(b.seq_len) * b.micro_batch);
+  e.activation_bytes = Bytes(e.activation_bytes_per_token * tokens + static_cast<double>(e.attention_bytes));
+  e.workspace_bytes = Bytes(b.workspace_fraction * static_cast<double>(e.StaticBytes() + e.activation_bytes));
+  e.other_setting.reset();
+  e.notes.push_back("measured at " + std::to_string(from.layers) + " of " + std::to_string(to.layers) +
+                    " layers, extended per layer to " + std::to_string(to.layers));
+  return e;
 }
 
 MemoryBreakdown SplitMemory(const SingleStage& s, const Workload& w,

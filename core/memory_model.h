@@ -118,7 +118,14 @@ double UnfusedLossExtraBytesPerToken(const Workload& w);
 
 // The workload from the results' shape and (when present) the config's
 // [model]. Without a config, layers/d_model/heads stay unknown (1/0/1).
+// What the single stage ran: a sharded run's stage at reduced depth has
+// reduced_depth.layers layers (FullDepth gives the run's).
 Workload WorkloadFrom(const SingleStage& s, const Config* cfg);
+
+// The run's workload when the single stage ran fewer layers: the config's
+// layers and reduced_depth.full_params (else measured + the missing
+// layers' parameters).
+Workload FullDepth(const Workload& measured, const ReducedDepth& r);
 
 struct MemoryBreakdown {
   // The measured shape.
@@ -159,6 +166,15 @@ struct MemoryBreakdown {
   std::vector<std::string> notes;
   int64_t StaticBytes() const { return params_bytes + grads_bytes + optimizer_bytes; }
 };
+
+// The breakdown measured at `from`'s depth, extended per layer to `to`'s:
+// parameters, gradients and optimizer state in proportion to the
+// parameters; without checkpointing each layer's activations once more per
+// added layer (the output layer's stay); with it the per-token working set
+// stays (one layer is recomputed at a time) and the layer inputs come
+// through the checkpointed term at `to`'s depth. The recompute check's
+// other setting is dropped (predicted by rule at full depth).
+MemoryBreakdown ExtendDepth(const MemoryBreakdown& b, const Workload& from, const Workload& to);
 
 // Runtime/context bytes assumed when none were measured (CPU pilot).
 inline constexpr int64_t kAssumedRuntimeBytes = int64_t{1} << 30;

@@ -13,8 +13,25 @@ Result<Plan> MakePlan(const SingleStage& s, const Config& cfg, const HardwareCat
                       const std::optional<MemoryCalibration>& calibration,
                       const std::optional<NodeMeasurement>& node) {
   Plan plan;
-  plan.workload = WorkloadFrom(s, &cfg);
-  plan.breakdown = SplitMemory(s, plan.workload, calibration);
+  // What the single stage ran, and the run: the same unless a sharded
+  // run's single stage ran fewer layers (extended per layer to full depth).
+  const Workload measured = WorkloadFrom(s, &cfg);
+  plan.workload = measured;
+  plan.breakdown = SplitMemory(s, measured, calibration);
+  StepTimeBasis basis = StepTimeBasisFrom(s);
+  double depth_params = 1, depth_flops = 1;
+  if (s.reduced_depth && s.reduced_depth->full_layers > measured.layers) {
+    plan.workload = FullDepth(measured, *s.reduced_depth);
+    plan.breakdown = ExtendDepth(plan.breakdown, measured, plan.workload);
+    basis = ScaleBasisToDepth(basis, measured, plan.workload);
+    depth_params = measured.params > 0 ? static_cast<double>(plan.workload.params) / measured.params : 1;
+    const double f = FlopsPerTokenAt(measured, s.shape.seq_len);
+    depth_flops = f > 0 ? FlopsPerTokenAt(plan.workload, s.shape.seq_len) / f : 1;
+    plan.notes.push_back("depth: the single stage ran " + std::to_string(measured.layers) + " of " +
+                         std::to_string(plan.workload.layers) + " layers (" + s.reduced_depth->detail +
+                         "); memory, step time, checkpoint and eval times extended per layer to " +
+                         std::to_string(plan.workload.layers));
+  }
   plan.nodes = q.nodes > 0 ? q.nodes : std::max(1, cfg.run.nodes);
   plan.gpus_per_node = q.gpus_per_node > 0 ? q.gpus_per_node : std::max(1, cfg.run.gpus_per_node);
   std::string mode = q.mode.empty() ? cfg.parallel.mode : q.mode;
@@ -48,7 +65,7 @@ Result<Plan> MakePlan(const SingleStage& s, const Config& cfg, const HardwareCat
   const double run_tokens = static_cast<double>(mq.seq_len) * mq.micro_batch * accum;
   const double pilot_tokens = static_cast<double>(std::max<int64_t>(1, s.shape.tokens_per_step));
   const StepTimeEstimate step = EstimateStepTime(
-      StepTimeBasisFrom(s), plan.workload,
+      basis, plan.workload,
       StepShape{mq.seq_len, mq.micro_batch, accum, mq.activation_checkpointing});
   SingleStage shaped = s;
   const bool shape_model = step.step_ms > 0;
@@ -62,7 +79,7 @@ Result<Plan> MakePlan(const SingleStage& s, const Config& cfg, const HardwareCat
     shaped.timings.step_ms = step.step_ms;
     shaped.timings.data_wait_ms = step.data_wait_ms;
     shaped.tokens_per_second = run_tokens / step.step_ms * 1e3;
-    const double f_pilot = FlopsPerTokenAt(plan.workload, s.shape.seq_len);
+    const double f_pilot = FlopsPerTokenAt(measured, s.shape.seq_len);
     if (s.flops_per_token > 0 && f_pilot > 0) {
       shaped.flops_per_token =
           s.flops_per_token * FlopsPerTokenAt(plan.workload, mq.seq_len) / f_pilot;
@@ -133,9 +150,9 @@ Result<Plan> MakePlan(const SingleStage& s, const Config& cfg, const HardwareCat
     bi.step_ms = o.scaling.step_ms;
     bi.data_wait_ms = o.throughput.data_wait_ms;
     bi.eval_interval = cfg.run.eval_interval;
-    bi.eval_seconds = s.timings.eval_seconds;
+    bi.eval_seconds = s.timings.eval_seconds * depth_flops;
     bi.checkpoint_interval = cfg.run.checkpoint_interval;
-    bi.checkpoint_seconds = s.checkpoint.save_seconds;
+    bi.checkpoint_seconds = s.checkpoint.save_seconds * depth_params;
     bi.gpus = plan.nodes * plan.gpus_per_node;
     bi.price_per_gpu_hour = o.gpu.price_per_gpu_hour;
     bi.currency = cat.currency;

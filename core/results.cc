@@ -137,6 +137,18 @@ void Fields(V& v, S& s, std::type_identity<InstrumentationCheck>) {
 }
 
 template <class V, class S>
+void Fields(V& v, S& s, std::type_identity<ReducedDepth>) {
+  v("layers", s.layers);
+  v("full_layers", s.full_layers);
+  v("full_params", s.full_params);
+  v("predicted_full_bytes", s.predicted_full_bytes);
+  v("predicted_bytes", s.predicted_bytes);
+  v("capacity_bytes", s.capacity_bytes);
+  v("limit_bytes", s.limit_bytes);
+  v("detail", s.detail);
+}
+
+template <class V, class S>
 void Fields(V& v, S& s, std::type_identity<MemoryCalibrationCheck>) {
   v("status", s.status);
   v("micro_batch", s.micro_batch);
@@ -187,6 +199,7 @@ void Fields(V& v, S& s, std::type_identity<SingleStage>) {
   // Files written before the calibration existed have no member: null.
   v("memory_calibration", s.memory_calibration, kMayBeAbsent);
   v("memory_calibration_other", s.memory_calibration_other, kMayBeAbsent);
+  v("reduced_depth", s.reduced_depth, kMayBeAbsent);
   v("failure", s.failure);
 }
 

@@ -208,6 +208,21 @@ struct FailureInfo {
   bool operator==(const FailureInfo&) const = default;
 };
 
+// A sharded run whose training state does not fit one process
+// (training.memory_cap_mb, pilot.toml(5)): the single stage ran fewer
+// layers of the same width, sequence and micro-batch.
+struct ReducedDepth {
+  int layers = 0;                    // layers the single stage ran
+  int full_layers = 0;               // model.layers of the config
+  int64_t full_params = 0;           // parameters at full depth
+  int64_t predicted_full_bytes = 0;  // predicted one-process peak at full depth
+  int64_t predicted_bytes = 0;       // the same at `layers`
+  int64_t capacity_bytes = 0;        // the memory one process may use
+  int64_t limit_bytes = 0;           // (1 - memory headroom) x capacity
+  std::string detail;                // the sentence for people
+  bool operator==(const ReducedDepth&) const = default;
+};
+
 struct SingleStage {
   std::string status;              // "ok" | "oom" | "error"
   std::string device;              // "cuda" | "cpu"
@@ -237,6 +252,8 @@ struct SingleStage {
   // recompute check measured at the pilot's micro-batch): that layout's
   // second point. Null when the check did not measure it, or in older files.
   std::optional<MemoryCalibrationCheck> memory_calibration_other;
+  // Null when the stage ran the config's depth (and in older files).
+  std::optional<ReducedDepth> reduced_depth;
   std::optional<FailureInfo> failure;
   bool operator==(const SingleStage&) const = default;
 };

@@ -66,6 +66,27 @@ StepTimeBasis StepTimeBasisFrom(const SingleStage& s) {
   return b;
 }
 
+StepTimeBasis ScaleBasisToDepth(const StepTimeBasis& b, const Workload& from, const Workload& to) {
+  StepTimeBasis e = b;
+  const double f_from = FlopsPerTokenAt(from, b.seq_len);
+  if (f_from <= 0 || from.params <= 0) return e;
+  const double f = FlopsPerTokenAt(to, b.seq_len) / f_from;
+  const double p = static_cast<double>(to.params) / static_cast<double>(from.params);
+  e.forward_backward_ms = b.forward_backward_ms * f;
+  e.optimizer_ms = b.optimizer_ms * p;
+  e.step_ms = b.step_ms + (e.forward_backward_ms - b.forward_backward_ms) + (e.optimizer_ms - b.optimizer_ms);
+  if (b.second_forward_backward_ms) e.second_forward_backward_ms = *b.second_forward_backward_ms * f;
+  const double shift = e.step_ms - b.step_ms;
+  if (b.recompute_step_ms_with && b.recompute_step_ms_without) {
+    // Forward and backward scale alike at both settings.
+    e.recompute_step_ms_without = *b.recompute_step_ms_without + shift;
+    e.recompute_step_ms_with = *b.recompute_step_ms_with + shift;
+  }
+  if (b.recompute_calibration_ms_with) e.recompute_calibration_ms_with = *b.recompute_calibration_ms_with * f;
+  if (b.recompute_calibration_ms_without) e.recompute_calibration_ms_without = *b.recompute_calibration_ms_without * f;
+  return e;
+}
+
 double FlopsPerTokenAt(const Workload& w, int seq_len) {
   return 6.0 * static_cast<double>(w.params) +
          6.0 * w.layers * static_cast<double>(w.d_model) * seq_len;

@@ -106,6 +106,13 @@ struct StepTimeEstimate {
   std::vector<std::string> assumptions;
 };
 
+// The basis measured at `from`'s depth moved to `to`'s (a sharded run's
+// single stage at reduced depth): forward and backward (both timed
+// micro-batches) in proportion to the FLOPs per token at the pilot's
+// seq_len, the optimizer to the parameters; data wait and the rest stay.
+// The recompute check's step times move with forward and backward.
+StepTimeBasis ScaleBasisToDepth(const StepTimeBasis& b, const Workload& from, const Workload& to);
+
 // f(S) above: FLOPs of one trained token at sequence length `seq_len`
 // (causal attention).
 double FlopsPerTokenAt(const Workload& w, int seq_len);

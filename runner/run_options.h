@@ -29,6 +29,7 @@ struct RunOptions {
   int report_fd = -1;              // --report-fd
   bool supervised = false;         // --supervised
   double single_tokens_per_second = 0;  // --single-tokens-per-second (node stage's scaling)
+  double memory_headroom = 0.10;        // --memory-headroom (the site's thresholds.memory_headroom)
 };
 
 struct VerifyOptions {

@@ -166,7 +166,8 @@ class Supervisor {
 
   std::vector<std::string> BaseArgs() const {
     return {o_.runner, "run", "--config", lock_.config.copy, "--lock", paths_.lock,
-            "--out",   out_,  "--report-fd", std::to_string(kReportFd)};
+            "--out",   out_,  "--report-fd", std::to_string(kReportFd),
+            "--memory-headroom", FormatFixed(o_.policy.thresholds.memory_headroom, 4)};
   }
 
   // Runs one phase; its parsed report, or why there is none.

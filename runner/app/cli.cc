@@ -91,7 +91,9 @@ Result<Command> ParseCommandLine(const std::vector<std::string>& args) {
         ("report-fd", po::value(&r.report_fd)->default_value(-1), "internal: report to this descriptor")
         ("supervised", po::bool_switch(&r.supervised), "internal: the supervisor runs the restore")
         ("single-tokens-per-second", po::value(&r.single_tokens_per_second)->default_value(0.0),
-         "internal: single-stage throughput for the node stage's scaling");
+         "internal: single-stage throughput for the node stage's scaling")
+        ("memory-headroom", po::value(&r.memory_headroom)->default_value(0.10),
+         "free fraction of a process's memory the single stage plans to leave (0-0.9)");
     if (WantsHelp(rest)) {
       cmd.help = HelpOf("usage: pilot-runner run --config FILE --out DIR [options]", d);
       return cmd;
@@ -112,6 +114,9 @@ Result<Command> ParseCommandLine(const std::vector<std::string>& args) {
     }
     if (r.report_fd < -1 || r.report_fd == 0 || r.report_fd == 1 || r.report_fd == 2) {
       return Status::Invalid("run: --report-fd", "must be a descriptor above 2");
+    }
+    if (!(r.memory_headroom >= 0 && r.memory_headroom <= 0.9)) {
+      return Status::Invalid("run: --memory-headroom", "must be between 0 and 0.9");
     }
     if (!(r.single_tokens_per_second >= 0)) {
       return Status::Invalid("run: --single-tokens-per-second", "must not be negative");

@@ -198,6 +198,16 @@ int RunVerify(const VerifyOptions& o) {
   }
   pins.seed = ts->seed;
   cfg.training.optimizer = ts->optimizer;
+  if (ts->model.layers) {  // a sharded run's single stage at reduced depth
+    if (*ts->model.layers < 1 || *ts->model.layers > cfg.model.layers) {
+      ck.Fail("state", o.checkpoint + "/state.json",
+              "model.layers " + std::to_string(*ts->model.layers) + " outside 1.." +
+                  std::to_string(cfg.model.layers) + " (the config's)");
+      rep.ran = true;
+      return finish(kExitFailed);
+    }
+    cfg.model.layers = *ts->model.layers;
+  }
   Result<std::unique_ptr<Session>> made = Session::Create(cfg, pins);
   if (!made.ok()) return input_error(made.status());
   Session& s = **made;

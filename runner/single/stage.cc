@@ -27,6 +27,7 @@
 #include "runner/ckpt/safetensors.h"
 #include "runner/exit_codes.h"
 #include "runner/single/checks.h"
+#include "runner/single/depth.h"
 #include "runner/single/stage.h"
 #include "runner/train/device.h"
 #include "runner/train/format.h"
@@ -82,7 +83,7 @@ TrainState StateAt(Session& s, int64_t step, double eval_loss) {
   ts.rng = {CaptureCpuRng(), s.device().is_cuda() ? CaptureCudaRng() : ""};
   ts.config_sha256 = c.sha256;
   ts.device = s.device().is_cuda() ? "cuda" : "cpu";
-  ts.model = {s.model().Kind(), CountParameters(s.model())};
+  ts.model = {s.model().Kind(), CountParameters(s.model()), s.model().Blocks()};
   ts.optimizer = s.optim().kind();
   ts.eval = {std::max(1, c.eval.batches), eval_loss};
   return ts;
@@ -135,7 +136,16 @@ int RunSingle(const RunOptions& o, const Config& cfg, const Pins& pins, SingleSt
   st->warmup_steps = cfg.training.warmup_steps;
   st->status = "ok";
   try {
-    Result<std::unique_ptr<Session>> made = Session::Create(cfg, pins);
+    // A sharded run whose state does not fit one process: fewer layers.
+    Config run_cfg = cfg;
+    if (Result<at::Device> want = ResolveDevice(cfg.training.device); want.ok()) {
+      st->reduced_depth = PlanSingleDepth(cfg, DeviceTotalBytes(*want), o.memory_headroom);
+      if (st->reduced_depth) {
+        run_cfg.model.layers = st->reduced_depth->layers;
+        std::fprintf(stderr, "pilot: single: reduced depth: %s\n", st->reduced_depth->detail.c_str());
+      }
+    }
+    Result<std::unique_ptr<Session>> made = Session::Create(run_cfg, pins);
     if (!made.ok()) {
       std::fprintf(stderr, "%s\n", made.status().ToString().c_str());
       st->status = "error";
@@ -274,6 +284,21 @@ int RunResumed(const RunOptions& o) {
     return res.exit_code;
   }
   pins.seed = saved->seed;
+  // The saved model's depth (a sharded run's single stage may have run
+  // fewer layers than the config names, runner/single/depth.h).
+  if (saved->model.layers) {
+    if (*saved->model.layers < 1 || *saved->model.layers > cfg.model.layers) {
+      std::fprintf(stderr, "pilot: restore: %s/state.json: model.layers %d outside 1..%d\n",
+                   o.resume_checkpoint.c_str(), *saved->model.layers, cfg.model.layers);
+      st.status = "error";
+      st.failure = FailureInfo{"error", 0, "restore", "state.json: model.layers out of range", {}};
+      res.single = st;
+      res.exit_code = kExitFailed;
+      (void)WriteReport(o, "resume.json", res);
+      return res.exit_code;
+    }
+    cfg.model.layers = *saved->model.layers;
+  }
   std::unique_ptr<Session> s;
   at::Device dev(at::kCPU);
   const RestoreSkips skips = RestoreSkips::FromEnv();

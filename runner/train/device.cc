@@ -118,6 +118,19 @@ Result<at::Device> ResolveDevice(const std::string& wanted) {
   return Status::Invalid("training.device", "unknown \"" + wanted + "\"");
 }
 
+std::optional<int64_t> DeviceTotalBytes(const at::Device& dev) {
+#ifdef PILOT_RUNNER_CUDA
+  if (dev.is_cuda()) {
+    c10::cuda::CUDAGuard guard(dev.index());
+    size_t free_b = 0, total_b = 0;
+    if (cudaMemGetInfo(&free_b, &total_b) == cudaSuccess) return static_cast<int64_t>(total_b);
+  }
+#else
+  (void)dev;
+#endif
+  return std::nullopt;
+}
+
 void Synchronize(const at::Device& dev) {
 #ifdef PILOT_RUNNER_CUDA
   if (dev.is_cuda()) c10::cuda::device_synchronize();

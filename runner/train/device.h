@@ -35,6 +35,8 @@ bool CudaAvailable();
 Result<at::Device> ResolveDevice(const std::string& wanted);
 
 void Synchronize(const at::Device& dev);
+// The device's memory (cudaMemGetInfo's total); nullopt on a CPU.
+std::optional<int64_t> DeviceTotalBytes(const at::Device& dev);
 // Processes the runner starts can share a device with it: the fresh restore
 // process starts while the reference process still holds its context, and
 // in `--stage all` the ranks start while the single stage's process does.

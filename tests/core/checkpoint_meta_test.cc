@@ -21,7 +21,7 @@ CheckpointState SampleState() {
   s.rng = {"0a0b", ""};
   s.config_sha256 = std::string(64, 'a');
   s.device = "cpu";
-  s.model = {"gpt", 12345};
+  s.model = {"gpt", 12345, std::nullopt};
   s.optimizer = "adamw";
   s.eval = {4, 3.25};
   return s;

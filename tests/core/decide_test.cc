@@ -609,5 +609,61 @@ TEST(DecideNode, FailedRankIsNamed) {
   EXPECT_EQ(v.decision, Decision::kNoGo);
 }
 
+
+// A sharded run whose state does not fit one GPU: its single stage ran 8
+// of 32 layers (runner/single/depth.h). The shape still passes and says
+// so, the memory evidence is the node stage's per-rank peak at full depth,
+// and the plan's memory_fit extends the single stage per layer.
+DecideInput ReducedDepthPilot() {
+  DecideInput in = Good();
+  in.config->parallel.mode = "sharded";
+  in.config->model.kind = "llama";
+  in.config->model.layers = 32;
+  in.config->model.d_model = 4096;
+  in.config->model.heads = 32;
+  in.config->model.vocab = 128256;
+  in.config->run.gpus_per_node = 8;
+  in.config->run.nodes = 4;
+  SingleStage& s = *in.results->single;
+  s.shape.params = 2800000000;  // 8 layers and the embeddings
+  s.reduced_depth = ReducedDepth{8,           32,          8030000000, 160 * kGiB, 50 * kGiB,
+                                 140 * kGiB,  126 * kGiB,  "the run's training state does not fit one process"};
+  return in;
+}
+
+TEST(DecideReducedDepth, TheNodeStagesPeakIsTheRunsMemory) {
+  DecideInput in = ReducedDepthPilot();
+  NodeStage n = GoodNode();
+  n.mode = "sharded";
+  n.memory.fresh_peak_bytes = 40 * kGiB;
+  n.memory.resumed_peak_bytes = 42 * kGiB;
+  in.results->node = n;
+  Verdict v = Decide(in, TestPolicy(), Catalog(), kNow);
+  const Check* shape = Find(v, "shape");
+  ASSERT_NE(shape, nullptr);
+  EXPECT_EQ(shape->status, CheckStatus::kPass);
+  EXPECT_NE(shape->measured.find("8 of 32 layers"), std::string::npos) << shape->measured;
+  EXPECT_NE(shape->detail.find("reduced depth"), std::string::npos) << shape->detail;
+  const Check* mem = Find(v, "memory_headroom");
+  ASSERT_NE(mem, nullptr);
+  EXPECT_EQ(mem->status, CheckStatus::kPass);
+  EXPECT_EQ(mem->measured.rfind("42.0 GiB", 0), 0u) << mem->measured;
+  EXPECT_NE(mem->detail.find("full-node stage's per-rank peak at full depth"), std::string::npos);
+  // The node stage out of memory at full depth: NO-GO, as for any run.
+  in.results->node->memory.resumed_peak_bytes = 139 * kGiB;
+  v = Decide(in, TestPolicy(), Catalog(), kNow);
+  EXPECT_EQ(Find(v, "memory_headroom")->status, CheckStatus::kFail);
+  EXPECT_EQ(v.decision, Decision::kNoGo);
+}
+
+TEST(DecideReducedDepth, WithoutANodeStageTheMemoryIsOnlyPredicted) {
+  DecideInput in = ReducedDepthPilot();
+  Verdict v = Decide(in, TestPolicy(), Catalog(), kNow);
+  const Check* mem = Find(v, "memory_headroom");
+  ASSERT_NE(mem, nullptr);
+  EXPECT_EQ(mem->status, CheckStatus::kWarn);
+  EXPECT_NE(mem->detail.find("predicted only"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace pilot

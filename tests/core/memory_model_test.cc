@@ -480,3 +480,46 @@ TEST(MemoryModel, FitRuleUsesHeadroom) {
 
 }  // namespace
 }  // namespace pilot
+
+namespace pilot {
+namespace {
+
+// Measured at 8 of 32 layers: the static parts grow with the parameters,
+// each layer's activations once per added layer (not with checkpointing,
+// whose per-token working set is one layer's), the output layer's stay.
+TEST(MemoryModel, ExtendDepthPerLayer) {
+  Workload from = W();
+  from.layers = 8;
+  from.params = 400000000;
+  from.layer_params = 40000000;
+  ReducedDepth r;
+  r.layers = 8;
+  r.full_layers = 32;
+  r.full_params = 1360000000;
+  const Workload to = FullDepth(from, r);
+  EXPECT_EQ(to.layers, 32);
+  EXPECT_EQ(to.params, 1360000000);
+  r.full_params = 0;  // older record: measured + the missing layers
+  EXPECT_EQ(FullDepth(from, r).params, 400000000 + 24 * 40000000);
+
+  MemoryBreakdown b;
+  b.seq_len = 2048;
+  b.micro_batch = 4;
+  b.params_bytes = 4 * from.params;
+  b.grads_bytes = 4 * from.params;
+  b.optimizer_bytes = 8 * from.params;
+  const double logits = 6.0 * from.vocab;
+  b.activation_bytes_per_token = logits + 8 * 70000.0;
+  b.workspace_fraction = 0.02;
+  b.other_setting = MemoryBreakdown::OtherSetting{true, 1, 0, 0, 0};
+  MemoryBreakdown e = ExtendDepth(b, from, to);
+  EXPECT_EQ(e.params_bytes, 4 * to.params);
+  EXPECT_EQ(e.optimizer_bytes, 8 * to.params);
+  EXPECT_DOUBLE_EQ(e.activation_bytes_per_token, logits + 32 * 70000.0);
+  EXPECT_FALSE(e.other_setting);
+  b.activation_checkpointing = true;
+  EXPECT_DOUBLE_EQ(ExtendDepth(b, from, to).activation_bytes_per_token, b.activation_bytes_per_token);
+}
+
+}  // namespace
+}  // namespace pilot
