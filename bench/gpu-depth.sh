@@ -24,7 +24,7 @@ plan() {
   printf 'state_dir = "%s"\nhardware_catalog = "%s"\n' "$(mktemp -d)" "$PWD/etc/hardware.toml" >"$policy"
   for g in 8 32; do
     local nodes=$((g / 8))
-    "$pilot" plan --json --policy "$policy" --config configs/llama-8b.toml --nodes "$nodes" \
+    "$pilot" plan --json --policy "$policy" --config "$dir/config.toml" --nodes "$nodes" \
       --gpus-per-node 8 --gpu H200-141 "$dir/results.json" >"$dir/plan-$g.json"
     python3 - "$dir/plan-$g.json" "$g" <<'PY'
 import json, sys
@@ -51,9 +51,13 @@ mkdir -p "$out" "$work"
 if [[ ${PILOT_SKIP_BUILD:-0} != 1 ]]; then
   scripts/gpu-build build-gpu >"$out/build.log" 2>&1 || { tail -40 "$out/build.log"; log "build FAILED"; exit 1; }
 fi
+# The config with random tokens instead of its files.
+sed -e 's/^format = "u32".*/format = "random"/' -e '/^train = /d' -e '/^eval = /d' \
+  configs/llama-8b.toml >"$work/llama-8b-random.toml"
+cp "$work/llama-8b-random.toml" "$out/config.toml"
 t0=$SECONDS
-timeout 420 build-gpu/runner/pilot-runner run --config configs/llama-8b.toml --stage single \
-  --set 'data.format="random"' --set training.steps=8 --set checkpoint.at_step=4 \
+timeout 420 build-gpu/runner/pilot-runner run --config "$work/llama-8b-random.toml" --stage single \
+  --set training.steps=8 --set checkpoint.at_step=4 \
   --set training.warmup_steps=2 --set training.precision_check_steps=0 \
   --set training.recompute_check_steps=0 --set training.memory_calibration_steps=2 \
   --set training.memory_cap_mb="${PILOT_DEPTH_CAP_MB:-32768}" \
