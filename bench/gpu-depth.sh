@@ -30,11 +30,10 @@ plan() {
 import json, sys
 p = json.load(open(sys.argv[1]))
 o = next(x for x in p["options"] if x["gpu"] == "H200-141")
-m = o["memory"]
-print(f"depth: plan sharded over {sys.argv[2]} GPUs: predicted {m['total_bytes'] / 2**30:.2f} GiB per GPU "
-      f"(static {m['static_bytes'] / 2**30:.2f}, activations {m['activation_bytes'] / 2**30:.2f}), "
-      f"{o['throughput']['tokens_per_second']:.0f} tokens/s per GPU, fits {o['fit']['fits']}")
-for n in p.get("notes", []):
+print(f"depth: plan sharded over {sys.argv[2]} GPUs: predicted {o['predicted_bytes'] / 2**30:.2f} GiB per GPU "
+      f"({o['memory_basis']}), {o['tokens_per_second_per_gpu']:.0f} tokens/s per GPU, "
+      f"step {o['step_ms_at_scale']:.0f} ms, fits {o['fits']}")
+for n in p.get("assumptions", []):
     if n.startswith("depth") or "checkpointed" in n:
         print("depth:   " + n)
 PY

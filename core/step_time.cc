@@ -159,6 +159,16 @@ StepTimeEstimate EstimateStepTime(const StepTimeBasis& b, const Workload& w, con
         "proportional to the work");
   }
 
+  // Below every timed micro-batch the fit is an extrapolation: a GPU runs a
+  // micro-batch too small to fill it at a higher cost per token.
+  const int smallest = b.second_micro_batch ? std::min(b.micro_batch, *b.second_micro_batch) : b.micro_batch;
+  if (static_cast<double>(q.seq_len) * q.micro_batch < static_cast<double>(b.seq_len) * smallest) {
+    e.assumptions.push_back("micro_batch " + std::to_string(q.micro_batch) + " x seq_len " +
+                            std::to_string(q.seq_len) + " has fewer tokens than any timed micro-batch (" +
+                            std::to_string(smallest) + " x " + std::to_string(b.seq_len) +
+                            "): below that, a micro-batch may not fill the GPU and run slower than projected");
+  }
+
   // FLOPs per token at the query's sequence length against the pilot's.
   const double f_p = FlopsPerTokenAt(w, b.seq_len);
   const double f_q = FlopsPerTokenAt(w, q.seq_len);

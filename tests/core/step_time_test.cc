@@ -288,3 +288,18 @@ TEST(StepTime, PlanWhatIfsFollowTheShape) {
 
 }  // namespace
 }  // namespace pilot
+
+namespace pilot {
+namespace {
+
+TEST(StepTime, BelowEveryTimedMicroBatchTheEstimateSaysSo) {
+  StepTimeBasis b = Basis();
+  b.second_micro_batch = 4;
+  b.second_forward_backward_ms = 130;
+  EXPECT_TRUE(Says(EstimateStepTime(b, Gpt1b(), {2048, 2, 1, false}), "fewer tokens than any timed micro-batch"));
+  EXPECT_FALSE(Says(EstimateStepTime(b, Gpt1b(), {2048, 4, 1, false}), "fewer tokens than any timed"));
+  EXPECT_FALSE(Says(EstimateStepTime(b, Gpt1b(), {4096, 2, 1, false}), "fewer tokens than any timed"));
+}
+
+}  // namespace
+}  // namespace pilot

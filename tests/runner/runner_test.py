@@ -401,6 +401,47 @@ def test_ffn_mult():
     require(params["2.5"] - params["4.0"] == expect, f"params {params}, expected a difference of {expect}")
 
 
+# A sharded run whose whole state does not fit one process (the cap stands
+# for a GPU's memory): the single stage runs the layers that fit, the
+# checkpoint records that depth, the fresh process and verify build it.
+DEEP = ["--set", 'parallel.mode="sharded"', "--set", "model.layers=8", "--set", "model.d_model=256"]
+
+
+def test_reduced_depth():
+    out = fresh("reduced-depth")
+    cap = ["--set", "training.memory_cap_mb=1200"]
+    run(["run", "--config", CONFIG, "--out", out, "--stage", "single"] + cap + DEEP, expect=0)
+    s = results(out)["stages"]["single"]
+    r = s["reduced_depth"]
+    require(r is not None and r["full_layers"] == 8 and 1 <= r["layers"] < 8, f"reduced depth: {r}")
+    require(r["capacity_bytes"] == 1200 << 20, f"capacity is the cap on a CPU: {r}")
+    require(abs(r["limit_bytes"] - 0.9 * (1200 << 20)) <= 1, f"default headroom 10%: {r}")
+    require(r["predicted_full_bytes"] > r["limit_bytes"] >= r["predicted_bytes"], f"prediction: {r}")
+    require(r["full_params"] > s["shape"]["params"] > 0, f"the stage ran the smaller model: {r} {s['shape']}")
+    require("does not fit one process" in r["detail"], r["detail"])
+    require(s["status"] == "ok" and s["restore"]["ran"] and s["restore"]["equal"], "restore at that depth")
+    ck = checkpoint_dir(out)
+    with open(os.path.join(ck, "state.json")) as f:
+        state = json.load(f)
+    require(state["model"]["layers"] == r["layers"], f"state.json records the depth: {state['model']}")
+    p = run(["verify", "--checkpoint", ck, "--config", CONFIG, "--json"] + cap + DEEP, expect=0)
+    rep = json.loads(p.stdout)
+    require(rep["eval_recomputed"] and rep["eval_within"], f"verify builds the saved depth: {rep}")
+    # A stricter site headroom leaves no more layers; another mode runs the
+    # config's depth whatever the cap.
+    short = ["--set", "training.steps=4", "--set", "checkpoint.at_step=2"]
+    out2 = fresh("reduced-depth-headroom")
+    run(["run", "--config", CONFIG, "--out", out2, "--stage", "single", "--memory-headroom", "0.12"]
+        + cap + short + DEEP, expect=0)
+    r2 = results(out2)["stages"]["single"]["reduced_depth"]
+    require(r2["layers"] <= r["layers"] and abs(r2["limit_bytes"] - 0.88 * (1200 << 20)) <= 1, str(r2))
+    out3 = fresh("full-depth")
+    run(["run", "--config", CONFIG, "--out", out3, "--stage", "single", "--set",
+         "training.memory_cap_mb=1"] + short, expect=0)
+    require(results(out3)["stages"]["single"]["reduced_depth"] is None, "ddp: the config's depth")
+    run(["run", "--config", CONFIG, "--out", fresh("bad-headroom"), "--memory-headroom", "1.5"], expect=2)
+
+
 if __name__ == "__main__":
     os.makedirs(WORK, exist_ok=True)
     globals()["test_" + NAME]()
