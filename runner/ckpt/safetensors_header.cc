@@ -77,11 +77,12 @@ Result<SafetensorsHeader> ParseSafetensorsHeader(std::string_view text, int64_t 
     const int64_t es = SafetensorsDtypeSize(e.dtype);
     if (es == 0) return bad("unknown dtype " + e.dtype);
     if (!v["shape"].is_array()) return bad("shape is not an array");
-    int64_t numel = 1;
+    // numel * element size, checked: a hostile shape must not overflow.
+    int64_t bytes = es;
     for (const auto& d : v["shape"]) {
       if (!d.is_number_integer() || d.get<int64_t>() < 0) return bad("bad shape");
       e.shape.push_back(d.get<int64_t>());
-      numel *= e.shape.back();
+      if (__builtin_mul_overflow(bytes, e.shape.back(), &bytes)) return bad("shape overflows");
     }
     const auto& o = v["data_offsets"];
     if (!o.is_array() || o.size() != 2 || !o[0].is_number_integer() || !o[1].is_number_integer()) {
@@ -89,7 +90,7 @@ Result<SafetensorsHeader> ParseSafetensorsHeader(std::string_view text, int64_t 
     }
     e.begin = o[0].get<int64_t>();
     e.end = o[1].get<int64_t>();
-    if (e.begin < 0 || e.end < e.begin || e.end - e.begin != numel * es) {
+    if (e.begin < 0 || e.end < e.begin || e.end - e.begin != bytes) {
       return bad("data_offsets do not match dtype and shape");
     }
     out.entries.push_back(std::move(e));
@@ -101,9 +102,10 @@ Result<SafetensorsHeader> ParseSafetensorsHeader(std::string_view text, int64_t 
     if (e.begin != expect) return Status::Corrupt(path, "tensor " + e.name + ": data not contiguous");
     expect = e.end;
   }
-  if (out.data_start + expect != out.file_size) {
-    return Status::Corrupt(path, "file is " + std::to_string(out.file_size) + " bytes, header describes " +
-                                     std::to_string(out.data_start + expect));
+  // (data_start <= file_size: SafetensorsHeaderLength checked the length.)
+  if (expect != out.file_size - out.data_start) {
+    return Status::Corrupt(path, "file has " + std::to_string(out.file_size - out.data_start) +
+                                     " bytes of data, header describes " + std::to_string(expect));
   }
   return out;
 }

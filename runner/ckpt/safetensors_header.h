@@ -42,8 +42,10 @@ Result<int64_t> SafetensorsHeaderLength(std::string_view prefix, int64_t file_si
 
 // Parses the N bytes of JSON after the length (`text`) of a file of
 // `file_size` bytes and checks them: known dtypes, sizes equal to numel *
-// element size, offsets contiguous from 0 and ending at the file's end.
-// Errors: kCorrupt naming `path` and the entry.
+// element size (a shape whose size overflows is refused), offsets contiguous
+// from 0 and ending at the file's end. REQUIRES: 8 + text.size() <=
+// file_size (as SafetensorsHeaderLength ensures). Errors: kCorrupt naming
+// `path` and the entry.
 Result<SafetensorsHeader> ParseSafetensorsHeader(std::string_view text, int64_t file_size,
                                                  const std::string& path);
 

@@ -1,6 +1,6 @@
 // The checkpoint readers that need no libtorch (label unit): the
 // safetensors header as the runner reads it and the restricted pickle
-// reader, on hostile bytes (tests/fuzz fuzzes both).
+// reader, on hostile bytes (tests/fuzz fuzzes both; what it found is here).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -52,6 +52,23 @@ TEST(SafetensorsHeader, RefusesWhatDoesNotDescribeTheFile) {
                 .code(),
             Code::kCorrupt);
   EXPECT_EQ(SafetensorsHeaderLength("abc", 3, "x").status().code(), Code::kCorrupt);
+}
+
+// Found by tests/fuzz (UBSan: signed overflow): numel and its bytes were
+// multiplied unchecked, and the data's end added to the header's length.
+TEST(SafetensorsHeader, RefusesSizesThatOverflow) {
+  auto h = Parse(R"({"a":{"dtype":"F32","shape":[4294967296,4294967296,4],"data_offsets":[0,0]}})", 0);
+  EXPECT_EQ(h.status().code(), Code::kCorrupt);
+  EXPECT_NE(h.status().Message().find("tensor a: shape overflows"), std::string::npos)
+      << h.status().ToString();
+  h = Parse(R"({"a":{"dtype":"I64","shape":[2305843009213693952],"data_offsets":[0,0]}})", 0);
+  EXPECT_NE(h.status().Message().find("shape overflows"), std::string::npos) << h.status().ToString();
+  h = Parse(R"({"a":{"dtype":"U8","shape":[9223372036854775800],)"
+            R"("data_offsets":[0,9223372036854775800]}})",
+            0);
+  EXPECT_EQ(h.status().code(), Code::kCorrupt);
+  EXPECT_NE(h.status().Message().find("header describes 9223372036854775800"), std::string::npos)
+      << h.status().ToString();
 }
 
 }  // namespace
