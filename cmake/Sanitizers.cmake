@@ -2,8 +2,7 @@
 # build folder).
 #   PILOT_SANITIZE  every target with AddressSanitizer and UndefinedBehavior-
 #                   Sanitizer; undefined behaviour stops the program, as an
-#                   ASan report does (tests/sanitizer.supp, ASAN_OPTIONS and
-#                   UBSAN_OPTIONS: tests/CMakeLists.txt).
+#                   ASan report does. No suppressions.
 #   PILOT_FUZZ      also the libFuzzer harnesses of tests/fuzz (one per
 #                   parser, CTest label `fuzz`); needs clang and its fuzzer
 #                   runtime (Debian: clang, libclang-rt-14-dev). The parsers'
