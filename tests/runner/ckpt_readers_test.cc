@@ -54,8 +54,9 @@ TEST(SafetensorsHeader, RefusesWhatDoesNotDescribeTheFile) {
   EXPECT_EQ(SafetensorsHeaderLength("abc", 3, "x").status().code(), Code::kCorrupt);
 }
 
-// Found by tests/fuzz (UBSan: signed overflow): numel and its bytes were
-// multiplied unchecked, and the data's end added to the header's length.
+// Found with tests/fuzz's safetensors harness (UBSan: signed overflow): numel
+// and its bytes were multiplied unchecked, and the data's end added to the
+// header's length.
 TEST(SafetensorsHeader, RefusesSizesThatOverflow) {
   auto h = Parse(R"({"a":{"dtype":"F32","shape":[4294967296,4294967296,4],"data_offsets":[0,0]}})", 0);
   EXPECT_EQ(h.status().code(), Code::kCorrupt);
