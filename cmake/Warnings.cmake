@@ -1,8 +1,9 @@
 # Warnings for the project's own targets (not for third-party headers, which
 # are included as SYSTEM).
+# (-Wshadow=local is GCC's spelling: clang, the fuzz build's compiler, has none.)
 function(pilot_warnings target)
   target_compile_options(${target} PRIVATE
-    -Wall -Wextra -Wpedantic -Wshadow=local -Wnon-virtual-dtor
+    -Wall -Wextra -Wpedantic $<$<CXX_COMPILER_ID:GNU>:-Wshadow=local> -Wnon-virtual-dtor
     -Wcast-align -Wunused -Woverloaded-virtual -Wformat=2 -Wimplicit-fallthrough)
   if(PILOT_WERROR)
     target_compile_options(${target} PRIVATE -Werror)

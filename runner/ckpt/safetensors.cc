@@ -19,7 +19,6 @@ namespace pilot::runner {
 namespace {
 
 constexpr int64_t kChunk = 64ll << 20;          // bytes per write / read
-constexpr int64_t kMaxHeader = 100ll << 20;     // refuse larger headers
 
 struct DtypeName {
   at::ScalarType type;
@@ -30,13 +29,6 @@ constexpr DtypeName kDtypes[] = {
     {at::kLong, "I64"},  {at::kInt, "I32"},       {at::kShort, "I16"}, {at::kChar, "I8"},
     {at::kByte, "U8"},   {at::kBool, "BOOL"},
 };
-
-int64_t DtypeSize(const std::string& name) {
-  for (const auto& d : kDtypes) {
-    if (name == d.name) return static_cast<int64_t>(c10::elementSize(d.type));
-  }
-  return 0;
-}
 
 // Incremental SHA-256 (OpenSSL EVP).
 class Sha256 {
@@ -143,13 +135,6 @@ std::string SafetensorsDtype(at::ScalarType t) {
   return "";
 }
 
-const SafetensorsEntry* SafetensorsHeader::Find(const std::string& name) const {
-  for (const auto& e : entries) {
-    if (e.name == name) return &e;
-  }
-  return nullptr;
-}
-
 Result<FileDigest> WriteSafetensors(const std::string& path, const NamedTensors& tensors,
                                     const std::map<std::string, std::string>& metadata) {
   nlohmann::ordered_json h = nlohmann::ordered_json::object();
@@ -228,71 +213,14 @@ Result<SafetensorsHeader> ReadSafetensorsHeader(const std::string& path) {
   }
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return Errno(path, "stat");
-  SafetensorsHeader out;
-  out.file_size = st.st_size;
-  unsigned char lenb[8];
-  if (out.file_size < 8) return Status::Corrupt(path, "shorter than the 8-byte header length");
-  PILOT_RETURN_IF_ERROR(ReadAll(fd.get(), reinterpret_cast<char*>(lenb), 8, path));
-  uint64_t hl = 0;
-  for (int i = 7; i >= 0; --i) hl = (hl << 8) | lenb[i];
-  if (hl > static_cast<uint64_t>(kMaxHeader) || static_cast<int64_t>(hl) > out.file_size - 8) {
-    return Status::Corrupt(path, "header length " + std::to_string(hl) + " is out of range");
-  }
-  std::string text(hl, '\0');
-  PILOT_RETURN_IF_ERROR(ReadAll(fd.get(), text.data(), static_cast<int64_t>(hl), path));
-  out.data_start = 8 + static_cast<int64_t>(hl);
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return Status::Corrupt(path, "header is not a JSON object");
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    if (it.key() == "__metadata__") {
-      if (!it->is_object()) return Status::Corrupt(path, "__metadata__ is not an object");
-      for (auto m = it->begin(); m != it->end(); ++m) {
-        if (!m->is_string()) return Status::Corrupt(path, "__metadata__." + m.key() + " is not a string");
-        out.metadata[m.key()] = m->get<std::string>();
-      }
-      continue;
-    }
-    const auto& v = *it;
-    SafetensorsEntry e;
-    e.name = it.key();
-    auto bad = [&](const std::string& why) { return Status::Corrupt(path, "tensor " + e.name + ": " + why); };
-    if (!v.is_object() || !v.contains("dtype") || !v.contains("shape") || !v.contains("data_offsets")) {
-      return bad("needs dtype, shape and data_offsets");
-    }
-    if (!v["dtype"].is_string()) return bad("dtype is not a string");
-    e.dtype = v["dtype"].get<std::string>();
-    const int64_t es = DtypeSize(e.dtype);
-    if (es == 0) return bad("unknown dtype " + e.dtype);
-    if (!v["shape"].is_array()) return bad("shape is not an array");
-    int64_t numel = 1;
-    for (const auto& d : v["shape"]) {
-      if (!d.is_number_integer() || d.get<int64_t>() < 0) return bad("bad shape");
-      e.shape.push_back(d.get<int64_t>());
-      numel *= e.shape.back();
-    }
-    const auto& o = v["data_offsets"];
-    if (!o.is_array() || o.size() != 2 || !o[0].is_number_integer() || !o[1].is_number_integer()) {
-      return bad("data_offsets is not [begin, end]");
-    }
-    e.begin = o[0].get<int64_t>();
-    e.end = o[1].get<int64_t>();
-    if (e.begin < 0 || e.end < e.begin || e.end - e.begin != numel * es) {
-      return bad("data_offsets do not match dtype and shape");
-    }
-    out.entries.push_back(std::move(e));
-  }
-  std::sort(out.entries.begin(), out.entries.end(),
-            [](const SafetensorsEntry& a, const SafetensorsEntry& b) { return a.begin < b.begin; });
-  int64_t expect = 0;
-  for (const auto& e : out.entries) {
-    if (e.begin != expect) return Status::Corrupt(path, "tensor " + e.name + ": data not contiguous");
-    expect = e.end;
-  }
-  if (out.data_start + expect != out.file_size) {
-    return Status::Corrupt(path, "file is " + std::to_string(out.file_size) + " bytes, header describes " +
-                                     std::to_string(out.data_start + expect));
-  }
-  return out;
+  const int64_t file_size = st.st_size;
+  std::string prefix(8, '\0');
+  if (file_size < 8) return Status::Corrupt(path, "shorter than the 8-byte header length");
+  PILOT_RETURN_IF_ERROR(ReadAll(fd.get(), prefix.data(), 8, path));
+  PILOT_ASSIGN_OR_RETURN(int64_t hl, SafetensorsHeaderLength(prefix, file_size, path));
+  std::string text(static_cast<size_t>(hl), '\0');
+  PILOT_RETURN_IF_ERROR(ReadAll(fd.get(), text.data(), hl, path));
+  return ParseSafetensorsHeader(text, file_size, path);
 }
 
 Result<FileDigest> LoadSafetensors(const std::string& path,

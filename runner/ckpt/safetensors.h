@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "runner/ckpt/safetensors_header.h"
 #include "runner/train/model.h"
 
 namespace pilot::runner {
@@ -31,21 +32,6 @@ namespace pilot::runner {
 struct FileDigest {
   int64_t bytes = 0;
   std::string sha256;  // of the whole file, hex
-};
-
-struct SafetensorsEntry {
-  std::string name;
-  std::string dtype;            // "F32", "BF16", ...
-  std::vector<int64_t> shape;
-  int64_t begin = 0, end = 0;   // relative to the data section
-};
-
-struct SafetensorsHeader {
-  std::vector<SafetensorsEntry> entries;  // in data order
-  std::map<std::string, std::string> metadata;
-  int64_t data_start = 0;  // 8 + N
-  int64_t file_size = 0;
-  const SafetensorsEntry* Find(const std::string& name) const;
 };
 
 // Writes `tensors` (contiguous, any device) to `path` (created or replaced)

@@ -155,6 +155,7 @@ Result<MetricRecord> ParseMetricLine(std::string_view line) {
 }
 
 std::optional<double> MatchLoss(const std::regex& pattern, std::string_view line) {
+  line = line.substr(0, kMaxLossLine);
   std::match_results<std::string_view::const_iterator> m;
   if (!std::regex_search(line.begin(), line.end(), m, pattern) || m.size() < 2 || !m[1].matched) {
     return std::nullopt;

@@ -46,7 +46,10 @@ Result<MetricRecord> ParseMetricLine(std::string_view line);
 const std::vector<std::string>& MetricFieldNames();
 
 // The loss in `line` when `pattern` (one group) matches it and the group
-// reads as a number.
+// reads as a number. Only the line's first kMaxLossLine bytes are matched:
+// std::regex recurses once per character it consumes, and a program's long
+// line (tens of KB) would overflow the supervisor's stack.
+inline constexpr size_t kMaxLossLine = 1024;
 std::optional<double> MatchLoss(const std::regex& pattern, std::string_view line);
 
 // Bytes in, complete lines out; a line longer than kMaxMetricLine is cut

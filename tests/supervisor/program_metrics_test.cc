@@ -138,6 +138,19 @@ TEST(MatchLoss, TheGroupAsANumber) {
   EXPECT_FALSE(MatchLoss(std::regex("loss=(\\d+)?x"), "loss=x"));  // group unmatched
 }
 
+// Found with tests/fuzz's metrics harness (ASan: stack overflow): std::regex
+// recursed once per digit of "loss=111..." and a 30 KB line took the
+// supervisor down (without ASan too).
+TEST(MatchLoss, LongLinesAreMatchedOnTheirStartOnly) {
+  const std::regex p("loss[=:] *([0-9.eE+-]+)");
+  const std::optional<double> v = MatchLoss(p, "loss=2." + std::string(100000, '5'));
+  ASSERT_TRUE(v);
+  EXPECT_NEAR(*v, 2.5556, 1e-4);  // the group's first 1017 digits
+  EXPECT_FALSE(MatchLoss(p, "loss:" + std::string(100000, ' ')));
+  EXPECT_FALSE(MatchLoss(p, std::string(kMaxLossLine, 'x') + " loss=2.5"));
+  EXPECT_EQ(MatchLoss(p, std::string(kMaxLossLine - 8, 'x') + "loss=2.5"), 2.5);
+}
+
 void Feed(LineBuffer& b, std::string_view s) { b.Append(s.data(), s.size()); }
 
 TEST(LineBuffer, LinesSplitAcrossAppends) {

@@ -1,0 +1,8 @@
+// pilot.conf, the site policy (core/policy.h ParsePolicy).
+#include "core/policy.h"
+#include "tests/fuzz/fuzz_util.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  (void)pilot::ParsePolicy(pilot::fuzz::Text(data, size), "pilot.conf");
+  return 0;
+}
