@@ -302,7 +302,9 @@ std::string ProjectedAgainstMeasured(const Results& r, const Plan& p, const Poli
   own.seq_len = s.shape.seq_len;
   own.micro_batch = s.shape.micro_batch;
   own.activation_checkpointing = s.shape.activation_checkpointing;
-  if (s.memory.device_used_bytes && own.seq_len > 0 && own.micro_batch > 0) {
+  // A single stage at reduced depth measured a smaller model than the plan's
+  // (extended to full depth): no like-for-like memory row.
+  if (s.memory.device_used_bytes && own.seq_len > 0 && own.micro_batch > 0 && !s.reduced_depth) {
     const MemoryPrediction m = PredictPeak(p.breakdown, p.workload, own);
     row("device memory at the pilot's shape (" + m.basis + ")", G(m.total_bytes),
         G(s.memory.device_used_bytes),
@@ -377,6 +379,7 @@ std::string RenderReportHtml(const ReportInput& in) {
                         std::to_string(s.shape.grad_accum) + ", " + s.shape.precision + ", " +
                         s.shape.optimizer +
                         (s.shape.activation_checkpointing ? ", activation checkpointing" : ""));
+  if (s.reduced_depth) o += Row("reduced depth", s.reduced_depth->detail);
   o += Row("parameters", Params(s.shape.params));
   o += Row("steps", std::to_string(s.steps) + " (" + std::to_string(s.warmup_steps) + " warm-up)");
   o += Row("throughput",

@@ -39,5 +39,21 @@ TEST(ReportProgram, ABuiltinPilotHasNoProgramRow) {
   EXPECT_EQ(RenderReportHtml(in).find("<th>program</th>"), std::string::npos);
 }
 
+// A sharded run's single stage at reduced depth: the page says so.
+TEST(ReportProgram, AReducedDepthIsNamed) {
+  ReportInput in;
+  in.label = "job 9";
+  SingleStage s;
+  s.status = "ok";
+  s.device = "cuda";
+  ReducedDepth r;
+  r.layers = 9;
+  r.full_layers = 32;
+  r.detail = "the single stage runs 9 of 32 layers";
+  s.reduced_depth = r;
+  in.results.single = s;
+  EXPECT_NE(RenderReportHtml(in).find("the single stage runs 9 of 32 layers"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace pilot
