@@ -48,14 +48,11 @@ std::optional<ReducedDepth> PlanSingleDepth(const Config& cfg, std::optional<int
   r.predicted_full_bytes = PredictedSingleBytes(cfg, r.full_layers, gpu);
   if (r.predicted_full_bytes <= r.limit_bytes) return std::nullopt;
   r.full_params = BuiltinParameters(cfg.model, cfg.training.seq_len);
-  r.layers = 1;
-  for (int l = r.full_layers - 1; l >= 1; --l) {
-    if (PredictedSingleBytes(cfg, l, gpu) <= r.limit_bytes) {
-      r.layers = l;
-      break;
-    }
+  // The deepest that fits; one layer (and its prediction) when none does.
+  for (r.layers = r.full_layers - 1; r.layers >= 1; --r.layers) {
+    r.predicted_bytes = PredictedSingleBytes(cfg, r.layers, gpu);
+    if (r.predicted_bytes <= r.limit_bytes || r.layers == 1) break;
   }
-  r.predicted_bytes = PredictedSingleBytes(cfg, r.layers, gpu);
   r.detail = "the run's training state does not fit one process (" + FormatGiB(r.predicted_full_bytes) +
              " predicted at " + std::to_string(r.full_layers) + " layers, " + FormatGiB(r.limit_bytes) +
              " usable of " + FormatGiB(r.capacity_bytes) + "): the single stage runs " +
