@@ -18,6 +18,14 @@
 #   recompute cost. ac8.json (checkpointing on, calibrated by its own
 #   micro-batch 4 steps) predicts the checkpointing shapes as measured.
 #
+# Shapes named in PILOT_MM_CAPS ("ac12=26225 ac8seq4096=29358": MiB) run a
+# second time as NAME-cap under training.memory_cap_mb (the runner holds
+# every process to it): a run that passes under the memory a prediction
+# gave has shown that it needs no more, whatever its allocator caches when
+# it has room. Shapes other than calib and ac8 (the two bases) skip the
+# checks after the reference (recompute, calibrations): their steady steps
+# are the truth, and the checks only cost time.
+#
 # Usage: bench/memory-model.sh            (on the GPU machine; builds build-gpu)
 #        PILOT_MM_SHAPES="calib mb2" bench/memory-model.sh   (only these shapes;
 #            calls may share $OUT)
@@ -79,6 +87,41 @@ PY
   rm -f "$policy"
 }
 
+# The capped runs: NAME-cap.json against NAME.json and calib's prediction.
+capped() {
+  local dir=$1 f name
+  for f in "$dir"/*-cap.json; do
+    [[ -f $f ]] || continue
+    name=$(basename "$f" -cap.json)
+    python3 - "$f" "$dir/$name.json" "$dir/plan-calib-$name.json" "$name" "$(cat "$dir/$name-cap.cap" 2>/dev/null)" <<'PY'
+import json, sys
+capf, freef, planf, name, cap = sys.argv[1:6]
+c = json.load(open(capf))
+s = c["stages"]["single"]
+try:
+    p = json.load(open(planf))
+    pred = next(x for x in p["options"] if x["gpu"] == "H200-141")["predicted_bytes"] / 2**30
+except (OSError, ValueError, StopIteration):
+    pred = float("nan")
+free = None
+try:
+    free = json.load(open(freef))["stages"]["single"]
+except (OSError, ValueError):
+    pass
+m = s.get("memory") or {}
+g = lambda d, k: (d.get(k) or 0) / 2**30
+fail = (s.get("failure") or {}).get("kind") or ""
+ms = s["timings"]["step_ms"] if s.get("timings") else 0
+free_ms = free["timings"]["step_ms"] if free else 0
+free_dev = g(free["memory"], "device_used_bytes") if free else 0
+print(f"| {name} | {s.get('status')} {fail} | {int(cap or 0) / 1024:.2f} | {pred:.2f} | {g(m, 'peak_allocated_bytes'):.2f} | "
+      f"{g(m, 'peak_reserved_bytes'):.2f} | {g(m, 'device_used_bytes'):.2f} | {free_dev:.2f} | "
+      f"{ms:.1f} | {free_ms:.1f} | {(ms / free_ms - 1) * 100 if free_ms else float('nan'):+.1f}% | "
+      f"{'yes' if s.get('restore', {}).get('equal') else 'no'} |")
+PY
+  done
+}
+
 if [[ ${1:-} == predict ]]; then
   dir=${2:-$out}
   pilot=${3:-build/cli/pilot}
@@ -90,6 +133,12 @@ if [[ ${1:-} == predict ]]; then
   echo "| shape | micro-batch | seq_len | recompute | step ms | predicted step ms | tokens/s | predicted tokens/s | error |"
   echo "|---|---|---|---|---|---|---|---|---|"
   predict "$dir" "$pilot" calib false throughput
+  if compgen -G "$dir/*-cap.json" >/dev/null; then
+    echo
+    echo "| shape | status under the cap | cap GiB | predicted device GiB | allocated GiB | reserved GiB | device GiB | device GiB uncapped | step ms | step ms uncapped | change | restore equal |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+    capped "$dir"
+  fi
   exit 0
 fi
 
@@ -105,16 +154,29 @@ if ! scripts/gpu-build build-gpu >"$out/build-$gpus.log" 2>&1; then
 fi
 runner=build-gpu/runner/pilot-runner
 only=" ${PILOT_MM_SHAPES:-calib mb2 mb12 seq1024 seq4096 ac8 ac16 mb16seq1024 ac4seq4096 ac16seq1024 ac12 ac8seq4096} "
+runs=()
 for s in "${shapes[@]}"; do
   read -r name mb seq ac <<<"$s"
-  [[ $only == *" $name "* ]] || continue
+  [[ $only == *" $name "* ]] && runs+=("$name $mb $seq $ac 0")
+done
+for c in ${PILOT_MM_CAPS:-}; do
+  for s in "${shapes[@]}"; do
+    read -r name mb seq ac <<<"$s"
+    [[ $name == "${c%%=*}" ]] && runs+=("$name-cap $mb $seq $ac ${c#*=}")
+  done
+done
+for s in "${runs[@]}"; do
+  read -r name mb seq ac cap <<<"$s"
+  checks=(--set training.recompute_check_steps=5 --set training.memory_calibration_steps=2)
+  [[ $name == calib || $name == ac8 ]] ||
+    checks=(--set training.recompute_check_steps=0 --set training.memory_calibration_steps=0)
+  [[ $cap != 0 ]] && echo "$cap" >"$out/$name.cap"
   t0=$SECONDS
   timeout 180 "$runner" run --config configs/gpt-1b.toml --set run.grad_accum=1 \
     --set run.micro_batch="$mb" --set run.seq_len="$seq" \
     --set training.activation_checkpointing="$ac" --set training.steps=12 \
     --set checkpoint.at_step=3 --set training.warmup_steps=2 \
-    --set training.precision_check_steps=0 --set training.recompute_check_steps=5 \
-    --set training.memory_calibration_steps=2 \
+    --set training.precision_check_steps=0 "${checks[@]}" --set training.memory_cap_mb="$cap" \
     --set "checkpoint.dir=\"$work/ck-$name\"" --out "$work/$name" >"$out/$name.log" 2>&1
   rc=$?
   cp "$work/$name/results.json" "$out/$name.json" 2>/dev/null

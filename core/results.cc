@@ -199,6 +199,7 @@ void Fields(V& v, S& s, std::type_identity<SingleStage>) {
   // Files written before the calibration existed have no member: null.
   v("memory_calibration", s.memory_calibration, kMayBeAbsent);
   v("memory_calibration_other", s.memory_calibration_other, kMayBeAbsent);
+  v("memory_calibration_smallest", s.memory_calibration_smallest, kMayBeAbsent);
   v("reduced_depth", s.reduced_depth, kMayBeAbsent);
   v("failure", s.failure);
 }

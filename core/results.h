@@ -252,6 +252,10 @@ struct SingleStage {
   // recompute check measured at the pilot's micro-batch): that layout's
   // second point. Null when the check did not measure it, or in older files.
   std::optional<MemoryCalibrationCheck> memory_calibration_other;
+  // The same steps as memory_calibration at micro-batch 1 (the step-time
+  // model's point below which no micro-batch exists). Null when the
+  // calibration did not run above micro-batch 1, or in older files.
+  std::optional<MemoryCalibrationCheck> memory_calibration_smallest;
   // Null when the stage ran the config's depth (and in older files).
   std::optional<ReducedDepth> reduced_depth;
   std::optional<FailureInfo> failure;

@@ -30,6 +30,13 @@ StepTimeBasis StepTimeBasisFrom(const SingleStage& s) {
       c->activation_checkpointing == b.activation_checkpointing) {
     b.second_micro_batch = c->micro_batch;
     b.second_forward_backward_ms = *c->forward_backward_ms;
+    if (const auto& m = s.memory_calibration_smallest;
+        m && m->status == "ok" && m->forward_backward_ms && *m->forward_backward_ms > 0 &&
+        m->micro_batch > 0 && m->micro_batch < c->micro_batch && m->seq_len == b.seq_len &&
+        m->activation_checkpointing == b.activation_checkpointing) {
+      b.smallest_micro_batch = m->micro_batch;
+      b.smallest_forward_backward_ms = *m->forward_backward_ms;
+    }
   }
   const RecomputeCheck& r = s.recompute_check;
   if (r.ran && r.step_ms_with > 0 && r.step_ms_without > 0) {
@@ -76,6 +83,7 @@ StepTimeBasis ScaleBasisToDepth(const StepTimeBasis& b, const Workload& from, co
   e.optimizer_ms = b.optimizer_ms * p;
   e.step_ms = b.step_ms + (e.forward_backward_ms - b.forward_backward_ms) + (e.optimizer_ms - b.optimizer_ms);
   if (b.second_forward_backward_ms) e.second_forward_backward_ms = *b.second_forward_backward_ms * f;
+  if (b.smallest_forward_backward_ms) e.smallest_forward_backward_ms = *b.smallest_forward_backward_ms * f;
   const double shift = e.step_ms - b.step_ms;
   if (b.recompute_step_ms_with && b.recompute_step_ms_without) {
     // Forward and backward scale alike at both settings.
@@ -129,28 +137,66 @@ StepTimeEstimate EstimateStepTime(const StepTimeBasis& b, const Workload& w, con
                             Ms(*b.recompute_step_ms_without) + " without");
   }
 
-  // T(n) = alpha + beta n at the pilot's seq_len and setting.
+  // FLOPs per token at the query's sequence length against the pilot's.
+  const double f_p = FlopsPerTokenAt(w, b.seq_len);
+  const double f_q = FlopsPerTokenAt(w, q.seq_len);
+  const double flops_ratio = f_p > 0 ? f_q / f_p : 1;
+  const double n_q = static_cast<double>(q.seq_len) * q.micro_batch;
+
+  // T(n) = alpha + beta n at the pilot's seq_len and setting, through the
+  // timed micro-batches (largest first).
+  struct Point {
+    int micro_batch;
+    double n, ms;
+  };
+  std::vector<Point> pts{{b.micro_batch, n_p, fb_p}};
+  auto add = [&](const std::optional<int>& mb, const std::optional<double>& ms) {
+    if (!mb || !ms || !std::isfinite(*ms) || *ms <= 0 || *mb <= 0) return;
+    const double n = static_cast<double>(b.seq_len) * *mb;
+    for (const Point& p : pts) {
+      if (p.n == n) return;
+    }
+    pts.push_back({*mb, n, *ms});
+  };
+  add(b.second_micro_batch, b.second_forward_backward_ms);
+  if (pts.size() == 2) add(b.smallest_micro_batch, b.smallest_forward_backward_ms);
+  std::sort(pts.begin(), pts.end(), [](const Point& x, const Point& y) { return x.n > y.n; });
+  // A line through points i and i+1; false when it says a micro-batch
+  // costs less than nothing, or more than all of its time (noise).
+  auto line = [&](size_t i, double* a, double* slope) {
+    *slope = (pts[i].ms - pts[i + 1].ms) / (pts[i].n - pts[i + 1].n);
+    *a = pts[i].ms - *slope * pts[i].n;
+    return *slope > 0 && *a >= 0 && *a < pts[i + 1].ms;
+  };
   double alpha = 0;
   double beta = n_p > 0 ? fb_p / n_p : 0;
-  if (b.second_micro_batch && b.second_forward_backward_ms &&
-      std::isfinite(*b.second_forward_backward_ms)) {
-    const double n_c = static_cast<double>(b.seq_len) * *b.second_micro_batch;
-    const double slope = (fb_p - *b.second_forward_backward_ms) / (n_p - n_c);
-    const double a = fb_p - slope * n_p;
-    // A fit that says a micro-batch costs less than nothing, or more than
-    // all of its time, is noise: fall back to the proportional model.
-    if (slope > 0 && a >= 0 && a < fb_p) {
+  auto timed = [&] {
+    std::string t;
+    for (size_t i = 0; i < pts.size(); ++i) {
+      t += (i == 0 ? "" : i + 1 == pts.size() ? " and " : ", ") + std::to_string(pts[i].micro_batch) +
+           " (" + Ms(pts[i].ms) + ")";
+    }
+    return t;
+  };
+  if (pts.size() >= 2) {
+    // The segment whose range holds the query's work; past the ends, the
+    // nearest one. A lower segment that fails the check gives way to the
+    // upper one.
+    const double work = n_q * flops_ratio;
+    size_t seg = pts.size() == 3 && work < pts[1].n ? 1 : 0;
+    double a = 0, slope = 0;
+    bool ok = line(seg, &a, &slope);
+    if (!ok && seg == 1) ok = line(seg = 0, &a, &slope);
+    if (ok) {
       alpha = a;
       beta = slope;
-      e.assumptions.push_back("micro-batch efficiency from micro-batches " +
-                              std::to_string(b.micro_batch) + " (" + Ms(fb_p) + ") and " +
-                              std::to_string(*b.second_micro_batch) + " (" +
-                              Ms(*b.second_forward_backward_ms) + "): " + Ms(alpha) +
-                              " fixed per micro-batch");
+      e.assumptions.push_back("micro-batch efficiency from micro-batches " + timed() + ": " +
+                              (pts.size() == 3 ? "between " + std::to_string(pts[seg + 1].micro_batch) +
+                                                     " and " + std::to_string(pts[seg].micro_batch) + ", "
+                                               : std::string()) +
+                              Ms(alpha) + " fixed per micro-batch");
     } else {
-      e.assumptions.push_back("micro-batch efficiency: the two timed micro-batches (" +
-                              std::to_string(b.micro_batch) + ", " +
-                              std::to_string(*b.second_micro_batch) +
+      e.assumptions.push_back("micro-batch efficiency: the timed micro-batches (" + timed() +
                               ") give no consistent fixed cost; time taken as proportional to the work");
     }
   } else {
@@ -161,18 +207,14 @@ StepTimeEstimate EstimateStepTime(const StepTimeBasis& b, const Workload& w, con
 
   // Below every timed micro-batch the fit is an extrapolation: a GPU runs a
   // micro-batch too small to fill it at a higher cost per token.
-  const int smallest = b.second_micro_batch ? std::min(b.micro_batch, *b.second_micro_batch) : b.micro_batch;
-  if (static_cast<double>(q.seq_len) * q.micro_batch < static_cast<double>(b.seq_len) * smallest) {
+  const Point& smallest = pts.back();
+  if (n_q < smallest.n) {
     e.assumptions.push_back("micro_batch " + std::to_string(q.micro_batch) + " x seq_len " +
                             std::to_string(q.seq_len) + " has fewer tokens than any timed micro-batch (" +
-                            std::to_string(smallest) + " x " + std::to_string(b.seq_len) +
+                            std::to_string(smallest.micro_batch) + " x " + std::to_string(b.seq_len) +
                             "): below that, a micro-batch may not fill the GPU and run slower than projected");
   }
 
-  // FLOPs per token at the query's sequence length against the pilot's.
-  const double f_p = FlopsPerTokenAt(w, b.seq_len);
-  const double f_q = FlopsPerTokenAt(w, q.seq_len);
-  const double flops_ratio = f_p > 0 ? f_q / f_p : 1;
   if (q.seq_len != b.seq_len) {
     e.assumptions.push_back("seq_len " + std::to_string(b.seq_len) + " -> " +
                             std::to_string(q.seq_len) + ": FLOPs per token " + Times(flops_ratio) + " (6N + 6 L d S: causal attention grows with the sequence)");
@@ -198,7 +240,6 @@ StepTimeEstimate EstimateStepTime(const StepTimeBasis& b, const Workload& w, con
                             Times(e.recompute_factor) + " (" + source + ")");
   }
 
-  const double n_q = static_cast<double>(q.seq_len) * q.micro_batch;
   const double t_q = (alpha + beta * n_q * flops_ratio) * e.recompute_factor;
   e.alpha_ms = alpha;
   e.forward_backward_ms = accum_q * t_q;

@@ -16,12 +16,17 @@
 //              backward pass. (The MFU convention, 12 L d S in results'
 //              flops_per_token, counts the masked half too; measured on an
 //              H200, step time follows the causal count);
-//   alpha, beta  fitted through the two micro-batches the pilot timed at its
-//              own seq_len and checkpointing setting (the steady steps, and
-//              the memory calibration's smaller micro-batch): alpha is what a
-//              micro-batch costs whatever its size (launches, small-matrix
-//              inefficiency), beta the cost of a token's FLOPs. With one
-//              point, alpha = 0 (time proportional to the work) and the
+//   alpha, beta  a line through two micro-batches the pilot timed at its
+//              own seq_len and checkpointing setting (the steady steps, the
+//              memory calibration's half micro-batch and its steps at
+//              micro-batch 1): alpha is what a micro-batch costs whatever
+//              its size (launches, small-matrix inefficiency), beta the cost
+//              of a token's FLOPs. With three points, the line is the
+//              segment whose range holds the query's work (n x f(S_q) /
+//              f(S_p)), extended past the ends: a micro-batch too small to
+//              fill the device costs more per token than one that does, so
+//              one line through the two largest misses the small ones. With
+//              one point, alpha = 0 (time proportional to the work) and the
 //              estimate says so;
 //   R(q)     = 1 at the pilot's checkpointing setting; turning it on
 //              multiplies by (1 + the measured cost of recomputing),
@@ -61,6 +66,9 @@ struct StepTimeBasis {
   // setting: forward and backward of one micro-batch, milliseconds.
   std::optional<int> second_micro_batch;
   std::optional<double> second_forward_backward_ms;
+  // Micro-batch 1 timed the same way (memory_calibration_smallest).
+  std::optional<int> smallest_micro_batch;
+  std::optional<double> smallest_forward_backward_ms;
   // The recompute check: forward and backward with / without activation
   // checkpointing - 1 (0.35 = recomputing costs 35% more), from the check's
   // two step times less the part of the step they share.
@@ -77,7 +85,8 @@ struct StepTimeBasis {
 };
 
 // The basis of a finished single stage. The second micro-batch comes from
-// the memory calibration when it ran ("ok") and timed its step; the
+// the memory calibration when it ran ("ok") and timed its step, the
+// smallest from memory_calibration_smallest likewise; the
 // recompute cost from the two memory calibrations (one per checkpointing
 // setting, the same micro-batch) when both timed theirs, else from the
 // recompute check when it ran with both timings.

@@ -10,6 +10,7 @@
 
 #include "pilot/version.h"
 #include "runner/app/cli.h"
+#include "runner/app/fatal_signal.h"
 #include "runner/app/pilot.h"
 #include "runner/ckpt/program_verify.h"
 #include "runner/ckpt/verify.h"
@@ -68,6 +69,7 @@ int Dispatch(const std::vector<std::string>& args) {
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
+  pilot::runner::InstallFatalSignalReport();
   try {
     return pilot::runner::Dispatch(args);
   } catch (const c10::Error& e) {

@@ -175,7 +175,7 @@ void RecomputeCheckRun(Session& s, const std::string& ckpt, SingleStage* st, FIL
 }
 
 // The memory model's second point (core/memory_model.h, "calibrated"): a
-// few steps at about half the micro-batch, with the run's seq_len, precision
+// few steps at `micro_batch` (about half the run's), with the run's seq_len, precision
 // and activation checkpointing, from the checkpoint state. The last step is
 // measured like the steady step (synchronise, reset the peak, step,
 // synchronise, read); cached blocks are released first so that the reserved
@@ -190,8 +190,9 @@ void RecomputeCheckRun(Session& s, const std::string& ckpt, SingleStage* st, FIL
 // at (the pilot's, or for memory_calibration_other the one its recompute
 // check measured), restored afterwards; its weights are whatever the steps
 // left (the checks after this one either reload the checkpoint or do not
-// depend on them).
-void MemoryCalibrationRun(Session& s, const std::string& ckpt, bool checkpointing,
+// depend on them). The same steps at micro-batch 1 give the step-time model
+// its point where a micro-batch is too small to fill the device.
+void MemoryCalibrationRun(Session& s, const std::string& ckpt, int micro_batch, bool checkpointing,
                           const std::optional<int64_t>& peak, MemoryCalibrationCheck& mc) {
   const Config& c = s.cfg();
   mc.seq_len = c.training.seq_len;
@@ -204,7 +205,7 @@ void MemoryCalibrationRun(Session& s, const std::string& ckpt, bool checkpointin
                        : "micro_batch is 1: no smaller micro-batch at the same seq_len";
     return;
   }
-  mc.micro_batch = std::max(1, c.training.micro_batch / 2);
+  mc.micro_batch = micro_batch;
   const at::Device& dev = s.device();
   const int64_t at = c.checkpoint.at_step;
   const int64_t accum = std::max(1, c.run.grad_accum);
@@ -323,13 +324,19 @@ void RunChecks(Session& s, const RunOptions& opts, const std::string& checkpoint
   PrecisionCheckRun(s, checkpoint, reference, st, metrics);
   RecomputeCheckRun(s, checkpoint, st, metrics);
   const bool on = s.cfg().training.activation_checkpointing;
-  MemoryCalibrationRun(s, checkpoint, on, PeakOf(st->memory), st->memory_calibration.emplace());
+  const int half = std::max(1, s.cfg().training.micro_batch / 2);
+  MemoryCalibrationRun(s, checkpoint, half, on, PeakOf(st->memory), st->memory_calibration.emplace());
+  // Micro-batch 1, when the calibration ran above it: the step-time model's
+  // third point, below which no micro-batch exists (core/step_time.h).
+  if (st->memory_calibration->status == "ok" && half > 1) {
+    MemoryCalibrationRun(s, checkpoint, 1, on, PeakOf(st->memory), st->memory_calibration_smallest.emplace());
+  }
   // The other setting's second point, when its recompute check measured the
   // first: the memory model's line for that layout (core/memory_model.h).
   const RecomputeCheck& rc = st->recompute_check;
   const std::optional<int64_t>& other = on ? rc.peak_bytes_without : rc.peak_bytes_with;
   if (rc.ran && other && rc.detail.empty()) {
-    MemoryCalibrationRun(s, checkpoint, !on, other, st->memory_calibration_other.emplace());
+    MemoryCalibrationRun(s, checkpoint, half, !on, other, st->memory_calibration_other.emplace());
   }
   InstrumentationCheckRun(s, opts.overhead_steps, st, metrics);
 }

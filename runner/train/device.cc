@@ -26,6 +26,7 @@
 #endif
 
 #include "core/strings.h"
+#include "runner/train/format.h"
 
 namespace pilot::runner {
 namespace {
@@ -196,6 +197,38 @@ int64_t DeviceBaseline(int index) {
 
 }  // namespace
 #endif
+
+Status LimitDeviceMemory(const at::Device& dev, int64_t cap_bytes) {
+#ifdef PILOT_RUNNER_CUDA
+  if (dev.is_cuda() && cap_bytes > 0) {
+    const int index = IndexOf(dev);
+    c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(index));
+    size_t free_b = 0, total_b = 0;
+    if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess || total_b == 0) {
+      return Status::IoError("training.memory_cap_mb", "cannot read the device's memory");
+    }
+    // What the runtime holds outside the allocator (its context, modules),
+    // less what other processes of the pilot held on this device at start.
+    const auto stats =
+        c10::cuda::CUDACachingAllocator::getDeviceStats(static_cast<c10::DeviceIndex>(index));
+    const int64_t runtime = std::max<int64_t>(
+        0, static_cast<int64_t>(total_b - free_b) - DeviceBaseline(index) - stats.reserved_bytes[0].current);
+    const int64_t allowed = std::min<int64_t>(cap_bytes, static_cast<int64_t>(total_b)) - runtime;
+    if (allowed <= 0) {
+      return Status::Invalid("training.memory_cap_mb",
+                             FormatBytes(static_cast<double>(cap_bytes)) + " is less than the CUDA runtime's own " +
+                                 FormatBytes(static_cast<double>(runtime)))
+          .WithHint("raise the cap, or set it to 0 for the device's memory");
+    }
+    c10::cuda::CUDACachingAllocator::setMemoryFraction(
+        static_cast<double>(allowed) / static_cast<double>(total_b), static_cast<c10::DeviceIndex>(index));
+  }
+#else
+  (void)dev;
+  (void)cap_bytes;
+#endif
+  return Status::Ok();
+}
 
 std::string DeviceBaselineFor(const at::Device& dev) {
 #ifdef PILOT_RUNNER_CUDA

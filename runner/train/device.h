@@ -37,6 +37,12 @@ Result<at::Device> ResolveDevice(const std::string& wanted);
 void Synchronize(const at::Device& dev);
 // The device's memory (cudaMemGetInfo's total); nullopt on a CPU.
 std::optional<int64_t> DeviceTotalBytes(const at::Device& dev);
+// training.memory_cap_mb on a CUDA device: limits the caching allocator so
+// that the process's device memory, the runtime's own included (as it
+// stands when called), stays within cap_bytes; an allocation past it fails
+// with out-of-memory, as on a device of that size (the allocator first
+// returns its free cached memory). Nothing on a CPU.
+Status LimitDeviceMemory(const at::Device& dev, int64_t cap_bytes);
 // Processes the runner starts can share a device with it: the fresh restore
 // process starts while the reference process still holds its context, and
 // in `--stage all` the ranks start while the single stage's process does.

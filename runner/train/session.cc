@@ -24,6 +24,7 @@ Result<std::unique_ptr<Session>> Session::Create(const Config& cfg, const Pins& 
   if (t.seq_len == 0) t.seq_len = cfg.run.seq_len;
   if (t.micro_batch == 0) t.micro_batch = cfg.run.micro_batch;
   PILOT_ASSIGN_OR_RETURN(s->dev_, ResolveDevice(t.device));
+  if (t.memory_cap_mb > 0) PILOT_RETURN_IF_ERROR(LimitDeviceMemory(s->dev_, int64_t{t.memory_cap_mb} << 20));
   if (t.precision == "fp16" && !s->dev_.is_cuda()) {
     return Status::Invalid("training.precision", "fp16 needs a CUDA device")
         .WithHint("use \"bf16\" or \"fp32\" on the CPU");

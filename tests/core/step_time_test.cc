@@ -85,6 +85,84 @@ TEST(StepTime, AnInconsistentSecondPointFallsBackToProportional) {
   EXPECT_TRUE(Says(e, "give no consistent fixed cost"));
 }
 
+// Micro-batch 1 timed too: below the half micro-batch the segment through
+// 4 and 1 holds (a micro-batch too small to fill the device costs more per
+// token), above it the line through 8 and 4 as before. Figures of the ninth
+// round on an H200 (gpt-1b, seq 2048): 277.3, 138.7 and 43.3 ms; the run at
+// micro-batch 2 took 74.6 ms, where the line through 8 and 4 says 69.4.
+TEST(StepTime, ThreeMicroBatchesTakeTheSegmentOfTheQuery) {
+  StepTimeBasis b = Basis();
+  b.forward_backward_ms = 277.3;
+  b.step_ms = 277.3 + 30 + 10 + 10;
+  b.second_micro_batch = 4;
+  b.second_forward_backward_ms = 138.7;
+  b.smallest_micro_batch = 1;
+  b.smallest_forward_backward_ms = 43.3;
+  const double lower = (138.7 - 43.3) / 3;  // per sample, 1..4
+  const double upper = (277.3 - 138.7) / 4;  // per sample, 4..8
+  StepTimeEstimate e = EstimateStepTime(b, Gpt1b(), {2048, 2, 1, false});
+  EXPECT_NEAR(e.alpha_ms, 43.3 - lower, 1e-9);
+  EXPECT_NEAR(e.forward_backward_ms, 43.3 + lower, 1e-9);
+  EXPECT_NEAR(e.forward_backward_ms, 74.6, 0.6);
+  EXPECT_TRUE(Says(e, "from micro-batches 8 (277 ms), 4 (139 ms) and 1 (43.3 ms): between 1 and 4, "));
+  EXPECT_FALSE(Says(e, "fewer tokens than any timed micro-batch"));
+  // Above the half micro-batch, and past the pilot's: the upper segment.
+  e = EstimateStepTime(b, Gpt1b(), {2048, 12, 1, false});
+  EXPECT_NEAR(e.forward_backward_ms, 277.3 + 4 * upper, 1e-9);
+  EXPECT_TRUE(Says(e, "between 4 and 8, "));
+  // Still exact at the pilot's own shape and at the two timed ones.
+  EXPECT_NEAR(EstimateStepTime(b, Gpt1b(), {2048, 8, 1, false}).forward_backward_ms, 277.3, 1e-9);
+  EXPECT_NEAR(EstimateStepTime(b, Gpt1b(), {2048, 4, 1, false}).forward_backward_ms, 138.7, 1e-9);
+  EXPECT_NEAR(EstimateStepTime(b, Gpt1b(), {2048, 1, 1, false}).forward_backward_ms, 43.3, 1e-9);
+  // A shorter sequence at micro-batch 1 has less work than any timed one:
+  // the lower segment extended, and said.
+  e = EstimateStepTime(b, Gpt1b(), {1024, 1, 1, false});
+  const double ratio = FlopsPerTokenAt(Gpt1b(), 1024) / FlopsPerTokenAt(Gpt1b(), 2048);
+  EXPECT_NEAR(e.forward_backward_ms, (43.3 - lower) + lower * 0.5 * ratio, 1e-9);
+  EXPECT_TRUE(Says(e, "fewer tokens than any timed micro-batch (1 x 2048)"));
+  // A lower segment that says a micro-batch costs less than nothing gives
+  // way to the upper one.
+  b.smallest_forward_backward_ms = 20;
+  e = EstimateStepTime(b, Gpt1b(), {2048, 2, 1, false});
+  EXPECT_NEAR(e.forward_backward_ms, 138.7 - 2 * upper, 1e-9);
+  EXPECT_TRUE(Says(e, "between 4 and 8, "));
+  // Without the half micro-batch the smallest is not used on its own.
+  b.second_micro_batch.reset();
+  b.smallest_forward_backward_ms = 43.3;
+  e = EstimateStepTime(b, Gpt1b(), {2048, 2, 1, false});
+  EXPECT_DOUBLE_EQ(e.alpha_ms, 0);
+}
+
+TEST(StepTime, TheSmallestCalibrationIsTheThirdPoint) {
+  SingleStage s;
+  s.shape.seq_len = 2048;
+  s.shape.micro_batch = 8;
+  s.timings.step_ms = 300;
+  s.timings.forward_backward_ms = 277.3;
+  MemoryCalibrationCheck c;
+  c.status = "ok";
+  c.micro_batch = 4;
+  c.seq_len = 2048;
+  c.forward_backward_ms = 138.7;
+  s.memory_calibration = c;
+  c.micro_batch = 1;
+  c.forward_backward_ms = 43.3;
+  s.memory_calibration_smallest = c;
+  StepTimeBasis b = StepTimeBasisFrom(s);
+  ASSERT_TRUE(b.smallest_micro_batch.has_value());
+  EXPECT_EQ(*b.smallest_micro_batch, 1);
+  EXPECT_DOUBLE_EQ(*b.smallest_forward_backward_ms, 43.3);
+  // Another setting, a failed run, or no half micro-batch: not used.
+  s.memory_calibration_smallest->activation_checkpointing = true;
+  EXPECT_FALSE(StepTimeBasisFrom(s).smallest_micro_batch.has_value());
+  s.memory_calibration_smallest->activation_checkpointing = false;
+  s.memory_calibration_smallest->status = "error";
+  EXPECT_FALSE(StepTimeBasisFrom(s).smallest_micro_batch.has_value());
+  s.memory_calibration_smallest->status = "ok";
+  s.memory_calibration->status = "oom";
+  EXPECT_FALSE(StepTimeBasisFrom(s).smallest_micro_batch.has_value());
+}
+
 TEST(StepTime, ALongerSequenceCostsMorePerToken) {
   const Workload w = Gpt1b();
   const double ratio = FlopsPerTokenAt(w, 4096) / FlopsPerTokenAt(w, 2048);

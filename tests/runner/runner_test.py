@@ -11,6 +11,7 @@ verify tests (a CTest fixture).
 import hashlib
 import json
 import os
+import signal
 import shutil
 import struct
 import subprocess
@@ -132,12 +133,15 @@ def test_memory_calibration():
     require(s["recompute_check"]["ran"] and s["instrumentation"]["ran"], "checks ran")
     require(s["recompute_check"]["measured"] == "without", str(s["recompute_check"]))
     require(s["restore"]["equal"], "restore equal")
+    # Micro-batch 1 at the pilot's setting: the step-time model's third point.
+    check_calibration(s, micro_batch=1, checkpointing=True, member="memory_calibration_smallest")
     # Micro-batch 1: no smaller one at the same seq_len.
     out = fresh("calibration-mb1")
     run(["run", "--config", CONFIG, "--out", out, "--set", "run.micro_batch=1"], expect=0)
     c = results(out)["stages"]["single"]["memory_calibration"]
     require(c["status"] == "skipped" and c["steps"] == 0 and "micro_batch is 1" in c["detail"], str(c))
     require(c["process_peak_rss_bytes"] is None, str(c))
+    require(results(out)["stages"]["single"]["memory_calibration_smallest"] is None, "nothing below 1")
     # Without checkpointing the recompute check runs steps with it.
     out = fresh("calibration-off")
     run(["run", "--config", CONFIG, "--out", out, "--set", "training.memory_calibration_steps=0",
@@ -147,12 +151,34 @@ def test_memory_calibration():
     require(c["status"] == "skipped" and c["detail"] == "no steps asked for", str(c))
     o = s["memory_calibration_other"]
     require(o["status"] == "skipped" and o["activation_checkpointing"] is True, str(o))
+    require(s["memory_calibration_smallest"] is None, "no smallest without the calibration")
     rc = s["recompute_check"]
     require(rc["ran"] and rc["measured"] == "with" and rc["fits_without"] and rc["steps"] == 3, str(rc))
     require(rc["step_ms_with"] > 0 and rc["step_ms_without"] == s["timings"]["step_ms"], str(rc))
     require(rc["peak_bytes_with"] > 0 and rc["peak_bytes_without"] > 0, str(rc))
     require(rc["peak_reserved_bytes"] is None, "no allocator on a CPU")
     require(s["restore"]["equal"], "restore equal after the check")
+
+
+def test_fatal_signal():
+    # A runner that dies of a fatal signal says which, with its stack, and
+    # still dies of it (the supervisor sees the signal).
+    out = fresh("fatal-signal")
+    e = dict(os.environ)
+    e.pop("PILOT_ALLOC_CONF_APPLIED", None)
+    p = subprocess.Popen([RUNNER, "run", "--config", CONFIG, "--out", out, "--set", "training.steps=400",
+                          "--set", "checkpoint.at_step=399"], stderr=subprocess.PIPE, text=True, env=e)
+    deadline = time.time() + 120
+    while time.time() < deadline and not os.path.exists(os.path.join(out, "metrics.jsonl")):
+        time.sleep(0.2)
+    time.sleep(1)
+    require(p.poll() is None, "the runner is still training when signalled")
+    os.kill(p.pid, signal.SIGSEGV)
+    _, err = p.communicate(timeout=60)
+    require(p.returncode == -signal.SIGSEGV, f"died of SIGSEGV: exit {p.returncode}\n{err[-2000:]}")
+    require("pilot: runner: fatal signal SIGSEGV (segmentation fault); stack:" in err, err[-2000:])
+    frames = err.split("; stack:\n", 1)[1].strip().splitlines()
+    require(len(frames) >= 3, f"a stack of frames: {frames}")
 
 
 def test_skip_optimizer():
