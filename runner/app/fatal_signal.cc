@@ -1,10 +1,13 @@
 #include "runner/app/fatal_signal.h"
 
+#include <dlfcn.h>
 #include <execinfo.h>
+#include <ucontext.h>
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <initializer_list>
 
 namespace pilot::runner {
@@ -28,9 +31,59 @@ const char* Name(int sig) {
   }
 }
 
-void Report(int sig) {
+void PutHex(uintptr_t v) {
+  char buf[2 + 2 * sizeof(v) + 1];
+  int i = sizeof(buf) - 1;
+  buf[i] = '\0';
+  do {
+    buf[--i] = "0123456789abcdef"[v & 15];
+    v >>= 4;
+  } while (v && i > 2);
+  buf[--i] = 'x';
+  buf[--i] = '0';
+  Put(buf + i);
+}
+
+uintptr_t FaultingPc(const void* context) {
+  const auto* uc = static_cast<const ucontext_t*>(context);
+#if defined(__x86_64__)
+  return static_cast<uintptr_t>(uc->uc_mcontext.gregs[REG_RIP]);
+#elif defined(__aarch64__)
+  return static_cast<uintptr_t>(uc->uc_mcontext.pc);
+#else
+  (void)uc;
+  return 0;
+#endif
+}
+
+// write, backtrace_symbols_fd (its first use is made at install time, so
+// that libgcc is loaded already), signal and raise are async-signal-safe;
+// dladdr is not, but names the library of a faulting instruction that the
+// stack walk cannot get past (code without unwind tables), and the process
+// ends next whatever it does.
+void Report(int sig, siginfo_t* info, void* context) {
   Put("pilot: runner: fatal signal ");
   Put(Name(sig));
+  if (sig == SIGSEGV || sig == SIGBUS) {
+    Put(" at address ");
+    PutHex(reinterpret_cast<uintptr_t>(info->si_addr));
+  }
+  if (const uintptr_t pc = FaultingPc(context)) {
+    Put("; instruction ");
+    PutHex(pc);
+    Dl_info dl{};
+    if (::dladdr(reinterpret_cast<void*>(pc), &dl) && dl.dli_fname) {
+      Put(" in ");
+      Put(dl.dli_fname);
+      Put(" +");
+      PutHex(pc - reinterpret_cast<uintptr_t>(dl.dli_fbase));
+      if (dl.dli_sname) {
+        Put(" (");
+        Put(dl.dli_sname);
+        Put(")");
+      }
+    }
+  }
   Put("; stack:\n");
   void* frames[64];
   const int n = ::backtrace(frames, 64);
@@ -51,8 +104,8 @@ void InstallFatalSignalReport() {
   ss.ss_size = sizeof(alt);
   ::sigaltstack(&ss, nullptr);
   struct sigaction sa{};
-  sa.sa_handler = Report;
-  sa.sa_flags = SA_ONSTACK | SA_RESETHAND;
+  sa.sa_sigaction = Report;
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESETHAND;
   ::sigemptyset(&sa.sa_mask);
   for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) ::sigaction(sig, &sa, nullptr);
 #endif

@@ -203,6 +203,8 @@ Status LimitDeviceMemory(const at::Device& dev, int64_t cap_bytes) {
   if (dev.is_cuda() && cap_bytes > 0) {
     const int index = IndexOf(dev);
     c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(index));
+    // The allocator sets itself up at its first allocation.
+    (void)at::empty({1}, at::TensorOptions().dtype(at::kByte).device(dev));
     size_t free_b = 0, total_b = 0;
     if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess || total_b == 0) {
       return Status::IoError("training.memory_cap_mb", "cannot read the device's memory");

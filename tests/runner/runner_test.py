@@ -11,6 +11,7 @@ verify tests (a CTest fixture).
 import hashlib
 import json
 import os
+import re
 import signal
 import shutil
 import struct
@@ -176,7 +177,8 @@ def test_fatal_signal():
     os.kill(p.pid, signal.SIGSEGV)
     _, err = p.communicate(timeout=60)
     require(p.returncode == -signal.SIGSEGV, f"died of SIGSEGV: exit {p.returncode}\n{err[-2000:]}")
-    require("pilot: runner: fatal signal SIGSEGV (segmentation fault); stack:" in err, err[-2000:])
+    require(re.search(r"pilot: runner: fatal signal SIGSEGV \(segmentation fault\) at address 0x[0-9a-f]+; "
+                      r"instruction 0x[0-9a-f]+ in \S+ \+0x[0-9a-f]+.*; stack:\n", err), err[-2000:])
     frames = err.split("; stack:\n", 1)[1].strip().splitlines()
     require(len(frames) >= 3, f"a stack of frames: {frames}")
 
