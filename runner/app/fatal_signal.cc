@@ -44,6 +44,34 @@ void PutHex(uintptr_t v) {
   Put(buf + i);
 }
 
+// Prints " in LIBRARY +OFFSET (SYMBOL)" when `pc` lies in a loaded object.
+bool PutCodeAddress(uintptr_t pc) {
+  Dl_info dl{};
+  if (!::dladdr(reinterpret_cast<void*>(pc), &dl) || !dl.dli_fname) return false;
+  Put(" in ");
+  Put(dl.dli_fname);
+  Put(" +");
+  PutHex(pc - reinterpret_cast<uintptr_t>(dl.dli_fbase));
+  if (dl.dli_sname) {
+    Put(" (");
+    Put(dl.dli_sname);
+    Put(")");
+  }
+  return true;
+}
+
+uintptr_t StackPointer(const void* context) {
+  const auto* uc = static_cast<const ucontext_t*>(context);
+#if defined(__x86_64__)
+  return static_cast<uintptr_t>(uc->uc_mcontext.gregs[REG_RSP]);
+#elif defined(__aarch64__)
+  return static_cast<uintptr_t>(uc->uc_mcontext.sp);
+#else
+  (void)uc;
+  return 0;
+#endif
+}
+
 uintptr_t FaultingPc(const void* context) {
   const auto* uc = static_cast<const ucontext_t*>(context);
 #if defined(__x86_64__)
@@ -68,23 +96,27 @@ void Report(int sig, siginfo_t* info, void* context) {
     Put(" at address ");
     PutHex(reinterpret_cast<uintptr_t>(info->si_addr));
   }
-  if (const uintptr_t pc = FaultingPc(context)) {
-    Put("; instruction ");
-    PutHex(pc);
-    Dl_info dl{};
-    if (::dladdr(reinterpret_cast<void*>(pc), &dl) && dl.dli_fname) {
-      Put(" in ");
-      Put(dl.dli_fname);
-      Put(" +");
-      PutHex(pc - reinterpret_cast<uintptr_t>(dl.dli_fbase));
-      if (dl.dli_sname) {
-        Put(" (");
-        Put(dl.dli_sname);
-        Put(")");
+  const uintptr_t pc = FaultingPc(context);
+  Put("; instruction ");
+  PutHex(pc);
+  const bool known = PutCodeAddress(pc);
+  Put("; stack:\n");
+  // A call through a null or wild pointer leaves nothing to walk from: the
+  // words on top of the stack that point into code are its likely callers.
+  if (const uintptr_t sp = StackPointer(context); sp && !known) {
+    const auto* words = reinterpret_cast<const uintptr_t*>(sp);
+    for (int i = 0, shown = 0; i < 64 && shown < 12; ++i) {
+      Dl_info dl{};
+      if (words[i] && ::dladdr(reinterpret_cast<void*>(words[i]), &dl) && dl.dli_fname) {
+        Put("  stack word ");
+        PutHex(static_cast<uintptr_t>(i));
+        Put(":");
+        PutCodeAddress(words[i]);
+        Put("\n");
+        ++shown;
       }
     }
   }
-  Put("; stack:\n");
   void* frames[64];
   const int n = ::backtrace(frames, 64);
   ::backtrace_symbols_fd(frames, n, STDERR_FILENO);
