@@ -181,8 +181,15 @@ int RunSingle(const RunOptions& o, const Config& cfg, const Pins& pins, SingleSt
       st->eval.at_step = step;
       st->eval.loss_at_checkpoint = ev;
       s->set_phase("checkpoint");
+      // After the save this stage writes the reference parameters and
+      // results.json into --out: room for both is checked with the save's.
+      int64_t reference_bytes = 0;
+      for (const auto& [name, p] : s->model().Parameters()) reference_bytes += static_cast<int64_t>(p.nbytes());
+      SaveRoom room;
+      room.root_label = c.checkpoint.dir.empty() ? "--out" : "checkpoint.dir";
+      room.after = {{o.out, "--out", reference_bytes + kResultsReserveBytes}};
       PILOT_ASSIGN_OR_RETURN(CheckpointIo io, SaveCheckpoint(root, s->model(), s->optim(),
-                                                             StateAt(*s, step, ev), c.checkpoint.keep));
+                                                             StateAt(*s, step, ev), c.checkpoint.keep, room));
       ckpt_path = io.path;
       st->checkpoint.path = io.path;
       st->checkpoint.step = step;
@@ -215,6 +222,8 @@ int RunSingle(const RunOptions& o, const Config& cfg, const Pins& pins, SingleSt
     Result<FileDigest> ref = WriteSafetensors(ref_path, s->model().Parameters(), {{"step", std::to_string(n)}});
     if (!ref.ok()) {
       std::fprintf(stderr, "%s\n", ref.status().ToString().c_str());
+      st->status = "error";
+      st->failure = FailureInfo{"error", n, s->phase(), ref.status().Message(), Snapshot(dev, n)};
       return kExitError;
     }
     RunChecks(*s, o, ckpt_path, records, st, metrics);
