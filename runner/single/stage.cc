@@ -24,6 +24,7 @@
 #include "pilot/version.h"
 #include "runner/ckpt/checkpoint.h"
 #include "runner/ckpt/compare.h"
+#include "runner/ckpt/dir_commit.h"
 #include "runner/ckpt/safetensors.h"
 #include "runner/exit_codes.h"
 #include "runner/single/checks.h"
@@ -281,6 +282,12 @@ int RunResumed(const RunOptions& o) {
     Result<std::string> alloc = ApplyAllocConf(cfg.training.alloc_conf);
     in = alloc.ok() ? Status::Ok() : alloc.status();
     if (alloc.ok()) res.alloc_conf = *alloc;
+  }
+  // A checkpoint without COMPLETE does not exist (a save that was killed or
+  // failed): refused before any of its files is read.
+  std::error_code no_marker;
+  if (in.ok() && !fs::exists(o.resume_checkpoint + "/" + kCompleteMarker, no_marker)) {
+    in = Status::NotFound(o.resume_checkpoint, "no COMPLETE marker: the checkpoint was never committed");
   }
   Result<TrainState> saved = in.ok() ? ReadTrainState(o.resume_checkpoint) : Result<TrainState>(in);
   if (!saved.ok()) {
