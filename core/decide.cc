@@ -71,6 +71,17 @@ void CheckConfig(const DecideInput& in, std::vector<Check>* out) {
                            VerifiedBy::kProlog));
 }
 
+// "SIGKILL (9)" for the signals a pilot's process meets, "signal N" else.
+std::string SignalName(int sig) {
+  static const std::pair<int, const char*> kNames[] = {{1, "SIGHUP"},   {2, "SIGINT"},   {6, "SIGABRT"},
+                                                       {7, "SIGBUS"},   {9, "SIGKILL"},  {11, "SIGSEGV"},
+                                                       {15, "SIGTERM"}, {24, "SIGXCPU"}, {25, "SIGXFSZ"}};
+  for (const auto& [n, name] : kNames) {
+    if (n == sig) return std::string(name) + " (" + std::to_string(sig) + ")";
+  }
+  return "signal " + std::to_string(sig);
+}
+
 // Returns the single stage when the pilot completed, else records why not.
 const SingleStage* CheckCompleted(const DecideInput& in, std::vector<Check>* out) {
   const std::string want = "single stage ok, exit 0";
@@ -91,7 +102,23 @@ const SingleStage* CheckCompleted(const DecideInput& in, std::vector<Check>* out
                              VerifiedBy::kSupervisor));
     return nullptr;
   }
-  if (!r.single) return fail("no single stage", "results.json has no single-stage results");
+  if (!r.single) {
+    // A workload process the supervisor saw end by a signal (SIGKILL from
+    // a user, the kernel's OOM killer, a node's failure) wrote no report:
+    // the supervisor's own record says so.
+    if (r.supervisor) {
+      for (const SupervisedProcess& p : r.supervisor->processes) {
+        if (p.signal == 0) continue;
+        const std::string sig = SignalName(p.signal);
+        out->push_back(MakeCheck("completed", CheckStatus::kFail, p.role + " killed by " + sig, want,
+                                 "the pilot was killed: its " + p.role + " process ended by " + sig + " after " +
+                                     FormatFixed(p.wall_seconds, 1) + " s and wrote no results",
+                                 VerifiedBy::kSupervisor));
+        return nullptr;
+      }
+    }
+    return fail("no single stage", "results.json has no single-stage results");
+  }
   const SingleStage& s = *r.single;
   if (s.failure) {
     const FailureInfo& f = *s.failure;

@@ -86,8 +86,22 @@ std::string StepDirName(int64_t step) {
 
 std::string OptimFileName(const std::string& state) { return "optim-" + state + ".safetensors"; }
 
+int64_t CheckpointBytesBound(const std::vector<NamedTensors>& files) {
+  int64_t total = kCheckpointMetaBytes;
+  for (const NamedTensors& f : files) {
+    int64_t data = 0, names = 0;
+    for (const auto& [name, t] : f) {
+      data += static_cast<int64_t>(t.nbytes());
+      names += static_cast<int64_t>(name.size());
+    }
+    total += SafetensorsFileBound(data, static_cast<int64_t>(f.size()), names);
+  }
+  return total;
+}
+
 Result<CheckpointIo> SaveCheckpoint(const std::string& root, const Model& model,
-                                    Optimizer& optim, const TrainState& state, int keep) {
+                                    Optimizer& optim, const TrainState& state, int keep,
+                                    const SaveRoom& room) {
   const auto t0 = std::chrono::steady_clock::now();
   const std::string name = StepDirName(state.step);
   PILOT_ASSIGN_OR_RETURN(StagedDir dir, StagedDir::Begin(root, name, "." + name + ".tmp-" + std::to_string(::getpid())));
@@ -108,30 +122,49 @@ Result<CheckpointIo> SaveCheckpoint(const std::string& root, const Model& model,
     for (size_t i = 0; i < params.size(); ++i) j.tensors.emplace_back(params[i].first, optim.State(i, st));
     jobs.push_back(std::move(j));
   }
-  Synchronize(params.empty() ? at::Device(at::kCPU) : params[0].second.device());
-  std::vector<std::future<Result<FileDigest>>> futs;
-  for (const Job& j : jobs) {
-    futs.push_back(std::async(std::launch::async, [&tmp, &j] {
-      try {
-        return WriteSafetensors(tmp + "/" + j.file, j.tensors, j.meta);
-      } catch (const std::exception& e) {
-        return Result<FileDigest>(Status::IoError(j.file, e.what()));
-      }
-    }));
-  }
-  Manifest man;
-  Status first_error;
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    Result<FileDigest> d = futs[i].get();
-    if (!d.ok()) {
-      if (first_error.ok()) first_error = d.status();
-      continue;
-    }
-    man.files.push_back({jobs[i].file, d->bytes, d->sha256});
-  }
-  if (!first_error.ok()) {
+  // Measured once the directory exists and a stale temp of this name is
+  // gone; nothing is written when it does not fit.
+  std::vector<NamedTensors> files;
+  for (const Job& j : jobs) files.push_back(j.tensors);
+  std::vector<SpaceNeed> needs = {{root, room.root_label, CheckpointBytesBound(files)}};
+  needs.insert(needs.end(), room.after.begin(), room.after.end());
+  if (Status fits = CheckFreeSpace("checkpoint", needs); !fits.ok()) {
     dir.Abort();
-    return first_error;
+    return fits;
+  }
+  // Any throw from here on (a device error, no thread to write with)
+  // takes the temp directory with it before it goes on.
+  Manifest man;
+  try {
+    Synchronize(params.empty() ? at::Device(at::kCPU) : params[0].second.device());
+    std::vector<std::future<Result<FileDigest>>> futs;
+    for (const Job& j : jobs) {
+      futs.push_back(std::async(std::launch::async, [&tmp, &j] {
+        try {
+          return WriteSafetensors(tmp + "/" + j.file, j.tensors, j.meta);
+        } catch (const std::exception& e) {
+          return Result<FileDigest>(Status::IoError(tmp + "/" + j.file, e.what()));
+        } catch (...) {
+          return Result<FileDigest>(Status::IoError(tmp + "/" + j.file, "unknown exception while writing"));
+        }
+      }));
+    }
+    Status first_error;
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      Result<FileDigest> d = futs[i].get();
+      if (!d.ok()) {
+        if (first_error.ok()) first_error = d.status();
+        continue;
+      }
+      man.files.push_back({jobs[i].file, d->bytes, d->sha256});
+    }
+    if (!first_error.ok()) {
+      dir.Abort();
+      return first_error;
+    }
+  } catch (...) {
+    dir.Abort();
+    throw;
   }
   const std::string state_text = CheckpointStateToJson(state);
   Status written = WriteFileAtomic(tmp + "/state.json", state_text);
@@ -154,7 +187,7 @@ Result<CheckpointIo> SaveCheckpoint(const std::string& root, const Model& model,
   std::vector<std::string> steps;
   for (const auto& e : fs::directory_iterator(root, ec)) {
     const std::string n = e.path().filename().string();
-    if (n.rfind("step-", 0) == 0 && fs::exists(e.path() / "COMPLETE")) steps.push_back(n);
+    if (n.rfind("step-", 0) == 0 && fs::exists(e.path() / "COMPLETE", ec)) steps.push_back(n);
   }
   std::sort(steps.begin(), steps.end());
   for (size_t i = 0; keep > 0 && i + keep < steps.size(); ++i) fs::remove_all(root + "/" + steps[i], ec);

@@ -13,7 +13,11 @@
 //     COMPLETE                     written last; without it the checkpoint
 //                                  does not exist
 //
-// Save: files go to "<root>/.step-000040.tmp-<pid>", each is fsynced (the
+// Save: first the free space (core/disk_space.h): the checkpoint's size
+// (its tensors' bytes, headers and small files) must fit in root's
+// filesystem together with what the caller writes next (SaveRoom::after),
+// else the save fails before its first byte, naming the figures. Then
+// files go to "<root>/.step-000040.tmp-<pid>", each is fsynced (the
 // tensor files are written concurrently, one thread each), and the
 // directory is committed by runner/ckpt/dir_commit.h (fsynced, renamed,
 // the root fsynced, then COMPLETE written).
@@ -28,6 +32,7 @@
 #include <vector>
 
 #include "core/checkpoint_meta.h"
+#include "core/disk_space.h"
 #include "core/status.h"
 #include "runner/train/model.h"
 #include "runner/train/optim.h"
@@ -62,9 +67,23 @@ struct RestoreSkips {
 
 std::string StepDirName(int64_t step);  // "step-000040"
 
+// What a save checks room for besides its own files.
+struct SaveRoom {
+  std::string root_label = "checkpoint.dir";  // what moves `root`, for the message
+  std::vector<SpaceNeed> after;               // what the caller writes next, elsewhere
+};
+
+// The size on disk, at most, of a checkpoint of these tensor files: each
+// file's SafetensorsFileBound plus kCheckpointMetaBytes.
+int64_t CheckpointBytesBound(const std::vector<NamedTensors>& files);
+
 // Saves under `root` (created if missing) and prunes to `keep` checkpoints.
+// Errors: kIoError "checkpoint: needs X, Y free on DIR (LABEL)" before
+// anything is written; kIoError naming the file that could not be written
+// (the temp directory is removed then); those of StagedDir.
 Result<CheckpointIo> SaveCheckpoint(const std::string& root, const Model& model,
-                                    Optimizer& optim, const TrainState& state, int keep);
+                                    Optimizer& optim, const TrainState& state, int keep,
+                                    const SaveRoom& room = {});
 
 // Restores model weights, optimizer state (and step), RNG states; returns the
 // saved TrainState (with data.next_index rewound to 0 when skips.data).

@@ -32,8 +32,12 @@ Status StagedDir::Commit(std::string_view marker) {
     Abort();
     return s;
   }
-  PILOT_RETURN_IF_ERROR(fs_->SyncDir(parent_));
-  return WriteFileAtomic(final_ + "/" + kCompleteMarker, marker, 0644, *fs_);
+  s = fs_->SyncDir(parent_);
+  if (s.ok()) s = WriteFileAtomic(final_ + "/" + kCompleteMarker, marker, 0644, *fs_);
+  // Renamed but never marked complete: no reader takes it, and its bytes
+  // are given back rather than left to fill the disk.
+  if (!s.ok()) fs::remove_all(final_, ec);
+  return s;
 }
 
 void StagedDir::Abort() {

@@ -11,7 +11,9 @@
 // the COMPLETE marker atomically (core/atomic_file.h: fsynced, and the
 // target directory with it). A checkpoint without COMPLETE does not exist
 // (readers check it first). On any failure, and on Abort, the temp
-// directory is removed; nothing is committed or removed from a destructor.
+// directory is removed (after the rename, the renamed one: a directory
+// without COMPLETE is not left to fill the disk); nothing is committed or
+// removed from a destructor.
 //
 // Thread-safety: one StagedDir per thread; files inside may be written
 // concurrently (by threads or by other processes that know path()).

@@ -26,10 +26,24 @@ std::string ShardName(const std::string& kind, int rank, int world) {
   return buf;
 }
 
+// Every rank's files are the same size (chunks of ceil(numel / world)
+// float32 elements): the whole checkpoint is world times one rank's.
+int64_t NodeCheckpointBytesBound(NodeEngine& e, int world) {
+  int64_t data = 0, names = 0;
+  const NamedTensors& ps = e.Parameters();
+  for (size_t i = 0; i < ps.size(); ++i) {
+    data += e.Chunk(i) * static_cast<int64_t>(sizeof(float));
+    names += static_cast<int64_t>(ps[i].first.size());
+  }
+  const auto files = static_cast<int64_t>(1 + e.optim().StateNames().size());
+  return static_cast<int64_t>(world) * files * SafetensorsFileBound(data, static_cast<int64_t>(ps.size()), names) +
+         kCheckpointMetaBytes;
+}
+
 }  // namespace
 
 Result<NodeCheckpointIo> SaveNodeCheckpoint(const std::string& root, NodeEngine& e, Comm& comm,
-                                            const NodeCheckpointInfo& info) {
+                                            const NodeCheckpointInfo& info, const SaveRoom& room) {
   const auto t0 = std::chrono::steady_clock::now();
   const std::string step_name = StepDirName(info.step);
   const std::string final_dir = root + "/" + step_name;
@@ -37,13 +51,25 @@ Result<NodeCheckpointIo> SaveNodeCheckpoint(const std::string& root, NodeEngine&
   const std::string key = "ckpt/" + std::to_string(info.step) + "/";
   // Rank 0 stages and commits the directory; every rank writes into it.
   std::optional<StagedDir> staged;
+  Status ready;  // rank 0's: the directory made and the room checked
   if (comm.rank() == 0) {
     Result<StagedDir> d = StagedDir::Begin(root, step_name, "." + step_name + ".tmp");
-    if (d.ok()) staged.emplace(std::move(d).value());
-    comm.StoreSet(key + "dir", d.ok() ? "ok" : "error: " + d.status().Message());
+    ready = d.status();
+    if (d.ok()) {
+      staged.emplace(std::move(d).value());
+      // All ranks' files share root's filesystem: rank 0 checks their sum.
+      std::vector<SpaceNeed> needs = {{root, room.root_label, NodeCheckpointBytesBound(e, comm.world())}};
+      needs.insert(needs.end(), room.after.begin(), room.after.end());
+      ready = CheckFreeSpace("checkpoint", needs);
+      if (!ready.ok()) staged->Abort();
+    }
+    comm.StoreSet(key + "dir", ready.ok() ? "ok" : "error: " + ready.Message());
   }
   const std::string dir_state = comm.StoreGet(key + "dir");
-  if (dir_state != "ok") return Status::IoError(tmp, dir_state);
+  if (dir_state != "ok") {
+    if (comm.rank() == 0) return ready;  // with its hint
+    return Status::IoError(tmp, "rank 0: " + dir_state.substr(dir_state.rfind("error: ", 0) == 0 ? 7 : 0));
+  }
   NodeCheckpointIo io;
   json files = json::array();
   std::map<std::string, std::string> meta = {{"step", std::to_string(info.step)},

@@ -33,6 +33,7 @@
 
 #include "core/checkpoint_meta.h"
 #include "core/status.h"
+#include "runner/ckpt/checkpoint.h"
 #include "runner/node/comm.h"
 #include "runner/node/engine.h"
 #include "runner/train/model.h"
@@ -54,9 +55,13 @@ struct NodeCheckpointIo {
   double seconds = 0;
 };
 
-// Collective save of step `info.step` under `root`.
+// Collective save of step `info.step` under `root`. Before any rank writes,
+// rank 0 checks that every rank's files (world times its own, which are
+// all the same size) fit in root's filesystem together with `room.after`
+// (core/disk_space.h); when they do not, every rank returns kIoError and
+// nothing is written (rank 0's status carries the figures and a hint).
 Result<NodeCheckpointIo> SaveNodeCheckpoint(const std::string& root, NodeEngine& e, Comm& comm,
-                                            const NodeCheckpointInfo& info);
+                                            const NodeCheckpointInfo& info, const SaveRoom& room = {});
 
 Result<NodeCheckpointInfo> ReadNodeManifest(const std::string& dir);
 

@@ -126,39 +126,9 @@ class HashPipe {
   std::future<void> pending_;
 };
 
-}  // namespace
-
-std::string SafetensorsDtype(at::ScalarType t) {
-  for (const auto& d : kDtypes) {
-    if (d.type == t) return d.name;
-  }
-  return "";
-}
-
-Result<FileDigest> WriteSafetensors(const std::string& path, const NamedTensors& tensors,
-                                    const std::map<std::string, std::string>& metadata) {
-  nlohmann::ordered_json h = nlohmann::ordered_json::object();
-  h["__metadata__"] = metadata;
-  int64_t off = 0;
-  bool any_cuda = false;
-  for (const auto& [name, t] : tensors) {
-    const std::string dt = SafetensorsDtype(t.scalar_type());
-    if (dt.empty()) return Status::Invalid(path, name + ": dtype not representable");
-    if (!t.is_contiguous()) return Status::Invalid(path, name + ": not contiguous");
-    const int64_t n = static_cast<int64_t>(t.nbytes());
-    h[name] = {{"dtype", dt}, {"shape", t.sizes().vec()}, {"data_offsets", {off, off + n}}};
-    off += n;
-    any_cuda = any_cuda || !t.device().is_cpu();
-  }
-  std::string header = h.dump();
-  header.append((8 - header.size() % 8) % 8, ' ');
-  std::string prefix(8, '\0');
-  uint64_t hl = header.size();
-  for (int i = 0; i < 8; ++i) prefix[i] = static_cast<char>((hl >> (8 * i)) & 0xff);
-  prefix += header;
-
-  Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  if (fd.get() < 0) return Errno(path, "open");
+// The data part of WriteSafetensors, into the open file `fd`.
+Result<FileDigest> WriteOpenFile(Fd& fd, const std::string& path, const std::string& prefix,
+                                 const NamedTensors& tensors, bool any_cuda) {
   Sha256 sha;
   sha.Update(prefix.data(), prefix.size());
   PILOT_RETURN_IF_ERROR(WriteAll(fd.get(), prefix.data(), static_cast<int64_t>(prefix.size()), path));
@@ -203,6 +173,51 @@ Result<FileDigest> WriteSafetensors(const std::string& path, const NamedTensors&
   if (::fsync(fd.get()) != 0) return Errno(path, "fsync");
   if (::close(fd.release()) != 0) return Errno(path, "close");
   return FileDigest{written, sha.Hex()};
+}
+
+}  // namespace
+
+std::string SafetensorsDtype(at::ScalarType t) {
+  for (const auto& d : kDtypes) {
+    if (d.type == t) return d.name;
+  }
+  return "";
+}
+
+Result<FileDigest> WriteSafetensors(const std::string& path, const NamedTensors& tensors,
+                                    const std::map<std::string, std::string>& metadata) {
+  nlohmann::ordered_json h = nlohmann::ordered_json::object();
+  h["__metadata__"] = metadata;
+  int64_t off = 0;
+  bool any_cuda = false;
+  for (const auto& [name, t] : tensors) {
+    const std::string dt = SafetensorsDtype(t.scalar_type());
+    if (dt.empty()) return Status::Invalid(path, name + ": dtype not representable");
+    if (!t.is_contiguous()) return Status::Invalid(path, name + ": not contiguous");
+    const int64_t n = static_cast<int64_t>(t.nbytes());
+    h[name] = {{"dtype", dt}, {"shape", t.sizes().vec()}, {"data_offsets", {off, off + n}}};
+    off += n;
+    any_cuda = any_cuda || !t.device().is_cpu();
+  }
+  std::string header = h.dump();
+  header.append((8 - header.size() % 8) % 8, ' ');
+  std::string prefix(8, '\0');
+  uint64_t hl = header.size();
+  for (int i = 0; i < 8; ++i) prefix[i] = static_cast<char>((hl >> (8 * i)) & 0xff);
+  prefix += header;
+
+  Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (fd.get() < 0) return Errno(path, "open");
+  // A file that could not be written whole is removed, whatever stopped it
+  // (a full disk, a file-size limit, a device error while staging).
+  try {
+    Result<FileDigest> r = WriteOpenFile(fd, path, prefix, tensors, any_cuda);
+    if (!r.ok()) ::unlink(path.c_str());
+    return r;
+  } catch (...) {
+    ::unlink(path.c_str());
+    throw;
+  }
 }
 
 Result<SafetensorsHeader> ReadSafetensorsHeader(const std::string& path) {

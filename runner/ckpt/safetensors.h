@@ -35,8 +35,10 @@ struct FileDigest {
 };
 
 // Writes `tensors` (contiguous, any device) to `path` (created or replaced)
-// and fsyncs it. Errors: kIoError naming the file, kInvalid (a dtype the
-// format cannot hold, a non-contiguous tensor).
+// and fsyncs it. Errors: kIoError naming the file and the system's error
+// (ENOSPC, EFBIG, ...), kInvalid (a dtype the format cannot hold, a
+// non-contiguous tensor). A file that was opened but not written whole is
+// removed before the error (or a throw from the device) is returned.
 Result<FileDigest> WriteSafetensors(const std::string& path, const NamedTensors& tensors,
                                     const std::map<std::string, std::string>& metadata);
 

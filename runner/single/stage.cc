@@ -24,6 +24,7 @@
 #include "pilot/version.h"
 #include "runner/ckpt/checkpoint.h"
 #include "runner/ckpt/compare.h"
+#include "runner/ckpt/dir_commit.h"
 #include "runner/ckpt/safetensors.h"
 #include "runner/exit_codes.h"
 #include "runner/single/checks.h"
@@ -181,8 +182,15 @@ int RunSingle(const RunOptions& o, const Config& cfg, const Pins& pins, SingleSt
       st->eval.at_step = step;
       st->eval.loss_at_checkpoint = ev;
       s->set_phase("checkpoint");
+      // After the save this stage writes the reference parameters and
+      // results.json into --out: room for both is checked with the save's.
+      int64_t reference_bytes = 0;
+      for (const auto& [name, p] : s->model().Parameters()) reference_bytes += static_cast<int64_t>(p.nbytes());
+      SaveRoom room;
+      room.root_label = c.checkpoint.dir.empty() ? "--out" : "checkpoint.dir";
+      room.after = {{o.out, "--out", reference_bytes + kResultsReserveBytes}};
       PILOT_ASSIGN_OR_RETURN(CheckpointIo io, SaveCheckpoint(root, s->model(), s->optim(),
-                                                             StateAt(*s, step, ev), c.checkpoint.keep));
+                                                             StateAt(*s, step, ev), c.checkpoint.keep, room));
       ckpt_path = io.path;
       st->checkpoint.path = io.path;
       st->checkpoint.step = step;
@@ -215,6 +223,8 @@ int RunSingle(const RunOptions& o, const Config& cfg, const Pins& pins, SingleSt
     Result<FileDigest> ref = WriteSafetensors(ref_path, s->model().Parameters(), {{"step", std::to_string(n)}});
     if (!ref.ok()) {
       std::fprintf(stderr, "%s\n", ref.status().ToString().c_str());
+      st->status = "error";
+      st->failure = FailureInfo{"error", n, s->phase(), ref.status().Message(), Snapshot(dev, n)};
       return kExitError;
     }
     RunChecks(*s, o, ckpt_path, records, st, metrics);
@@ -272,6 +282,12 @@ int RunResumed(const RunOptions& o) {
     Result<std::string> alloc = ApplyAllocConf(cfg.training.alloc_conf);
     in = alloc.ok() ? Status::Ok() : alloc.status();
     if (alloc.ok()) res.alloc_conf = *alloc;
+  }
+  // A checkpoint without COMPLETE does not exist (a save that was killed or
+  // failed): refused before any of its files is read.
+  std::error_code no_marker;
+  if (in.ok() && !fs::exists(o.resume_checkpoint + "/" + kCompleteMarker, no_marker)) {
+    in = Status::NotFound(o.resume_checkpoint, "no COMPLETE marker: the checkpoint was never committed");
   }
   Result<TrainState> saved = in.ok() ? ReadTrainState(o.resume_checkpoint) : Result<TrainState>(in);
   if (!saved.ok()) {

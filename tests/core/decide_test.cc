@@ -514,6 +514,35 @@ TEST(Decide, AStoppedPilotDidNotFinish) {
   EXPECT_NE(Find(v, "completed")->detail.find("cancelled or reached its time limit"), std::string::npos);
 }
 
+// The runner was killed (SIGKILL during its checkpoint save, say): the
+// supervisor recorded the signal and no stage results; the verdict names
+// the kill, on the supervisor's word.
+TEST(Decide, AKilledRunnerIsNamedInTheVerdict) {
+  DecideInput in = Good();
+  in.results->single.reset();
+  in.results->exit_code = 4;
+  SupervisedProcess p;
+  p.role = "single";
+  p.signal = 9;
+  p.wall_seconds = 12.34;
+  p.report_problem = "single: the process wrote no report (killed by signal 9)";
+  in.results->supervisor->processes = {p};
+  Verdict v = Decide(in, TestPolicy(), Catalog(), kNow);
+  EXPECT_EQ(v.decision, Decision::kNoGo);
+  const Check* c = Find(v, "completed");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->status, CheckStatus::kFail);
+  EXPECT_EQ(c->measured, "single killed by SIGKILL (9)");
+  EXPECT_EQ(c->detail, "the pilot was killed: its single process ended by SIGKILL (9) after 12.3 s and wrote no results");
+  EXPECT_EQ(c->verified_by, VerifiedBy::kSupervisor);
+  // A signal the table does not name, and a process that exited: the plain record.
+  in.results->supervisor->processes[0].signal = 40;
+  EXPECT_EQ(Find(Decide(in, TestPolicy(), Catalog(), kNow), "completed")->measured, "single killed by signal 40");
+  in.results->supervisor->processes[0].signal = 0;
+  in.results->supervisor->processes[0].exit_code = 4;
+  EXPECT_EQ(Find(Decide(in, TestPolicy(), Catalog(), kNow), "completed")->measured, "no single stage");
+}
+
 // Results the workload wrote itself (a runner started by hand, no
 // supervisor): its pass of "completed" and "restore" is only its word, and
 // the site's independent_checks turn that into a fail.
