@@ -19,9 +19,16 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from testlib import fresh_in, require, results  # noqa: E402
+
 RUNNER, SRC, WORK, NAME = sys.argv[1:5]
 CONFIG = os.path.join(SRC, "configs", "tiny-cpu.toml")
 READER = os.path.join(SRC, "tests", "runner", "read_safetensors.py")
+
+
+def fresh(name):
+    return fresh_in(WORK, name)
 
 
 def run(args, env=None, expect=None):
@@ -35,23 +42,6 @@ def run(args, env=None, expect=None):
         sys.exit(f"FAIL: {' '.join(args)}: exit {p.returncode}, expected {expect}\n"
                  f"stdout:\n{p.stdout}\nstderr:\n{p.stderr}")
     return p
-
-
-def fresh(name):
-    d = os.path.join(WORK, name)
-    shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(d)
-    return d
-
-
-def results(out):
-    with open(os.path.join(out, "results.json")) as f:
-        return json.load(f)
-
-
-def require(cond, what):
-    if not cond:
-        sys.exit(f"FAIL: {what}")
 
 
 def checkpoint_dir(out):

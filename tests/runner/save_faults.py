@@ -37,7 +37,11 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from testlib import fresh_in, require, results  # noqa: E402
+
 RUNNER, SUPERVISOR, SRC, WORK = (os.path.abspath(a) for a in sys.argv[1:5])
+
 NAME = sys.argv[5]
 CONFIG = os.path.join(SRC, "configs", "tiny-cpu.toml")
 SHORT = ["--stage", "single", "--set", "training.steps=6", "--set", "checkpoint.at_step=3"]
@@ -45,21 +49,8 @@ SIZE = r"(\d+(?:\.\d)?) (bytes|kB|MB|GB)"
 UNITS = {"bytes": 1, "kB": 1e3, "MB": 1e6, "GB": 1e9}
 
 
-def require(cond, what):
-    if not cond:
-        sys.exit(f"FAIL: {what}")
-
-
 def fresh(name):
-    d = os.path.join(WORK, name)
-    shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(d)
-    return d
-
-
-def results(out):
-    with open(os.path.join(out, "results.json")) as f:
-        return json.load(f)
+    return fresh_in(WORK, name)
 
 
 def clean_env():
