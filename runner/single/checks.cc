@@ -197,7 +197,12 @@ void MemoryCalibrationRun(Session& s, const std::string& ckpt, int micro_batch, 
   const Config& c = s.cfg();
   mc.seq_len = c.training.seq_len;
   mc.activation_checkpointing = checkpointing;
-  const bool saved = s.model().ActivationCheckpointing();
+  // The session's setting comes back on every way out of this function.
+  struct RestoreCheckpointing {
+    Model& model;
+    bool saved;
+    ~RestoreCheckpointing() { model.SetActivationCheckpointing(saved); }
+  } restore{s.model(), s.model().ActivationCheckpointing()};
   const int k = c.training.memory_calibration_steps;
   if (k <= 0 || c.training.micro_batch <= 1) {
     mc.status = "skipped";
@@ -235,7 +240,6 @@ void MemoryCalibrationRun(Session& s, const std::string& ckpt, int micro_batch, 
       }
       Result<StepResult> sr = s.Step(loader, step, timer);
       if (!sr.ok()) {
-        s.model().SetActivationCheckpointing(saved);
         mc.status = "error";
         mc.detail = sr.status().Message();
         return;
@@ -251,7 +255,6 @@ void MemoryCalibrationRun(Session& s, const std::string& ckpt, int micro_batch, 
         mc.process_peak_rss_bytes = m.process_peak_rss_bytes;
       }
     }
-    s.model().SetActivationCheckpointing(saved);
     mc.status = "ok";
     if (!timers.empty()) {
       double fb_ms = 0;
@@ -280,7 +283,6 @@ void MemoryCalibrationRun(Session& s, const std::string& ckpt, int micro_batch, 
                        : "n/a");
     }
   } catch (const std::exception& e) {
-    s.model().SetActivationCheckpointing(saved);
     Recover(s);
     mc.status = IsOutOfMemory(e) ? "oom" : "error";
     mc.detail = IsOutOfMemory(e) ? "the smaller micro-batch does not fit in device memory"
