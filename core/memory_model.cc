@@ -134,15 +134,22 @@ Workload WorkloadFrom(const SingleStage& s, const Config* cfg) {
     w.vocab = cfg->model.vocab;
     if (cfg->model.kind == "gpt") w.ffn_mult = cfg->model.ffn_mult;
     if (s.shape.precision.empty()) w.precision = cfg->training.precision;
-    // Embeddings (a GPT's positions up to max_seq_len, its head tied; a
-    // Llama's output layer untied) and the final norm are not layers.
-    const int64_t d = cfg->model.d_model, v = cfg->model.vocab;
-    const int64_t max_t = cfg->model.max_seq_len > 0 ? cfg->model.max_seq_len : s.shape.seq_len;
-    const int64_t outside = cfg->model.kind == "gpt" ? v * d + max_t * d + 2 * d : 2 * v * d + d;
+    const int64_t outside = NonLayerParameters(cfg->model, s.shape.seq_len);
     if (s.reduced_depth && s.reduced_depth->layers >= 1) w.layers = s.reduced_depth->layers;
     if (w.params > outside) w.layer_params = (w.params - outside) / w.layers;
   }
   return w;
+}
+
+int64_t NonLayerParameters(const ModelConfig& m, int seq_len) {
+  const int64_t d = m.d_model, v = m.vocab;
+  if (m.kind == "gpt") {
+    // Token and position embeddings (the head tied to the first), ln_f.
+    const int64_t max_t = m.max_seq_len > 0 ? m.max_seq_len : seq_len;
+    return v * d + max_t * d + 2 * d;
+  }
+  // Token embedding, the untied output layer, the final RMSNorm.
+  return 2 * v * d + d;
 }
 
 Workload FullDepth(const Workload& measured, const ReducedDepth& r) {

@@ -122,6 +122,12 @@ double UnfusedLossExtraBytesPerToken(const Workload& w);
 // reduced_depth.layers layers (FullDepth gives the run's).
 Workload WorkloadFrom(const SingleStage& s, const Config* cfg);
 
+// Parameters of a builtin model outside its blocks: the token embedding,
+// a GPT's positions (up to model.max_seq_len, else `seq_len`) with its head
+// tied and its final LayerNorm, a Llama's untied output layer and final
+// RMSNorm (any kind but "gpt" counts as a Llama).
+int64_t NonLayerParameters(const ModelConfig& m, int seq_len);
+
 // The run's workload when the single stage ran fewer layers: the config's
 // layers and reduced_depth.full_params (else measured + the missing
 // layers' parameters).

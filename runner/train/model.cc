@@ -10,6 +10,7 @@
 #include <cmath>
 #include <functional>
 
+#include "core/memory_model.h"
 #include "runner/train/head_loss.h"
 
 namespace pilot::runner {
@@ -329,19 +330,18 @@ int64_t LlamaHidden(const ModelConfig& cfg) {
 }
 
 int64_t BuiltinParameters(const ModelConfig& cfg, int seq_len) {
-  const int64_t C = cfg.d_model, V = cfg.vocab, L = cfg.layers;
-  const int64_t max_t = cfg.max_seq_len > 0 ? cfg.max_seq_len : seq_len;
+  const int64_t C = cfg.d_model, L = cfg.layers;
   if (cfg.kind == "gpt") {
     const int64_t F = GptHidden(cfg);
     // ln_1, qkv, proj, ln_2, fc, mlp.proj (weights and biases).
     const int64_t block = 2 * C + (3 * C * C + 3 * C) + (C * C + C) + 2 * C + (F * C + F) + (C * F + C);
-    return V * C + max_t * C + L * block + 2 * C;
+    return NonLayerParameters(cfg, seq_len) + L * block;
   }
   if (cfg.kind == "llama") {
     const int64_t H = cfg.heads, KV = cfg.kv_heads > 0 ? cfg.kv_heads : H, D = H > 0 ? C / H : 0;
     const int64_t F = LlamaHidden(cfg);
     const int64_t block = C + H * D * C + 2 * KV * D * C + C * H * D + C + 3 * F * C;
-    return V * C + L * block + C + V * C;
+    return NonLayerParameters(cfg, seq_len) + L * block;
   }
   return 0;
 }

@@ -84,8 +84,8 @@ int64_t CountParameters(const Model& w);
 
 // The parameters BuildModel makes for `cfg` at sequence length `seq_len`
 // (positions up to model.max_seq_len or it), counted without building it:
-// the embeddings and final norm plus model.layers blocks. 0 for an unknown
-// kind.
+// NonLayerParameters (core/memory_model.h) plus model.layers blocks. 0 for
+// an unknown kind.
 int64_t BuiltinParameters(const ModelConfig& cfg, int seq_len);
 
 // GPT's MLP hidden size: round(ffn_mult * d_model) (4 * d_model at the
