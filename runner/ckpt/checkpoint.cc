@@ -206,12 +206,29 @@ Result<TrainState> ReadTrainState(const std::string& dir) {
   return ParseCheckpointState(text, path);
 }
 
+Status RequireCommitted(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::exists(dir + "/" + kCompleteMarker, ec)) {
+    return Status::NotFound(dir, "no COMPLETE marker: the checkpoint was never committed");
+  }
+  return Status::Ok();
+}
+
+Status ApplySavedDepth(const TrainState& ts, const std::string& dir, Config* cfg) {
+  if (!ts.model.layers) return Status::Ok();
+  if (*ts.model.layers < 1 || *ts.model.layers > cfg->model.layers) {
+    return Status::Corrupt(dir + "/state.json", "model.layers " + std::to_string(*ts.model.layers) +
+                                                    " outside 1.." + std::to_string(cfg->model.layers) +
+                                                    " (the config's)");
+  }
+  cfg->model.layers = *ts.model.layers;
+  return Status::Ok();
+}
+
 Result<TrainState> LoadCheckpoint(const std::string& dir, Model* model, Optimizer* optim,
                                   const RestoreSkips& skips, CheckpointIo* io) {
   const auto t0 = std::chrono::steady_clock::now();
-  if (!fs::exists(dir + "/COMPLETE")) {
-    return Status::NotFound(dir, "no COMPLETE marker: the checkpoint was never committed");
-  }
+  PILOT_RETURN_IF_ERROR(RequireCommitted(dir));
   PILOT_ASSIGN_OR_RETURN(Manifest man, ReadManifest(dir));
   PILOT_ASSIGN_OR_RETURN(TrainState state, ReadTrainState(dir));
   std::map<std::string, const ManifestFile*> listed;

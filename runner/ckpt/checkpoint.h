@@ -94,6 +94,17 @@ Result<TrainState> LoadCheckpoint(const std::string& dir, Model* model, Optimize
 
 Result<Manifest> ReadManifest(const std::string& dir);
 Result<TrainState> ReadTrainState(const std::string& dir);
+
+// OK when `dir` holds its COMPLETE marker; kNotFound "no COMPLETE marker:
+// the checkpoint was never committed" else (a save that was killed or
+// failed): checked before any of its files is read.
+Status RequireCommitted(const std::string& dir);
+
+// The depth a checkpoint's state.json names (model.layers: a sharded run's
+// single stage at reduced depth), set in `cfg` to rebuild that model.
+// Nothing without the member. kCorrupt naming DIR/state.json when it lies
+// outside 1..cfg->model.layers.
+Status ApplySavedDepth(const TrainState& ts, const std::string& dir, Config* cfg);
 // Hex of the default generators' states, for TrainState.rng_*.
 std::string CaptureCpuRng();
 std::string CaptureCudaRng();  // "" without CUDA

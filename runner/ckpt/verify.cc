@@ -198,15 +198,10 @@ int RunVerify(const VerifyOptions& o) {
   }
   pins.seed = ts->seed;
   cfg.training.optimizer = ts->optimizer;
-  if (ts->model.layers) {  // a sharded run's single stage at reduced depth
-    if (*ts->model.layers < 1 || *ts->model.layers > cfg.model.layers) {
-      ck.Fail("state", o.checkpoint + "/state.json",
-              "model.layers " + std::to_string(*ts->model.layers) + " outside 1.." +
-                  std::to_string(cfg.model.layers) + " (the config's)");
-      rep.ran = true;
-      return finish(kExitFailed);
-    }
-    cfg.model.layers = *ts->model.layers;
+  if (Status depth = ApplySavedDepth(*ts, o.checkpoint, &cfg); !depth.ok()) {
+    ck.Fail("state", o.checkpoint + "/state.json", depth.detail());
+    rep.ran = true;
+    return finish(kExitFailed);
   }
   Result<std::unique_ptr<Session>> made = Session::Create(cfg, pins);
   if (!made.ok()) return input_error(made.status());

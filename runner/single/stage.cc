@@ -24,7 +24,6 @@
 #include "pilot/version.h"
 #include "runner/ckpt/checkpoint.h"
 #include "runner/ckpt/compare.h"
-#include "runner/ckpt/dir_commit.h"
 #include "runner/ckpt/safetensors.h"
 #include "runner/exit_codes.h"
 #include "runner/single/checks.h"
@@ -283,12 +282,7 @@ int RunResumed(const RunOptions& o) {
     in = alloc.ok() ? Status::Ok() : alloc.status();
     if (alloc.ok()) res.alloc_conf = *alloc;
   }
-  // A checkpoint without COMPLETE does not exist (a save that was killed or
-  // failed): refused before any of its files is read.
-  std::error_code no_marker;
-  if (in.ok() && !fs::exists(o.resume_checkpoint + "/" + kCompleteMarker, no_marker)) {
-    in = Status::NotFound(o.resume_checkpoint, "no COMPLETE marker: the checkpoint was never committed");
-  }
+  if (in.ok()) in = RequireCommitted(o.resume_checkpoint);
   Result<TrainState> saved = in.ok() ? ReadTrainState(o.resume_checkpoint) : Result<TrainState>(in);
   if (!saved.ok()) {
     std::fprintf(stderr, "%s\n", saved.status().ToString().c_str());
@@ -302,18 +296,14 @@ int RunResumed(const RunOptions& o) {
   pins.seed = saved->seed;
   // The saved model's depth (a sharded run's single stage may have run
   // fewer layers than the config names, runner/single/depth.h).
-  if (saved->model.layers) {
-    if (*saved->model.layers < 1 || *saved->model.layers > cfg.model.layers) {
-      std::fprintf(stderr, "pilot: restore: %s/state.json: model.layers %d outside 1..%d\n",
-                   o.resume_checkpoint.c_str(), *saved->model.layers, cfg.model.layers);
-      st.status = "error";
-      st.failure = FailureInfo{"error", 0, "restore", "state.json: model.layers out of range", {}};
-      res.single = st;
-      res.exit_code = kExitFailed;
-      (void)WriteReport(o, "resume.json", res);
-      return res.exit_code;
-    }
-    cfg.model.layers = *saved->model.layers;
+  if (Status depth = ApplySavedDepth(*saved, o.resume_checkpoint, &cfg); !depth.ok()) {
+    std::fprintf(stderr, "%s\n", depth.ToString().c_str());
+    st.status = "error";
+    st.failure = FailureInfo{"error", 0, "restore", depth.Message(), {}};
+    res.single = st;
+    res.exit_code = kExitFailed;
+    (void)WriteReport(o, "resume.json", res);
+    return res.exit_code;
   }
   std::unique_ptr<Session> s;
   at::Device dev(at::kCPU);
