@@ -86,6 +86,13 @@ std::string StepDirName(int64_t step) {
 
 std::string OptimFileName(const std::string& state) { return "optim-" + state + ".safetensors"; }
 
+SaveRoom RoomAfterSave(const CheckpointConfig& c, const std::string& out, int64_t after_bytes) {
+  SaveRoom room;
+  room.root_label = c.dir.empty() ? "--out" : "checkpoint.dir";
+  room.after = {{out, "--out", after_bytes + kResultsReserveBytes}};
+  return room;
+}
+
 int64_t CheckpointBytesBound(const std::vector<NamedTensors>& files) {
   int64_t total = kCheckpointMetaBytes;
   for (const NamedTensors& f : files) {

@@ -73,6 +73,11 @@ struct SaveRoom {
   std::vector<SpaceNeed> after;               // what the caller writes next, elsewhere
 };
 
+// The room a stage's save checks: its checkpoint under checkpoint.dir (or
+// --out when that is unset) and, in `out`, `after_bytes` of what the stage
+// writes next plus kResultsReserveBytes for its results.
+SaveRoom RoomAfterSave(const CheckpointConfig& c, const std::string& out, int64_t after_bytes);
+
 // The size on disk, at most, of a checkpoint of these tensor files: each
 // file's SafetensorsFileBound plus kCheckpointMetaBytes.
 int64_t CheckpointBytesBound(const std::vector<NamedTensors>& files);

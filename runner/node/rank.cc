@@ -234,12 +234,10 @@ int RunNodeRank(const RunOptions& o) {
         NodeCheckpointInfo ci{step, info.world_size, data_ranks, e->mode(), s->seed(), 0};
         // Then rank 0 writes the final parameters, every rank its report,
         // the stage results.json: room for them is checked with the save's.
-        SaveRoom room;
-        room.root_label = c.checkpoint.dir.empty() ? "--out" : "checkpoint.dir";
         int64_t final_bytes = 0;
         for (size_t i = 0; i < e->Parameters().size(); ++i) final_bytes += e->Numel(i) * 4;
-        room.after = {{dir, "--out", final_bytes + kResultsReserveBytes}};
-        Result<NodeCheckpointIo> io = SaveNodeCheckpoint(root, *e, *comm, ci, room);
+        Result<NodeCheckpointIo> io =
+            SaveNodeCheckpoint(root, *e, *comm, ci, RoomAfterSave(c.checkpoint, dir, final_bytes));
         if (!io.ok()) return finish(kExitError, io.status().ToString());
         rep.checkpoint = RankCheckpoint{io->path, step, io->bytes, io->seconds};
       }

@@ -185,11 +185,9 @@ int RunSingle(const RunOptions& o, const Config& cfg, const Pins& pins, SingleSt
       // results.json into --out: room for both is checked with the save's.
       int64_t reference_bytes = 0;
       for (const auto& [name, p] : s->model().Parameters()) reference_bytes += static_cast<int64_t>(p.nbytes());
-      SaveRoom room;
-      room.root_label = c.checkpoint.dir.empty() ? "--out" : "checkpoint.dir";
-      room.after = {{o.out, "--out", reference_bytes + kResultsReserveBytes}};
-      PILOT_ASSIGN_OR_RETURN(CheckpointIo io, SaveCheckpoint(root, s->model(), s->optim(),
-                                                             StateAt(*s, step, ev), c.checkpoint.keep, room));
+      PILOT_ASSIGN_OR_RETURN(CheckpointIo io,
+                             SaveCheckpoint(root, s->model(), s->optim(), StateAt(*s, step, ev), c.checkpoint.keep,
+                                            RoomAfterSave(c.checkpoint, o.out, reference_bytes)));
       ckpt_path = io.path;
       st->checkpoint.path = io.path;
       st->checkpoint.step = step;
