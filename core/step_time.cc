@@ -12,6 +12,12 @@ std::string Ms(double v) { return FormatFixed(v, v >= 100 ? 0 : 1) + " ms"; }
 std::string Times(double factor) { return "x" + FormatFixed(factor, 3); }  // "x1.350"
 std::string Percent(double fraction) { return FormatFixed(100 * fraction, 0) + "%"; }
 
+// A memory calibration that ran ("ok") and timed its forward and backward.
+bool Timed(const std::optional<MemoryCalibrationCheck>& c) {
+  return c && c->status == "ok" && c->micro_batch > 0 && c->forward_backward_ms &&
+         std::isfinite(*c->forward_backward_ms) && *c->forward_backward_ms > 0;
+}
+
 }  // namespace
 
 StepTimeBasis StepTimeBasisFrom(const SingleStage& s) {
@@ -24,16 +30,14 @@ StepTimeBasis StepTimeBasisFrom(const SingleStage& s) {
   b.data_wait_ms = std::clamp(s.timings.data_wait_ms, 0.0, std::max(0.0, s.timings.step_ms));
   b.forward_backward_ms = s.timings.forward_backward_ms;
   b.optimizer_ms = s.timings.optimizer_ms;
-  if (const auto& c = s.memory_calibration;
-      c && c->status == "ok" && c->forward_backward_ms && *c->forward_backward_ms > 0 &&
-      c->micro_batch > 0 && c->micro_batch != b.micro_batch && c->seq_len == b.seq_len &&
-      c->activation_checkpointing == b.activation_checkpointing) {
+  // A calibration at the pilot's seq_len and setting that timed its steps.
+  auto timed_here = [&b](const std::optional<MemoryCalibrationCheck>& c) {
+    return Timed(c) && c->seq_len == b.seq_len && c->activation_checkpointing == b.activation_checkpointing;
+  };
+  if (const auto& c = s.memory_calibration; timed_here(c) && c->micro_batch != b.micro_batch) {
     b.second_micro_batch = c->micro_batch;
     b.second_forward_backward_ms = *c->forward_backward_ms;
-    if (const auto& m = s.memory_calibration_smallest;
-        m && m->status == "ok" && m->forward_backward_ms && *m->forward_backward_ms > 0 &&
-        m->micro_batch > 0 && m->micro_batch < c->micro_batch && m->seq_len == b.seq_len &&
-        m->activation_checkpointing == b.activation_checkpointing) {
+    if (const auto& m = s.memory_calibration_smallest; timed_here(m) && m->micro_batch < c->micro_batch) {
       b.smallest_micro_batch = m->micro_batch;
       b.smallest_forward_backward_ms = *m->forward_backward_ms;
     }
@@ -58,10 +62,7 @@ StepTimeBasis StepTimeBasisFrom(const SingleStage& s) {
   // release of cached memory and read a few percent slow).
   const auto& own = s.memory_calibration;
   const auto& other = s.memory_calibration_other;
-  if (own && other && own->status == "ok" && other->status == "ok" && own->forward_backward_ms &&
-      other->forward_backward_ms && *own->forward_backward_ms > 0 && *other->forward_backward_ms > 0 &&
-      std::isfinite(*own->forward_backward_ms) && std::isfinite(*other->forward_backward_ms) &&
-      own->micro_batch == other->micro_batch && own->seq_len == other->seq_len &&
+  if (Timed(own) && Timed(other) && own->micro_batch == other->micro_batch && own->seq_len == other->seq_len &&
       own->activation_checkpointing != other->activation_checkpointing) {
     const double with = own->activation_checkpointing ? *own->forward_backward_ms : *other->forward_backward_ms;
     const double without = own->activation_checkpointing ? *other->forward_backward_ms : *own->forward_backward_ms;
