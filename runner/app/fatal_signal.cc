@@ -44,10 +44,14 @@ void PutHex(uintptr_t v) {
   Put(buf + i);
 }
 
-// Prints " in LIBRARY +OFFSET (SYMBOL)" when `pc` lies in a loaded object.
-bool PutCodeAddress(uintptr_t pc) {
-  Dl_info dl{};
-  if (!::dladdr(reinterpret_cast<void*>(pc), &dl) || !dl.dli_fname) return false;
+// The loaded object (and symbol) `pc` lies in; false when none.
+bool Resolve(uintptr_t pc, Dl_info* dl) {
+  *dl = Dl_info{};
+  return ::dladdr(reinterpret_cast<void*>(pc), dl) && dl->dli_fname;
+}
+
+// " in LIBRARY +OFFSET (SYMBOL)" of a resolved `pc`.
+void PutCodeAddress(uintptr_t pc, const Dl_info& dl) {
   Put(" in ");
   Put(dl.dli_fname);
   Put(" +");
@@ -57,31 +61,25 @@ bool PutCodeAddress(uintptr_t pc) {
     Put(dl.dli_sname);
     Put(")");
   }
-  return true;
 }
 
-uintptr_t StackPointer(const void* context) {
+// The faulting instruction and the stack pointer (0 and 0 on other CPUs).
+struct Registers {
+  uintptr_t pc = 0, sp = 0;
+};
+Registers RegistersOf(const void* context) {
   const auto* uc = static_cast<const ucontext_t*>(context);
+  Registers r;
 #if defined(__x86_64__)
-  return static_cast<uintptr_t>(uc->uc_mcontext.gregs[REG_RSP]);
+  r.pc = static_cast<uintptr_t>(uc->uc_mcontext.gregs[REG_RIP]);
+  r.sp = static_cast<uintptr_t>(uc->uc_mcontext.gregs[REG_RSP]);
 #elif defined(__aarch64__)
-  return static_cast<uintptr_t>(uc->uc_mcontext.sp);
+  r.pc = static_cast<uintptr_t>(uc->uc_mcontext.pc);
+  r.sp = static_cast<uintptr_t>(uc->uc_mcontext.sp);
 #else
   (void)uc;
-  return 0;
 #endif
-}
-
-uintptr_t FaultingPc(const void* context) {
-  const auto* uc = static_cast<const ucontext_t*>(context);
-#if defined(__x86_64__)
-  return static_cast<uintptr_t>(uc->uc_mcontext.gregs[REG_RIP]);
-#elif defined(__aarch64__)
-  return static_cast<uintptr_t>(uc->uc_mcontext.pc);
-#else
-  (void)uc;
-  return 0;
-#endif
+  return r;
 }
 
 // write, backtrace_symbols_fd (its first use is made at install time, so
@@ -96,22 +94,23 @@ void Report(int sig, siginfo_t* info, void* context) {
     Put(" at address ");
     PutHex(reinterpret_cast<uintptr_t>(info->si_addr));
   }
-  const uintptr_t pc = FaultingPc(context);
+  const Registers regs = RegistersOf(context);
   Put("; instruction ");
-  PutHex(pc);
-  const bool known = PutCodeAddress(pc);
+  PutHex(regs.pc);
+  Dl_info dl;
+  const bool known = Resolve(regs.pc, &dl);
+  if (known) PutCodeAddress(regs.pc, dl);
   Put("; stack:\n");
   // A call through a null or wild pointer leaves nothing to walk from: the
   // words on top of the stack that point into code are its likely callers.
-  if (const uintptr_t sp = StackPointer(context); sp && !known) {
-    const auto* words = reinterpret_cast<const uintptr_t*>(sp);
+  if (regs.sp && !known) {
+    const auto* words = reinterpret_cast<const uintptr_t*>(regs.sp);
     for (int i = 0, shown = 0; i < 64 && shown < 12; ++i) {
-      Dl_info dl{};
-      if (words[i] && ::dladdr(reinterpret_cast<void*>(words[i]), &dl) && dl.dli_fname) {
+      if (words[i] && Resolve(words[i], &dl)) {
         Put("  stack word ");
         PutHex(static_cast<uintptr_t>(i));
         Put(":");
-        PutCodeAddress(words[i]);
+        PutCodeAddress(words[i], dl);
         Put("\n");
         ++shown;
       }
