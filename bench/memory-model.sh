@@ -18,8 +18,8 @@
 #   recompute cost. ac8.json (checkpointing on, calibrated by its own
 #   micro-batch 4 steps) predicts the checkpointing shapes as measured.
 #
-# Shapes named in PILOT_MM_CAPS ("ac12=26225 ac8seq4096=29358": MiB) run a
-# second time as NAME-cap under training.memory_cap_mb (the runner holds
+# Shapes named in PILOT_MM_CAPS ("ac12=26225,26487 ac8seq4096=29358": MiB,
+# one run per figure) run again as NAME-capMIB under training.memory_cap_mb (the runner holds
 # every process to it): a run that passes under the memory a prediction
 # gave has shown that it needs no more, whatever its allocator caches when
 # it has room. Shapes other than calib and ac8 (the two bases) skip the
@@ -90,10 +90,12 @@ PY
 # The capped runs: NAME-cap.json against NAME.json and calib's prediction.
 capped() {
   local dir=$1 f name
-  for f in "$dir"/*-cap.json; do
+  for f in "$dir"/*-cap*.json; do
     [[ -f $f ]] || continue
-    name=$(basename "$f" -cap.json)
-    python3 - "$f" "$dir/$name.json" "$dir/plan-calib-$name.json" "$name" "$(cat "$dir/$name-cap.cap" 2>/dev/null)" <<'PY'
+    local run
+    run=$(basename "$f" .json)
+    name=${run%-cap*}
+    python3 - "$f" "$dir/$name.json" "$dir/plan-calib-$name.json" "$run" "$(cat "$dir/$run.cap" 2>/dev/null)" <<'PY'
 import json, sys
 capf, freef, planf, name, cap = sys.argv[1:6]
 c = json.load(open(capf))
@@ -133,7 +135,7 @@ if [[ ${1:-} == predict ]]; then
   echo "| shape | micro-batch | seq_len | recompute | step ms | predicted step ms | tokens/s | predicted tokens/s | error |"
   echo "|---|---|---|---|---|---|---|---|---|"
   predict "$dir" "$pilot" calib false throughput
-  if compgen -G "$dir/*-cap.json" >/dev/null; then
+  if compgen -G "$dir/*-cap*.json" >/dev/null; then
     echo
     echo "| shape | status under the cap | cap GiB | predicted device GiB | allocated GiB | reserved GiB | device GiB | device GiB uncapped | step ms | step ms uncapped | change | restore equal |"
     echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
@@ -162,7 +164,9 @@ done
 for c in ${PILOT_MM_CAPS:-}; do
   for s in "${shapes[@]}"; do
     read -r name mb seq ac <<<"$s"
-    [[ $name == "${c%%=*}" ]] && runs+=("$name-cap $mb $seq $ac ${c#*=}")
+    [[ $name == "${c%%=*}" ]] || continue
+    IFS=, read -ra mibs <<<"${c#*=}"
+    for mib in "${mibs[@]}"; do runs+=("$name-cap$mib $mb $seq $ac $mib"); done
   done
 done
 for s in "${runs[@]}"; do
