@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 
 #include "core/atomic_file.h"
@@ -113,6 +114,8 @@ void Fields(V& v, S& s, std::type_identity<Policy>) {
     Doc{"checks the workload alone cannot pass"});
   v("verify_timeout_seconds", s.verify_timeout_seconds, IntRange{1, 86400}, kMayBeAbsent,
     Doc{"the epilog's pilot-runner verify"});
+  v("epilog_timeout_seconds", s.epilog_timeout_seconds, IntRange{20, 86400}, kMayBeAbsent,
+    Doc{"the epilog's whole time (below PrologEpilogTimeout)"});
   v("prolog_timeout_seconds", s.prolog_timeout_seconds, IntRange{1, 3600}, kMayBeAbsent,
     Doc{"total pinning time in the prolog"});
   v("scontrol_path", s.scontrol_path, Validate{&NotEmpty}, kMayBeAbsent,
@@ -120,6 +123,32 @@ void Fields(V& v, S& s, std::type_identity<Policy>) {
   v("thresholds", s.thresholds, kMayBeAbsent);
   v("planning", s.planning, kMayBeAbsent);
   v("registry", s.registry, kMayBeAbsent);
+}
+
+double NotifyWorstCaseSeconds(const Policy& policy) {
+  if (policy.notify_url.empty()) return 0;
+  // The backoff of PostSigned's default RetryOptions: 0.5 s, doubling, at
+  // most 10 s.
+  double total = static_cast<double>(policy.notify_retries + 1) * policy.notify_timeout_seconds;
+  double backoff = 0.5;
+  for (int i = 0; i < policy.notify_retries; ++i) {
+    total += backoff;
+    backoff = std::min(backoff * 2, 10.0);
+  }
+  return total;
+}
+
+double EpilogVerifySeconds(const Policy& policy, double elapsed, bool* limited) {
+  const double after = kEpilogManifestSeconds + kEpilogStoreSeconds + NotifyWorstCaseSeconds(policy);
+  const double left = policy.epilog_timeout_seconds - elapsed - after;
+  const double limit = std::max(1.0, std::min<double>(policy.verify_timeout_seconds, left));
+  if (limited) *limited = limit < policy.verify_timeout_seconds;
+  return limit;
+}
+
+bool EpilogCanPost(const Policy& policy, double elapsed) {
+  return policy.epilog_timeout_seconds - elapsed - kEpilogStoreSeconds >=
+         NotifyWorstCaseSeconds(policy);
 }
 
 Policy DefaultPolicy() {

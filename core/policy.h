@@ -70,12 +70,34 @@ struct Policy {
   // established them (verified_by supervisor, epilog or prolog).
   std::vector<std::string> independent_checks = {"completed", "restore", "checkpoint"};
   int verify_timeout_seconds = 600;  // epilog's `pilot-runner verify`
+  // The epilog's whole time, from its start to its exit; keep it below
+  // slurm.conf's PrologEpilogTimeout (pilot-epilog(8), TIME BUDGET).
+  int epilog_timeout_seconds = 840;
   int prolog_timeout_seconds = 120;  // total pinning time in the prolog
   std::string scontrol_path = "scontrol";  // run by `pilot grant` (PATH lookup without '/')
   Thresholds thresholds;
   PlanningPolicy planning;
   RegistryPolicy registry;
 };
+
+// The epilog's time budget (pilot-epilog(8), TIME BUDGET). What it keeps
+// for the steps after verify: hashing the manifest (kEpilogManifestSeconds),
+// deciding, signing and storing (kEpilogStoreSeconds), and one post with
+// all its retries (NotifyWorstCaseSeconds).
+inline constexpr double kEpilogManifestSeconds = 10;
+inline constexpr double kEpilogStoreSeconds = 5;
+// Seconds one post of a verdict can take under the policy: every attempt
+// at notify_timeout_seconds plus the backoff between them; 0 without
+// notify_url.
+double NotifyWorstCaseSeconds(const Policy& policy);
+// The time limit of the epilog's `pilot-runner verify` when `elapsed`
+// seconds of the epilog have passed: verify_timeout_seconds, or less so
+// that what follows verify still ends inside epilog_timeout_seconds; at
+// least 1 s. `*limited` (optional) is set when the budget is what limits it.
+double EpilogVerifySeconds(const Policy& policy, double elapsed, bool* limited = nullptr);
+// Whether a post still fits: the epilog's remaining time covers
+// NotifyWorstCaseSeconds. When it does not, the verdict is queued instead.
+bool EpilogCanPost(const Policy& policy, double elapsed);
 
 // The built-in defaults (hardware_catalog filled in).
 Policy DefaultPolicy();

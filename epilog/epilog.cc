@@ -13,6 +13,7 @@
 #include "core/verify_report.h"
 #include "job/state_dir.h"
 #include "job/state_layout.h"
+#include "job/subprocess.h"
 #include "job/verdict_history.h"
 
 namespace pilot::epilog {
@@ -33,6 +34,8 @@ RunAs UserOf(const JobEnv& job, std::string* home) {
   }
   return as;
 }
+
+double Elapsed(const EpilogDeps& deps) { return deps.elapsed_seconds ? deps.elapsed_seconds() : 0; }
 
 std::string FirstLine(std::string_view s) {
   s = Trim(s);
@@ -120,26 +123,31 @@ EpilogInputs GatherInputs(const Policy& policy, const JobEnv& job, const EpilogD
   verify.env = CleanEnvironment(as.user, home);
   verify.run_as = as;
   verify.cwd = home.empty() ? "/" : home;
-  verify.timeout_seconds = policy.verify_timeout_seconds;
+  bool budget_limited = false;
+  verify.timeout_seconds = EpilogVerifySeconds(policy, Elapsed(deps), &budget_limited);
   verify.max_output_bytes = kMaxVerifyBytes;
   Result<CommandResult> v = deps.run(verify);
   if (!v.ok()) {
     in.verify_problem = "pilot-runner verify could not start: " + v.status().Message();
     return in;
   }
-  in.verify_ran = !v->timed_out && v->signal == 0 && v->exit_code <= 2;
+  in.verify_ran = !v->timed_out && !v->stopped && v->signal == 0 && v->exit_code <= 2;
   in.verify_exit_code = v->exit_code;
   in.verify_output = v->out;
   if (!in.verify_ran) {
     in.verify_problem = "pilot-runner verify " + v->Describe(verify.timeout_seconds);
+    if (v->timed_out && budget_limited) {
+      in.verify_problem += " (what was left of the epilog's epilog_timeout_seconds = " +
+                           std::to_string(policy.epilog_timeout_seconds) + ")";
+    }
     if (!v->err.empty()) in.verify_problem += ": " + FirstLine(v->err);
   } else if (v->exit_code == 2) {
     in.verify_problem = "pilot-runner verify could not check: " + FirstLine(v->err);
   }
   // A program's files were compared with the supervisor's list by verify.
   if (program) return in;
-  const std::string manifest_now =
-      job::Sha256AsUser(deps.run, checkpoint + "/" + kManifestFileName, as, as.user, home);
+  const std::string manifest_now = job::Sha256AsUser(
+      deps.run, checkpoint + "/" + kManifestFileName, as, as.user, home, kEpilogManifestSeconds);
   const std::string& manifest_then = in.results->supervisor->checkpoint_manifest_sha256;
   if (manifest_then.empty()) {
     in.manifest_problem = "the supervisor recorded no manifest for the checkpoint";
@@ -191,7 +199,15 @@ Result<EpilogReport> RunEpilog(const Policy& policy, const JobEnv& job, const Ep
   if (!stored.note.empty()) add_note(stored.note);
   if (stored.kept) return report;  // the first run posted what is stored
 
-  if (!policy.notify_url.empty()) {
+  if (!policy.notify_url.empty() && (job::StopSignal() != 0 || !EpilogCanPost(policy, Elapsed(deps)))) {
+    // No time for a post and its retries: `pilot flush` sends it later.
+    Status queued = deps.enqueue(policy, job.job_id, body);
+    report.queued = queued.ok();
+    add_note(std::string("not posted: ") +
+             (job::StopSignal() != 0 ? "the epilog was asked to stop"
+                                     : "too little of epilog_timeout_seconds left") +
+             (queued.ok() ? " (queued in outbox)" : "; outbox: " + queued.Message()));
+  } else if (!policy.notify_url.empty()) {
     Status posted = deps.post(policy, body, key.ok() ? *key : "");
     if (posted.ok()) {
       report.posted = true;

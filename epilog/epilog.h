@@ -79,6 +79,9 @@ struct EpilogDeps {
   // Queues body for `pilot flush`.
   std::function<Status(const Policy&, int64_t job_id, const std::string& body)> enqueue;
   std::function<int64_t()> now_unix;
+  // Seconds since the epilog started (a monotonic clock; null: 0), against
+  // policy.epilog_timeout_seconds.
+  std::function<double()> elapsed_seconds;
   // Registry reference -> digest (null: no second lookup).
   std::function<Result<std::string>(const std::string& reference)> resolve_digest;
 };

@@ -8,6 +8,7 @@
 #include "epilog/epilog.h"
 #include "job/flags.h"
 #include "job/job_env.h"
+#include "job/subprocess.h"
 
 namespace {
 
@@ -17,6 +18,9 @@ using pilot::job::StartScript;
 
 int Main(int argc, char** argv) {
   using namespace pilot::epilog;
+  // slurmd ends a script past PrologEpilogTimeout with SIGTERM, then
+  // SIGKILL: the helper running then must not outlive this process.
+  pilot::job::StopCommandsOnTermination();
   int exit_code = 0;
   std::optional<ScriptStart> start = StartScript("pilot-epilog", "Epilog", argc, argv, &exit_code);
   if (!start) return exit_code;

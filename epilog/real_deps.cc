@@ -1,4 +1,5 @@
 // The real world behind EpilogDeps: core's decision, libcurl, the outbox.
+#include <chrono>
 #include <ctime>
 #include <memory>
 
@@ -32,6 +33,10 @@ EpilogDeps RealEpilogDeps(const Policy& site) {
     return outbox.Enqueue(std::to_string(job_id), body);
   };
   d.now_unix = [] { return static_cast<int64_t>(std::time(nullptr)); };
+  const auto start = std::chrono::steady_clock::now();
+  d.elapsed_seconds = [start] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
   const OciOptions oci = OciOptionsFrom(site.registry);
   d.resolve_digest = [oci](const std::string& reference) {
     std::unique_ptr<HttpClient> client = NewCurlHttpClient();

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -20,6 +21,18 @@ namespace pilot::job {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// The process group of the command being run (0: none) and the signal that
+// asked this process to stop; both read by the signal handler.
+std::atomic<pid_t> g_running_group{0};
+std::atomic<int> g_stop_signal{0};
+static_assert(std::atomic<pid_t>::is_always_lock_free && std::atomic<int>::is_always_lock_free);
+
+void OnTermination(int sig) {
+  g_stop_signal.store(sig);
+  const pid_t group = g_running_group.load();
+  if (group > 0) kill(-group, SIGKILL);  // async-signal-safe
+}
 
 // In the child after fork: set up and exec, or _exit(127).
 [[noreturn]] void ExecChild(const CommandSpec& spec, int out_fd, int err_fd, pid_t parent) {
@@ -72,9 +85,23 @@ void ExecIn(const std::string& cwd, const std::vector<std::string>& args,
   _exit(127);
 }
 
+void StopCommandsOnTermination() {
+  struct sigaction sa {};
+  sa.sa_handler = OnTermination;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaction(sig, &sa, nullptr);
+}
+
+int StopSignal() { return g_stop_signal.load(); }
+
 std::string CommandResult::Describe(double timeout_seconds) const {
   std::ostringstream s;
-  if (timed_out) {
+  if (stopped) {
+    const int sig = StopSignal();
+    const char* name = sig == 0 ? nullptr : sigabbrev_np(sig);
+    s << "stopped: the caller received "
+      << (name ? std::string("SIG") + name : sig == 0 ? "a signal to stop" : "signal " + std::to_string(sig));
+  } else if (timed_out) {
     s << "timed out after " << timeout_seconds << " s";
   } else if (signal != 0) {
     s << "killed by signal " << signal;
@@ -87,6 +114,11 @@ std::string CommandResult::Describe(double timeout_seconds) const {
 Result<CommandResult> RunCommand(const CommandSpec& spec) {
   if (spec.argv.empty() || spec.argv[0].empty() || spec.argv[0][0] != '/') {
     return Status::Internal("RunCommand", "argv[0] must be an absolute path");
+  }
+  if (StopSignal() != 0) {
+    CommandResult stopped;
+    stopped.stopped = true;
+    return stopped;
   }
   int out_pipe[2];
   int err_pipe[2];
@@ -105,6 +137,10 @@ Result<CommandResult> RunCommand(const CommandSpec& spec) {
   }
   if (pid == 0) ExecChild(spec, out_pipe[1], err_pipe[1], parent);
   setpgid(pid, pid);  // also from the parent: no race with the kill below
+  g_running_group.store(pid);
+  // A stop that came between the check above and the store: the handler
+  // saw no group to kill.
+  if (StopSignal() != 0) kill(-pid, SIGKILL);
   close(out_pipe[1]);
   close(err_pipe[1]);
 
@@ -161,6 +197,9 @@ Result<CommandResult> RunCommand(const CommandSpec& spec) {
     close(fd);
   }
   kill(-pid, SIGKILL);  // anything the child left behind in its group
+  g_running_group.store(0);
+  // Ended by the handler's kill (the stop came while it ran).
+  result.stopped = StopSignal() != 0 && WIFSIGNALED(wstatus);
   if (WIFEXITED(wstatus)) result.exit_code = WEXITSTATUS(wstatus);
   if (WIFSIGNALED(wstatus)) result.signal = WTERMSIG(wstatus);
   return result;

@@ -42,12 +42,25 @@ struct CommandResult {
   int exit_code = -1;      // when the child exited; -1 when killed
   int signal = 0;          // the signal that ended it, else 0
   bool timed_out = false;  // the time limit was reached
+  bool stopped = false;    // ended (or never started) because this process
+                           // was asked to stop (StopCommandsOnTermination)
   std::string out;         // stdout (at most max_output_bytes)
   std::string err;         // stderr (at most max_output_bytes)
   bool Succeeded() const { return exit_code == 0 && !timed_out; }
-  // "exit 3", "killed by signal 9", "timed out after 30 s".
+  // "exit 3", "killed by signal 9", "timed out after 30 s", "stopped: the
+  // caller received SIGTERM".
   std::string Describe(double timeout_seconds) const;
 };
+
+// For the prolog and epilog, which slurmd ends at PrologEpilogTimeout with
+// SIGTERM and, 10 ms later, SIGKILL: from this call on, SIGTERM, SIGINT and
+// SIGHUP kill the process group of the command RunCommand is running at
+// once (from the handler), and RunCommand starts nothing more; its results
+// say `stopped`. Under SIGKILL alone the command's own process dies with its
+// caller (PR_SET_PDEATHSIG). Call once, early in main.
+void StopCommandsOnTermination();
+// The signal that asked this process to stop (0: none yet).
+int StopSignal();
 
 // Starts argv and waits for it. Errors: kIoError when it cannot be started
 // (fork/pipe failure); an exec failure or a non-zero exit is a result with

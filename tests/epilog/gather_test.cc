@@ -151,6 +151,53 @@ TEST_F(GatherTest, VerifyRunsAsTheUserWithATimeout) {
   EXPECT_EQ(in.manifest_problem, "");
 }
 
+// verify gets what is left of the epilog's whole time after what follows
+// it (manifest 10 s, store 5 s, one post with its retries), never more
+// than verify_timeout_seconds; a verify the budget stopped says so.
+TEST_F(GatherTest, VerifyGetsWhatIsLeftOfTheEpilogsBudget) {
+  WriteResults(ResultsToJson(Supervised()));
+  policy_.verify_timeout_seconds = 600;
+  policy_.epilog_timeout_seconds = 120;
+  policy_.notify_url = "http://127.0.0.1:9/v";
+  policy_.notify_timeout_seconds = 10;
+  policy_.notify_retries = 2;  // 3 x 10 s + 0.5 + 1 s between
+  epilog::EpilogDeps deps = Deps();
+  deps.elapsed_seconds = [] { return 30.0; };
+  auto in = epilog::GatherInputs(policy_, job_, deps);
+  ASSERT_GE(calls_.size(), 1u);
+  EXPECT_DOUBLE_EQ(calls_[0].timeout_seconds, 120 - 30 - 10 - 5 - 31.5);
+  EXPECT_DOUBLE_EQ(calls_.back().timeout_seconds, kEpilogManifestSeconds);  // the manifest's hash
+
+  // A verify that ran out of that time is a problem naming the budget.
+  calls_.clear();
+  deps.run = [this](const CommandSpec& s) -> Result<CommandResult> {
+    calls_.push_back(s);
+    CommandResult r;
+    r.timed_out = true;
+    return r;
+  };
+  in = epilog::GatherInputs(policy_, job_, deps);
+  EXPECT_FALSE(in.verify_ran);
+  EXPECT_NE(in.verify_problem.find("timed out after 43.5 s (what was left of the epilog's "
+                                   "epilog_timeout_seconds = 120)"),
+            std::string::npos)
+      << in.verify_problem;
+
+  // Within the budget, verify_timeout_seconds is the limit, and a time-out
+  // does not blame the budget.
+  calls_.clear();
+  policy_.epilog_timeout_seconds = 840;
+  in = epilog::GatherInputs(policy_, job_, deps);
+  EXPECT_DOUBLE_EQ(calls_[0].timeout_seconds, 600);
+  EXPECT_EQ(in.verify_problem.find("epilog_timeout_seconds"), std::string::npos) << in.verify_problem;
+
+  // Past the budget it still gets a second (and fails), never a negative limit.
+  calls_.clear();
+  deps.elapsed_seconds = [] { return 1000.0; };
+  in = epilog::GatherInputs(policy_, job_, deps);
+  EXPECT_DOUBLE_EQ(calls_[0].timeout_seconds, 1);
+}
+
 TEST_F(GatherTest, AManifestChangedAfterTheReportIsAProblem) {
   WriteResults(ResultsToJson(Supervised()));
   auto in = epilog::GatherInputs(policy_, job_, Deps(std::string(64, 'b')));

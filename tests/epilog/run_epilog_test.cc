@@ -122,5 +122,43 @@ TEST_F(RunEpilogTest, ARerunKeepsTheFirstAndANewInstanceMovesIt) {
   EXPECT_EQ(ReadVerdict(next->verdict_path).value().instance, "i2");
 }
 
+// A post that no longer fits in the epilog's time is not tried: the
+// verdict is stored and queued for `pilot flush`.
+TEST_F(RunEpilogTest, APostThatDoesNotFitTheBudgetIsQueued) {
+  policy_.notify_url = "http://127.0.0.1:9/v";
+  policy_.notify_timeout_seconds = 10;
+  policy_.notify_retries = 1;  // 20.5 s at worst
+  policy_.epilog_timeout_seconds = 60;
+  int posts = 0;
+  int queued = 0;
+  epilog::EpilogDeps deps = Deps("i1", "2026-11-30T00:00:00Z");
+  deps.post = [&](const Policy&, const std::string&, const std::string&) {
+    ++posts;
+    return Status::Ok();
+  };
+  deps.enqueue = [&](const Policy&, int64_t, const std::string&) {
+    ++queued;
+    return Status::Ok();
+  };
+  deps.elapsed_seconds = [] { return 30.0; };  // 30 left: 5 to store, 20.5 to post
+  auto r = epilog::RunEpilog(policy_, job_, deps);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->posted);
+  EXPECT_EQ(posts, 1);
+
+  job_.job_id = 43;
+  deps.elapsed_seconds = [] { return 40.0; };  // 20 left
+  r = epilog::RunEpilog(policy_, job_, deps);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_FALSE(r->posted);
+  EXPECT_TRUE(r->queued);
+  EXPECT_EQ(posts, 1);
+  EXPECT_EQ(queued, 1);
+  EXPECT_NE(r->note.find("not posted: too little of epilog_timeout_seconds left (queued in outbox)"),
+            std::string::npos)
+      << r->note;
+  EXPECT_TRUE(ReadVerdict(r->verdict_path).ok());
+}
+
 }  // namespace
 }  // namespace pilot

@@ -89,6 +89,53 @@ TEST(Subprocess, AHelperDiesWithItsCaller) {
   std::filesystem::remove_all(tmpl);
 }
 
+// SIGTERM to the caller (slurmd at PrologEpilogTimeout sends it, then
+// SIGKILL): the helper's whole group dies at once, the result says why, and
+// nothing more starts. In a child process: the stop lasts for its life.
+TEST(Subprocess, SigtermToTheCallerStopsItsHelpers) {
+  char tmpl[] = "/tmp/pilot-subprocess-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string pids = std::string(tmpl) + "/pids";
+  const pid_t caller = fork();
+  ASSERT_GE(caller, 0);
+  if (caller == 0) {
+    job::StopCommandsOnTermination();
+    CommandSpec spec;
+    // Two processes in the helper's group, neither reacting to TERM.
+    spec.argv = {"/bin/sh", "-c",
+                 "trap '' TERM; sleep 30 & echo $$ $! > " + pids + "; wait; wait"};
+    spec.timeout_seconds = 60;
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = job::RunCommand(spec);
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!r.ok() || !r->stopped || r->timed_out || took > 5) _exit(10);
+    if (r->Describe(60) != "stopped: the caller received SIGTERM") _exit(11);
+    auto again = job::RunCommand(spec);  // nothing starts after the stop
+    if (!again.ok() || !again->stopped || again->exit_code != -1) _exit(12);
+    _exit(0);
+  }
+  pid_t shell = 0, sleeper = 0;
+  for (int i = 0; i < 100 && sleeper == 0; ++i) {
+    std::ifstream in(pids);
+    if (!(in >> shell >> sleeper)) sleeper = 0;
+    if (sleeper == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_GT(sleeper, 0);
+  kill(caller, SIGTERM);
+  int status = 0;
+  waitpid(caller, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "10: not stopped in time, 11: description, 12: started again";
+  bool ended = false;
+  for (int i = 0; i < 100 && !ended; ++i) {
+    ended = Ended(shell) && Ended(sleeper);
+    if (!ended) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(ended) << "the helper's group outlived the stop";
+  kill(sleeper, SIGKILL);
+  std::filesystem::remove_all(tmpl);
+}
+
 TEST(Subprocess, OutputCapAndExecFailure) {
   CommandSpec spec;
   spec.argv = {"/bin/sh", "-c", "head -c 100000 /dev/zero"};
