@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cmath>
 #include <chrono>
 #include <cstring>
 #include <sstream>
@@ -102,7 +103,7 @@ std::string CommandResult::Describe(double timeout_seconds) const {
     s << "stopped: the caller received "
       << (name ? std::string("SIG") + name : sig == 0 ? "a signal to stop" : "signal " + std::to_string(sig));
   } else if (timed_out) {
-    s << "timed out after " << timeout_seconds << " s";
+    s << "timed out after " << std::round(timeout_seconds * 10) / 10 << " s";
   } else if (signal != 0) {
     s << "killed by signal " << signal;
   } else {
