@@ -89,6 +89,8 @@ void Fields(V& v, S& s, std::type_identity<Policy>) {
     Doc{"where verdicts, locks and grants are kept"});
   v("work_root", s.work_root, Validate{&AbsoluteOrEmpty}, kMayBeAbsent,
     Doc{"folder of the jobs' work folders (\"\" = inside each job's folder)"});
+  v("keep_work", s.keep_work, kMayBeAbsent,
+    Doc{"keep a job's work folder after its verdict is stored"});
   v("work_quota_command", s.work_quota_command, Validate{&AbsoluteOrEmpty}, kMayBeAbsent,
     Doc{"run as root with WORK_DIR UID JOBID after the prolog made the work folder"});
   v("state_reserve_mb", s.state_reserve_mb, IntRange{0, 4096}, kMayBeAbsent,

@@ -56,6 +56,7 @@ struct Policy {
   // "" = STATE/jobs/JOBID/work. Best on another file system than state_dir,
   // so a user who fills it cannot stop locks and verdicts being written.
   std::string work_root;
+  bool keep_work = false;  // the epilog leaves the work folder after the verdict
   // Run as root after the prolog made the work folder: COMMAND WORK_DIR UID
   // JOBID ("" = none); a failure is a problem in the lock (NO-GO).
   std::string work_quota_command;
