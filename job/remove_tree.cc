@@ -95,8 +95,8 @@ Result<RemovedTree> RemoveTreeBeneath(const std::string& parent, const std::stri
     const int err = errno;
     ::close(pfd);
     if (err == ENOENT) return w.out;
-    return Status::IoError(shown, std::string("not removed (not a folder, or a link): ") +
-                                      std::strerror(err));
+    return Status::IoError(
+        shown, std::string("not removed (not a folder, or a link): ") + std::strerror(err));
   }
   struct stat sb {};
   if (::fstat(fd, &sb) != 0) {
@@ -106,6 +106,15 @@ Result<RemovedTree> RemoveTreeBeneath(const std::string& parent, const std::stri
     return Status::IoError(shown, std::strerror(err));
   }
   w.dev = sb.st_dev;
+  // Something mounted on the folder itself (a FUSE mount its user made):
+  // not this file system's to remove.
+  struct stat parent_sb {};
+  if (::fstat(pfd, &parent_sb) != 0 || parent_sb.st_dev != sb.st_dev) {
+    ::close(fd);
+    ::close(pfd);
+    w.Leave(shown + ": another file system is mounted there: left alone");
+    return w.out;
+  }
   Empty(fd, shown, 1, &w);
   if (w.out.left.empty()) {
     if (::unlinkat(pfd, name.c_str(), AT_REMOVEDIR) == 0) {

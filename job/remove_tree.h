@@ -7,7 +7,8 @@
 // trusts), then NAME and every folder below with openat(O_NOFOLLOW |
 // O_DIRECTORY), and removes entries with unlinkat() relative to the folder
 // that holds them. A symbolic link is removed as a link, never followed; a
-// folder on another device than NAME is left alone (with what contains it);
+// folder on another device than NAME is left alone (with what contains it),
+// and so is NAME when it is on another device than PARENT (a mount on it);
 // a folder swapped for something else between looking and opening is
 // refused by the kernel, never entered.
 //

@@ -79,6 +79,20 @@ TEST_F(RemoveTreeTest, AnotherFileSystemInsideIsLeftAlone) {
   ::umount2((Work() + "/mnt").c_str(), MNT_DETACH);
 }
 
+TEST_F(RemoveTreeTest, AFileSystemMountedOnTheFolderItselfIsLeftAlone) {
+  testutil::TinyFs mounted;
+  const std::string why = mounted.Mount(64);
+  if (!why.empty()) GTEST_SKIP() << why;
+  std::ofstream(mounted.dir() + "/theirs") << "x";
+  ASSERT_EQ(::mount(mounted.dir().c_str(), Work().c_str(), nullptr, MS_BIND, nullptr), 0);
+  Result<RemovedTree> r = RemoveTree(Work());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_NE(r->left.find("another file system"), std::string::npos) << r->left;
+  EXPECT_TRUE(fs::exists(Work() + "/theirs"));
+  ::umount2(Work().c_str(), MNT_DETACH);
+  EXPECT_TRUE(fs::exists(Work() + "/a/b/c/ckpt.bin"));
+}
+
 TEST(RemoveTree, RefusesANameThatIsNotOne) {
   EXPECT_FALSE(RemoveTreeBeneath("/tmp", "..").ok());
   EXPECT_FALSE(RemoveTreeBeneath("/tmp", "a/b").ok());
