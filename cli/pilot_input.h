@@ -52,8 +52,8 @@ Result<PilotInput> LoadPilotInput(const std::string& source, const std::string& 
 // when `from_job` or the effective uid is 0; anything else is read as
 // ReadFileLimited reads it.
 // Errors: those of job::ReadFileBeneath and ReadFileLimited.
-Result<std::string> ReadPilotFile(const Policy& policy, const std::string& path,
-                                  size_t max_bytes, bool from_job);
+Result<std::string> ReadPilotFile(const Policy& policy, const std::string& path, size_t max_bytes,
+                                  bool from_job);
 
 // ReadPilotFile and ParseResults: the strict reader on the bytes read.
 Result<Results> ReadPilotResults(const Policy& policy, const std::string& path, bool from_job);

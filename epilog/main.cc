@@ -41,8 +41,7 @@ int Main(int argc, char** argv) {
                                                               : std::string("nowhere (not stored)");
   std::fprintf(stderr, "pilot-epilog: job %lld: %s -> %s%s%s%s\n",
                static_cast<long long>(job.job_id), pilot::DecisionName(report->decision),
-               where.c_str(), report->posted ? " (posted)" : "",
-               report->queued ? " (queued)" : "",
+               where.c_str(), report->posted ? " (posted)" : "", report->queued ? " (queued)" : "",
                report->note.empty() ? "" : ("; " + report->note).c_str());
   return 0;
 }

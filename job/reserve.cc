@@ -65,16 +65,20 @@ Result<bool> EnsureReserve(const StateLayout& layout, int64_t bytes) {
   if (::statvfs(layout.root().c_str(), &vfs) != 0) {
     return Status::IoError(layout.root(), std::string("statvfs: ") + std::strerror(errno));
   }
-  const int64_t have = present && S_ISREG(sb.st_mode) ? static_cast<int64_t>(sb.st_blocks) * 512 : 0;
-  const int64_t free_bytes = static_cast<int64_t>(vfs.f_bavail) * static_cast<int64_t>(vfs.f_frsize);
+  const int64_t have =
+      present && S_ISREG(sb.st_mode) ? static_cast<int64_t>(sb.st_blocks) * 512 : 0;
+  const int64_t free_bytes =
+      static_cast<int64_t>(vfs.f_bavail) * static_cast<int64_t>(vfs.f_frsize);
   if (free_bytes + have < 2 * bytes) return false;
   const std::string tmp = layout.root() + "/.reserve.tmp." + std::to_string(::getpid());
   ::unlink(tmp.c_str());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return Status::IoError(tmp, std::string("open: ") + std::strerror(errno));
   Status s = Preallocate(fd, bytes, tmp);
-  if (s.ok() && ::fsync(fd) != 0) s = Status::IoError(tmp, std::string("fsync: ") + std::strerror(errno));
-  if (::close(fd) != 0 && s.ok()) s = Status::IoError(tmp, std::string("close: ") + std::strerror(errno));
+  if (s.ok() && ::fsync(fd) != 0)
+    s = Status::IoError(tmp, std::string("fsync: ") + std::strerror(errno));
+  if (::close(fd) != 0 && s.ok())
+    s = Status::IoError(tmp, std::string("close: ") + std::strerror(errno));
   if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
     s = Status::IoError(path, std::string("rename: ") + std::strerror(errno));
   }
@@ -87,8 +91,8 @@ Result<bool> EnsureReserve(const StateLayout& layout, int64_t bytes) {
   return true;
 }
 
-Status WriteWithReserve(const StateLayout& layout, const std::string& path,
-                        std::string_view bytes, mode_t mode, const LogLine& log) {
+Status WriteWithReserve(const StateLayout& layout, const std::string& path, std::string_view bytes,
+                        mode_t mode, const LogLine& log) {
   Status first = WriteFileAtomic(path, bytes, mode);
   if (first.ok() || !IsOutOfSpace(first)) return first;
   const std::string reserve = layout.ReserveFile();

@@ -50,7 +50,7 @@ Result<bool> EnsureReserve(const StateLayout& layout, int64_t bytes);
 // (IsOutOfSpace), removes layout.ReserveFile(), logs one line saying so
 // and tries once more. The file is whole or absent, never half-written.
 // Errors: WriteFileAtomic's (the second attempt's when there was one).
-Status WriteWithReserve(const StateLayout& layout, const std::string& path,
-                        std::string_view bytes, mode_t mode, const LogLine& log);
+Status WriteWithReserve(const StateLayout& layout, const std::string& path, std::string_view bytes,
+                        mode_t mode, const LogLine& log);
 
 }  // namespace pilot::job

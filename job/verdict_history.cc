@@ -4,8 +4,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <optional>
 #include <utility>
@@ -126,8 +126,8 @@ Result<StoredQueued> StoreQueuedVerdicts(const StateLayout& layout) {
     }
     if (s.ok()) s = StoreVerdict(layout, job_id, VerdictInstance(*v), *body).status();
     if (s.ok() && ::unlink(path.c_str()) != 0) {
-      s = Status::IoError(path, std::string("stored, but cannot be removed: ") +
-                                    std::strerror(errno));
+      s = Status::IoError(path,
+                          std::string("stored, but cannot be removed: ") + std::strerror(errno));
     }
     if (s.ok()) {
       ++out.stored;

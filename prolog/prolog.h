@@ -52,8 +52,8 @@ namespace pilot::prolog {
 
 struct PrologOptions {
   std::string state_dir = "/var/lib/slurm-pilot";
-  std::string work_root;           // policy work_root ("" = STATE/jobs/JOBID/work)
-  std::string work_quota_command;  // policy work_quota_command ("" = none)
+  std::string work_root;            // policy work_root ("" = STATE/jobs/JOBID/work)
+  std::string work_quota_command;   // policy work_quota_command ("" = none)
   int64_t reserve_bytes = 8 << 20;  // policy state_reserve_mb, in bytes
   std::string runner = "/usr/bin/pilot-runner";
   double command_timeout_seconds = 20;

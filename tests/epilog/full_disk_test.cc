@@ -161,9 +161,9 @@ TEST_F(EpilogDiskTest, AVerdictThatCannotBeStoredIsQueuedAndFlushedLater) {
   const std::string why = verdicts.Mount(64);
   if (!why.empty()) GTEST_SKIP() << why;
   fs::create_directories(Layout().VerdictsDir());
-  ASSERT_EQ(::mount(verdicts.dir().c_str(), Layout().VerdictsDir().c_str(), nullptr, MS_BIND,
-                    nullptr),
-            0);
+  ASSERT_EQ(
+      ::mount(verdicts.dir().c_str(), Layout().VerdictsDir().c_str(), nullptr, MS_BIND, nullptr),
+      0);
   verdicts.Fill();
   const std::string work = MakeWork();
   auto r = epilog::RunEpilog(policy_, job_, deps_);

@@ -110,7 +110,8 @@ TEST_F(RunPrologTest, AWorkRootBesideTheStateDirIsWarnedAbout) {
   testing::internal::CaptureStderr();
   ASSERT_TRUE(prolog::RunProlog(opts_, job_, deps_).ok());
   const std::string log = testing::internal::GetCapturedStderr();
-  EXPECT_NE(log.find("pilot-prolog: job 42: warning: work_root " + dir_ + "/work is on the same "
+  EXPECT_NE(log.find("pilot-prolog: job 42: warning: work_root " + dir_ +
+                     "/work is on the same "
                      "file system as state_dir"),
             std::string::npos)
       << log;
