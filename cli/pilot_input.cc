@@ -11,21 +11,25 @@
 
 namespace pilot::cli {
 
-Result<std::string> ReadPilotFile(const std::string& state_dir, const std::string& path,
+Result<std::string> ReadPilotFile(const Policy& policy, const std::string& path,
                                   size_t max_bytes, bool from_job) {
   if (from_job || ::geteuid() == 0) {
-    const std::string jobs = job::StateLayout(state_dir).JobsDir();
-    if (std::optional<std::string> rel = job::PathBelow(jobs, path)) {
-      return job::ReadFileBeneath(jobs, *rel, max_bytes);
+    const job::StateLayout layout(policy.state_dir, policy.work_root);
+    // The jobs' folders, and the work root where the work folders lie
+    // outside them: both hold files of the jobs' users.
+    for (const std::string& dir : {layout.JobsDir(), layout.work_root()}) {
+      if (dir.empty()) continue;
+      if (std::optional<std::string> rel = job::PathBelow(dir, path)) {
+        return job::ReadFileBeneath(dir, *rel, max_bytes);
+      }
     }
   }
   return ReadFileLimited(path, max_bytes);
 }
 
-Result<Results> ReadPilotResults(const std::string& state_dir, const std::string& path,
-                                 bool from_job) {
+Result<Results> ReadPilotResults(const Policy& policy, const std::string& path, bool from_job) {
   PILOT_ASSIGN_OR_RETURN(std::string text,
-                         ReadPilotFile(state_dir, path, kResultsMaxBytes, from_job));
+                         ReadPilotFile(policy, path, kResultsMaxBytes, from_job));
   return ParseResults(text, path);
 }
 
@@ -44,12 +48,12 @@ Result<PilotInput> LoadPilotInput(const std::string& source, const std::string& 
   const bool is_job = job_id.has_value();
   bool config_path_trusted = true;  // results.config_path may be read
   if (is_job) {
-    const job::StateLayout layout(in.policy.state_dir);
+    const job::StateLayout layout(in.policy.state_dir, in.policy.work_root);
     const job::JobPaths paths = layout.Job(*job_id);
     in.label = "job " + source;
     // The supervisor's results; the workload's metrics stay in work/.
     in.results_path = paths.results;
-    in.metrics_path = paths.work + "/metrics.jsonl";
+    in.metrics_path = paths.work + "/metrics.jsonl";  // gone unless keep_work
     if (config_path.empty()) config_path = paths.config;
     Result<Verdict> v = ReadVerdict(layout.VerdictFile(*job_id));
     if (v.ok()) in.verdict = std::move(v).value();
@@ -71,7 +75,7 @@ Result<PilotInput> LoadPilotInput(const std::string& source, const std::string& 
     }
   }
   in.from_job = is_job;
-  Result<Results> r = ReadPilotResults(in.policy.state_dir, in.results_path, is_job);
+  Result<Results> r = ReadPilotResults(in.policy, in.results_path, is_job);
   if (!r.ok()) {
     Status s = r.status();
     if (is_job && s.code() == Code::kNotFound) {

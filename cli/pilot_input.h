@@ -47,15 +47,15 @@ Result<PilotInput> LoadPilotInput(const std::string& source, const std::string& 
                                   const std::string& policy_flag);
 
 // The bytes of `path`, a file a pilot wrote (results.json, metrics.jsonl),
-// at most `max_bytes`. Inside STATE/jobs/ it is read without following links
-// (job::ReadFileBeneath from STATE/jobs) when `from_job` or the effective uid
-// is 0; anything else is read as ReadFileLimited reads it.
+// at most `max_bytes`. Inside the policy's STATE/jobs/ or its work_root it
+// is read without following links (job::ReadFileBeneath from that folder)
+// when `from_job` or the effective uid is 0; anything else is read as
+// ReadFileLimited reads it.
 // Errors: those of job::ReadFileBeneath and ReadFileLimited.
-Result<std::string> ReadPilotFile(const std::string& state_dir, const std::string& path,
-                                  size_t max_bytes, bool from_job);
+Result<std::string> ReadPilotFile(const Policy& policy, const std::string& path, size_t max_bytes,
+                                  bool from_job);
 
 // ReadPilotFile and ParseResults: the strict reader on the bytes read.
-Result<Results> ReadPilotResults(const std::string& state_dir, const std::string& path,
-                                 bool from_job);
+Result<Results> ReadPilotResults(const Policy& policy, const std::string& path, bool from_job);
 
 }  // namespace pilot::cli

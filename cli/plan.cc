@@ -254,7 +254,7 @@ int RunPlan(const Invocation& inv) {
                                    " steps in " + in->label
                              : "none (" + why_not + ")";
   if (const std::string c = vm["calibrate"].as<std::string>(); !c.empty()) {
-    Result<Results> other = ReadPilotResults(in->policy.state_dir, c, /*from_job=*/false);
+    Result<Results> other = ReadPilotResults(in->policy, c, /*from_job=*/false);
     if (!other.ok()) {
       inv.err << other.status().ToString() << "\n";
       return kExitNo;

@@ -60,7 +60,7 @@ int RunReport(const Invocation& inv) {
     r.plan_error = in->config ? "no single-stage measurements" : in->config_error;
   }
   Result<std::string> metrics =
-      ReadPilotFile(in->policy.state_dir, in->metrics_path, kMaxMetricsBytes, in->from_job);
+      ReadPilotFile(in->policy, in->metrics_path, kMaxMetricsBytes, in->from_job);
   if (metrics.ok()) {
     size_t skipped = 0;
     r.metrics = ParseMetricsJsonl(*metrics, &skipped);

@@ -88,6 +88,14 @@ template <class V, class S>
 void Fields(V& v, S& s, std::type_identity<Policy>) {
   v("state_dir", s.state_dir, Validate{&AbsoluteOrEmpty}, Validate{&NotEmpty}, kMayBeAbsent,
     Doc{"where verdicts, locks and grants are kept"});
+  v("work_root", s.work_root, Validate{&AbsoluteOrEmpty}, kMayBeAbsent,
+    Doc{"folder of the jobs' work folders (\"\" = inside each job's folder)"});
+  v("keep_work", s.keep_work, kMayBeAbsent,
+    Doc{"keep a job's work folder after its verdict is stored"});
+  v("work_quota_command", s.work_quota_command, Validate{&AbsoluteOrEmpty}, kMayBeAbsent,
+    Doc{"run as root with WORK_DIR UID JOBID after the prolog made the work folder"});
+  v("state_reserve_mb", s.state_reserve_mb, IntRange{0, 4096}, kMayBeAbsent,
+    Doc{"space kept free in the state directory for locks and verdicts"});
   v("key_file", s.key_file, Validate{&AbsoluteOrEmpty}, kMayBeAbsent,
     Doc{"the verdict signing key"});
   v("signing_key_file", s.signing_key_file, Validate{&AbsoluteOrEmpty}, kMayBeAbsent,
@@ -180,6 +188,14 @@ Result<Policy> ParsePolicy(std::string_view text, const std::string& path) {
   TomlReader r(t, path, "");
   ReadTomlRecord(r, &p);
   PILOT_RETURN_IF_ERROR(r.Finish());
+  std::string_view work = p.work_root;
+  while (work.size() > 1 && work.back() == '/') work.remove_suffix(1);
+  std::string_view state = p.state_dir;
+  while (state.size() > 1 && state.back() == '/') state.remove_suffix(1);
+  if (!work.empty() && work == state) {
+    return Status::Invalid(path, "work_root: must not be state_dir itself")
+        .WithHint("give the work folders a folder of their own, best on another file system");
+  }
   return p;
 }
 

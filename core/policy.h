@@ -52,6 +52,17 @@ struct RegistryPolicy {
 struct Policy {
   std::string path;  // file read ("" = built-in defaults)
   std::string state_dir = "/var/lib/slurm-pilot";
+  // The folder holding each job's work folder (WORK/JOBID, the user's);
+  // "" = STATE/jobs/JOBID/work. Best on another file system than state_dir,
+  // so a user who fills it cannot stop locks and verdicts being written.
+  std::string work_root;
+  bool keep_work = false;  // the epilog leaves the work folder after the verdict
+  // Run as root after the prolog made the work folder: COMMAND WORK_DIR UID
+  // JOBID ("" = none); a failure is a problem in the lock (NO-GO).
+  std::string work_quota_command;
+  // Size of STATE/reserve, released when the state directory's file system
+  // is full so the lock or the verdict can still be written (0 = none).
+  int state_reserve_mb = 8;
   std::string key_file = "/etc/slurm-pilot/verdict.key";
   std::string signing_key_file = "/etc/slurm-pilot/verdict-ed25519.key";  // private, root only
   std::string public_key_file = "/etc/slurm-pilot/verdict-ed25519.pub";   // world-readable

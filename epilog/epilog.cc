@@ -11,6 +11,8 @@
 #include "core/crypto.h"
 #include "core/strings.h"
 #include "core/verify_report.h"
+#include "job/remove_tree.h"
+#include "job/reserve.h"
 #include "job/state_dir.h"
 #include "job/state_layout.h"
 #include "job/subprocess.h"
@@ -51,7 +53,7 @@ EpilogInputs GatherInputs(const Policy& policy, const JobEnv& job, const EpilogD
   EpilogInputs in;
   in.job = job;
   in.now_unix = deps.now_unix();
-  job::JobPaths paths = StateLayout(policy.state_dir).Job(job.job_id);
+  job::JobPaths paths = StateLayout(policy.state_dir, policy.work_root).Job(job.job_id);
   in.config_copy = paths.config;
 
   Result<Lock> lock = ReadLock(paths.lock);
@@ -160,16 +162,57 @@ EpilogInputs GatherInputs(const Policy& policy, const JobEnv& job, const EpilogD
   return in;
 }
 
+namespace {
+
+// After the verdict is safe (stored, or queued for `pilot flush`): the
+// job's work folder goes unless the policy keeps it (keep_work). It is the
+// user's: removed from descriptors, no link followed, no other file system
+// entered (job/remove_tree.h).
+void RemoveWork(const Policy& policy, const std::string& work, EpilogReport* report) {
+  if (policy.keep_work) return;
+  Result<job::RemovedTree> removed = job::RemoveTree(work);
+  if (!removed.ok()) {
+    report->note += (report->note.empty() ? "" : "; ") + std::string("work folder kept: ") +
+                    removed.status().Message();
+    return;
+  }
+  report->work_removed = removed->left.empty();
+  if (!removed->left.empty()) {
+    report->note += (report->note.empty() ? "" : "; ") + std::string("work folder only partly "
+                    "removed: ") + removed->left;
+  }
+}
+
+// One line for a verdict that could be kept nowhere: its decision and the
+// checks that did not pass, so the log holds what the job's user is owed.
+std::string VerdictSummary(const Verdict& v) {
+  std::string out = std::string(DecisionName(v.decision));
+  for (const Check& c : v.checks) {
+    if (c.status == CheckStatus::kPass || c.status == CheckStatus::kSkip) continue;
+    out += "; " + c.name + ": " + FirstLine(c.detail);
+  }
+  return out;
+}
+
+}  // namespace
+
 Result<EpilogReport> RunEpilog(const Policy& policy, const JobEnv& job, const EpilogDeps& deps) {
-  const StateLayout layout(policy.state_dir);
+  const StateLayout layout(policy.state_dir, policy.work_root);
   PILOT_RETURN_IF_ERROR(job::EnsureStateDir(layout));
   EpilogReport report;
+  auto add_note = [&report](const std::string& n) {
+    report.note += (report.note.empty() ? "" : "; ") + n;
+  };
+  const job::LogLine log = add_note;
+  // Made again whenever there is room (released by an earlier write).
+  Result<bool> reserve = job::EnsureReserve(layout, int64_t{policy.state_reserve_mb} << 20);
+  if (!reserve.ok()) add_note(reserve.status().Message());
   // A job of several nodes runs its pilot on one (the batch host); the other
   // nodes' epilogs have nothing to judge and must not write a second verdict
   // into a shared state folder.
-  const std::string started = layout.Job(job.job_id).started;
+  const job::JobPaths paths = layout.Job(job.job_id);
   struct stat sb {};
-  if (job.nodes > 1 && stat(started.c_str(), &sb) != 0) {
+  if (job.nodes > 1 && stat(paths.started.c_str(), &sb) != 0) {
     report.note = "the pilot did not run on this node";
     report.skipped = true;
     return report;
@@ -180,9 +223,6 @@ Result<EpilogReport> RunEpilog(const Policy& policy, const JobEnv& job, const Ep
   report.decision = v.decision;
   // A verdict without one of its signatures is stored all the same (the
   // user learns the outcome); `pilot grant` needs one that verifies.
-  auto add_note = [&report](const std::string& n) {
-    report.note += (report.note.empty() ? "" : "; ") + n;
-  };
   Result<std::string> key = ReadKeyFile(policy.key_file);
   if (!key.ok()) add_note("verdict not signed: " + key.status().Message());
   Result<std::string> ed25519 = ReadEd25519PrivateKeyFile(policy.signing_key_file);
@@ -192,12 +232,29 @@ Result<EpilogReport> RunEpilog(const Policy& policy, const JobEnv& job, const Ep
   report.signed_ok = sign.ok() && !v.signature.empty();
   report.signed_ed25519 = sign.ok() && !v.signature_ed25519.empty();
   std::string body = VerdictToJson(v);
-  PILOT_ASSIGN_OR_RETURN(job::StoredVerdictFile stored,
-                         job::StoreVerdict(layout, job.job_id, job::VerdictInstance(v), body));
-  report.verdict_path = stored.path;
-  report.history_path = stored.moved_to;
-  if (!stored.note.empty()) add_note(stored.note);
-  if (stored.kept) return report;  // the first run posted what is stored
+  // A store that fails (a full file system even after the reserve) is no
+  // broken node: the verdict waits in the outbox's unstored/ folder for
+  // `pilot flush`, or, when even that fails, its decision goes to the log.
+  Result<job::StoredVerdictFile> stored =
+      job::StoreVerdict(layout, job.job_id, job::VerdictInstance(v), body, log);
+  if (stored.ok()) {
+    report.verdict_path = stored->path;
+    report.history_path = stored->moved_to;
+    if (!stored->note.empty()) add_note(stored->note);
+  } else {
+    add_note("cannot store the verdict: " + stored.status().Message());
+    Result<std::string> queued = job::QueueUnstoredVerdict(layout, job.job_id, body, log);
+    if (queued.ok()) {
+      report.unstored_path = *queued;
+      add_note("queued in " + *queued + " for `pilot flush` to store");
+    } else {
+      report.lost = true;
+      add_note("cannot queue it either: " + queued.status().Message() +
+               "; the verdict was " + VerdictSummary(v));
+    }
+  }
+  if (!report.lost) RemoveWork(policy, paths.work, &report);
+  if (stored.ok() && stored->kept) return report;  // the first run posted what is stored
 
   if (!policy.notify_url.empty() && (job::StopSignal() != 0 || !EpilogCanPost(policy, Elapsed(deps)))) {
     // No time for a post and its retries: `pilot flush` sends it later.
@@ -214,9 +271,8 @@ Result<EpilogReport> RunEpilog(const Policy& policy, const JobEnv& job, const Ep
     } else {
       Status queued = deps.enqueue(policy, job.job_id, body);
       report.queued = queued.ok();
-      report.note += (report.note.empty() ? "" : "; ") + std::string("post failed: ") +
-                     posted.Message() +
-                     (queued.ok() ? " (queued in outbox)" : "; outbox: " + queued.Message());
+      add_note(std::string("post failed: ") + posted.Message() +
+               (queued.ok() ? " (queued in outbox)" : "; outbox: " + queued.Message()));
     }
   }
   return report;

@@ -22,10 +22,19 @@
 //  5. POSTs the verdict to the policy's notify_url with
 //     "X-Pilot-Signature-256: sha256=<hex HMAC of the body>", and queues it
 //     in STATE/outbox/ when that fails (`pilot flush` delivers later).
+//  6. once the verdict is stored (or queued, below), removes the job's work
+//     folder (job/remove_tree.h: no link followed, no other file system
+//     entered) unless the policy says keep_work.
+// A verdict write that fails for want of space releases the state
+// directory's reserve and tries again (job/reserve.h); a store that still
+// fails queues the signed verdict in STATE/outbox/unstored/ for `pilot
+// flush` to store, and when even that fails the report says `lost` and its
+// note carries the decision and the failed checks for the log.
 // On a job of several nodes, only the node whose task ran the pilot (it has
-// runner.started) decides; the others skip.
-// RunEpilog fails only when the node is broken (the verdict cannot be
-// stored); every problem of the job is a NO-GO verdict instead.
+// runner.started) decides; the others skip (and leave their work folder).
+// RunEpilog fails only when the node is broken (the state directory cannot
+// be made, or the decision cannot be made); every problem of the job is a
+// NO-GO verdict instead, and a full disk is no error.
 //
 // Thread-safety: single-threaded (forks helpers).
 #pragma once
@@ -97,11 +106,16 @@ struct EpilogReport {
   bool posted = false;
   bool queued = false;
   bool skipped = false;  // a node of a multi-node job that did not run the pilot
+  // The verdict could not be stored: queued here for `pilot flush` ("" = it
+  // was stored, or `lost`).
+  std::string unstored_path;
+  bool lost = false;          // neither stored nor queued: only the log line holds it
+  bool work_removed = false;  // the job's work folder is gone (not keep_work)
   std::string note;  // problems that did not change the verdict (post, key)
 };
 
 // REQUIRES: job.is_pilot; root. Errors: kIoError/kPermission when the
-// verdict cannot be stored (the node is broken).
+// state directory cannot be made (the node is broken).
 Result<EpilogReport> RunEpilog(const Policy& policy, const job::JobEnv& job,
                                const EpilogDeps& deps);
 

@@ -1,9 +1,12 @@
 // pilot-epilog: Slurm Epilog= for pilot jobs. See epilog.h and
 // pilot-epilog(8). Exit status: 0 for every job (its problems are in the
-// verdict), 1 only when this node cannot store verdicts.
+// verdict; a verdict that cannot be stored is queued for `pilot flush`, or
+// logged), 1 only when this node cannot serve pilot jobs (the state
+// directory cannot be made or owned).
 #include <cstdio>
 #include <exception>
 #include <optional>
+#include <string>
 
 #include "epilog/epilog.h"
 #include "job/flags.h"
@@ -37,10 +40,12 @@ int Main(int argc, char** argv) {
                  report->note.c_str());
     return 0;
   }
+  const std::string& where = !report->verdict_path.empty()    ? report->verdict_path
+                             : !report->unstored_path.empty() ? report->unstored_path
+                                                              : std::string("nowhere (not stored)");
   std::fprintf(stderr, "pilot-epilog: job %lld: %s -> %s%s%s%s\n",
                static_cast<long long>(job.job_id), pilot::DecisionName(report->decision),
-               report->verdict_path.c_str(), report->posted ? " (posted)" : "",
-               report->queued ? " (queued)" : "",
+               where.c_str(), report->posted ? " (posted)" : "", report->queued ? " (queued)" : "",
                report->note.empty() ? "" : ("; " + report->note).c_str());
   return 0;
 }

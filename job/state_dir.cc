@@ -28,6 +28,7 @@ Status EnsureStateDir(const StateLayout& layout) {
   PILOT_RETURN_IF_ERROR(MakeRootDir(layout.VerdictsDir(), 0755));
   PILOT_RETURN_IF_ERROR(MakeRootDir(layout.OutboxDir(), 0700));
   PILOT_RETURN_IF_ERROR(MakeRootDir(layout.AtticDir(), 0700));
+  if (!layout.work_root().empty()) PILOT_RETURN_IF_ERROR(MakeRootDir(layout.work_root(), 0755));
   return Status::Ok();
 }
 

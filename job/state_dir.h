@@ -23,7 +23,8 @@ namespace pilot::job {
 // followed), kPermission (chown/chmod refused: not root).
 Status MakeRootDir(const std::string& path, mode_t mode);
 
-// Makes STATE, STATE/jobs and STATE/verdicts (0755) and STATE/outbox (0700)
+// Makes STATE, STATE/jobs and STATE/verdicts (0755), STATE/outbox and
+// STATE/attic (0700), and the work root (0755) when the layout has one,
 // when missing, all root's. Errors as MakeRootDir's: the node is broken.
 Status EnsureStateDir(const StateLayout& layout);
 

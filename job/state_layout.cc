@@ -17,6 +17,8 @@ constexpr std::string_view kLock = "lock.json";
 constexpr std::string_view kRunnerStarted = "runner.started";
 constexpr std::string_view kWork = "work";
 constexpr std::string_view kResults = "results.json";
+constexpr std::string_view kReserve = "reserve";
+constexpr std::string_view kUnstored = "unstored";  // under outbox/
 constexpr std::string_view kRecordSuffix = ".json";  // verdicts/ and grants/
 constexpr size_t kMaxJobIdDigits = 12;
 constexpr size_t kMaxInstanceChars = 64;
@@ -34,7 +36,8 @@ std::string Record(const std::string& dir, int64_t job_id) {
 
 }  // namespace
 
-StateLayout::StateLayout(std::string state_dir) : root_(std::move(state_dir)) {}
+StateLayout::StateLayout(std::string state_dir, std::string work_root)
+    : root_(std::move(state_dir)), work_root_(std::move(work_root)) {}
 
 std::string StateLayout::JobsDir() const { return Join(root_, kJobs); }
 std::string StateLayout::VerdictsDir() const { return Join(root_, kVerdicts); }
@@ -46,6 +49,18 @@ std::string StateLayout::AtticFor(int64_t job_id, const std::string& instance) c
   return Join(AtticDir(), std::to_string(job_id) + "-" + instance);
 }
 
+std::string StateLayout::WorkAtticDir() const {
+  return work_root_.empty() ? "" : Join(work_root_, kAttic);
+}
+std::string StateLayout::WorkAtticFor(int64_t job_id, const std::string& instance) const {
+  return work_root_.empty() ? "" : Join(WorkAtticDir(), std::to_string(job_id) + "-" + instance);
+}
+std::string StateLayout::ReserveFile() const { return Join(root_, kReserve); }
+std::string StateLayout::UnstoredDir() const { return Join(OutboxDir(), kUnstored); }
+std::string StateLayout::UnstoredFile(int64_t job_id) const {
+  return Record(UnstoredDir(), job_id);
+}
+
 JobPaths StateLayout::Job(int64_t job_id) const {
   JobPaths p;
   p.dir = Join(JobsDir(), std::to_string(job_id));
@@ -53,7 +68,7 @@ JobPaths StateLayout::Job(int64_t job_id) const {
   p.lock = Join(p.dir, kLock);
   p.started = Join(p.dir, kRunnerStarted);
   p.results = Join(p.dir, kResults);
-  p.work = Join(p.dir, kWork);
+  p.work = work_root_.empty() ? Join(p.dir, kWork) : Join(work_root_, std::to_string(job_id));
   return p;
 }
 

@@ -1,5 +1,6 @@
 // Every path under the pilot state directory (the policy's state_dir, the
-// plugin's state_dir= argument), spelled here and nowhere else:
+// plugin's state_dir= argument) and under the work root (the policy's
+// work_root), spelled here and nowhere else:
 //
 //   STATE/jobs/                      root 0755   one folder per pilot job
 //   STATE/jobs/JOBID/                root 0755   made by the prolog
@@ -8,7 +9,13 @@
 //   STATE/jobs/JOBID/runner.started  root 0644   claimed by the task that runs the pilot
 //   STATE/jobs/JOBID/results.json    root 0644   written by pilot-supervisor
 //   STATE/jobs/JOBID/work/           user 0700   the workload's default --out folder
-//                                                (checkpoints, metrics, logs)
+//                                                (checkpoints, metrics, logs) when
+//                                                work_root is "" (the default)
+//   WORK/JOBID/                      user 0700   the same folder when work_root is set
+//                                                (WORK = work_root, root 0755, best on
+//                                                another file system than STATE)
+//   WORK/attic/JOBID-INSTANCE/       root 0700   a kept work folder of an earlier
+//                                                instance of the job id (keep_work)
 //   STATE/attic/                     root 0700   earlier instances of a job id
 //   STATE/attic/JOBID-INSTANCE/                  (a requeue, an id Slurm handed
 //                                                out again), moved aside by the
@@ -22,19 +29,27 @@
 //   STATE/outbox/                    root 0700   verdicts not yet posted (core/outbox.h)
 //   STATE/grants/                    root 0755   made by `pilot grant`
 //   STATE/grants/JOBID.json          root 0644   one granted reservation
+//   STATE/reserve                    root 0600   space kept free for locks and verdicts
+//                                                (job/reserve.h)
+//   STATE/outbox/unstored/           root 0700   signed verdicts the epilog could not
+//   STATE/outbox/unstored/JOBID.json root 0600   store; `pilot flush` stores them
 //
 // JOBID/ holds one instance of the job (lock.json's "instance"): the prolog
 // moves an older one into the attic before it makes a new one. The
 // supervisor writes the instance's results.json next to the lock; the
 // workload writes its metrics and checkpoints into the folder it is given
 // with --out (ResultsIn() names the results.json a runner started by hand
-// writes there). The runner spells its own names: it learns every path on
+// writes there). That work folder is the only place under either root a
+// user can write: with work_root set it lies outside STATE, so a user who
+// fills its file system cannot keep the prolog from writing a lock or the
+// epilog from storing a verdict. The runner spells its own names: it learns every path on
 // its command line.
 //
 // A layout is a value: it never touches the disk (EnsureStateDir in
 // job/state_dir.h makes the folders). The state directory is used as given,
-// so every path is STATE + "/" + something; callers pass an absolute path
-// (the policy and the plugin arguments insist on one).
+// so every path is STATE + "/" + something (WORK + "/" + something for the
+// work folders); callers pass absolute paths (the policy and the plugin
+// arguments insist on them).
 //
 // Job ids are Slurm's, written in decimal without leading zeros.
 // REQUIRES: job_id >= 0 for every function taking one.
@@ -56,14 +71,17 @@ struct JobPaths {
   std::string lock;     // DIR/lock.json
   std::string started;  // DIR/runner.started
   std::string results;  // DIR/results.json (pilot-supervisor's)
-  std::string work;     // DIR/work
+  std::string work;     // DIR/work, or WORK/JOBID when the layout has a work root
 };
 
 class StateLayout {
  public:
-  explicit StateLayout(std::string state_dir);
+  // `work_root` "" keeps each job's work folder inside its job folder.
+  explicit StateLayout(std::string state_dir, std::string work_root = "");
 
   const std::string& root() const { return root_; }
+  // The policy's work_root ("" = work folders under JobsDir()).
+  const std::string& work_root() const { return work_root_; }
 
   // The folders directly under the state directory.
   std::string JobsDir() const;
@@ -75,6 +93,18 @@ class StateLayout {
   // ATTIC/JOBID-INSTANCE ("JOBID-" + `instance`; the caller passes a name
   // of [0-9a-z] characters).
   std::string AtticFor(int64_t job_id, const std::string& instance) const;
+  // WORK/attic and WORK/attic/JOBID-INSTANCE (as AtticFor); "" when the
+  // layout has no work root (a work folder then moves with its job folder).
+  std::string WorkAtticDir() const;
+  std::string WorkAtticFor(int64_t job_id, const std::string& instance) const;
+  // STATE/reserve: the preallocated file job/reserve.h releases when the
+  // state directory's file system is full.
+  std::string ReserveFile() const;
+  // OUTBOX/unstored and OUTBOX/unstored/JOBID.json: a signed verdict the
+  // epilog could not store in VerdictsDir(); `pilot flush` stores it. Not
+  // a file the outbox posts (core/outbox.h lists only its own folder).
+  std::string UnstoredDir() const;
+  std::string UnstoredFile(int64_t job_id) const;
 
   JobPaths Job(int64_t job_id) const;
   std::string VerdictFile(int64_t job_id) const;
@@ -103,6 +133,7 @@ class StateLayout {
 
  private:
   std::string root_;
+  std::string work_root_;
 };
 
 }  // namespace pilot::job

@@ -1,18 +1,26 @@
 #include "job/verdict_history.h"
 
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
+#include <utility>
+#include <vector>
 
 #include "core/atomic_file.h"
+#include "job/state_dir.h"
 
 namespace pilot::job {
 namespace {
 
 // History names tried for one replaced verdict before giving up.
 constexpr int kMaxClashes = 1000;
+// A queued verdict larger than this is not one the epilog wrote.
+constexpr size_t kMaxQueuedVerdictBytes = 4 << 20;
 
 // Makes the history folder when missing; a link or a file there is refused.
 Status EnsureHistoryDir(const std::string& dir) {
@@ -61,7 +69,8 @@ std::string VerdictInstance(const Verdict& v) {
 }
 
 Result<StoredVerdictFile> StoreVerdict(const StateLayout& layout, int64_t job_id,
-                                       const std::string& instance, std::string_view body) {
+                                       const std::string& instance, std::string_view body,
+                                       const LogLine& log) {
   StoredVerdictFile out;
   out.path = layout.VerdictFile(job_id);
   struct stat sb {};
@@ -79,7 +88,54 @@ Result<StoredVerdictFile> StoreVerdict(const StateLayout& layout, int64_t job_id
   } else if (errno != ENOENT) {
     return Status::IoError(out.path, std::strerror(errno));
   }
-  PILOT_RETURN_IF_ERROR(WriteFileAtomic(out.path, body, 0644));
+  PILOT_RETURN_IF_ERROR(WriteWithReserve(layout, out.path, body, 0644, log));
+  return out;
+}
+
+Result<std::string> QueueUnstoredVerdict(const StateLayout& layout, int64_t job_id,
+                                         std::string_view body, const LogLine& log) {
+  PILOT_RETURN_IF_ERROR(MakeRootDir(layout.OutboxDir(), 0700));
+  PILOT_RETURN_IF_ERROR(MakeRootDir(layout.UnstoredDir(), 0700));
+  const std::string path = layout.UnstoredFile(job_id);
+  PILOT_RETURN_IF_ERROR(WriteWithReserve(layout, path, body, 0600, log));
+  return path;
+}
+
+Result<StoredQueued> StoreQueuedVerdicts(const StateLayout& layout) {
+  StoredQueued out;
+  const std::string dir = layout.UnstoredDir();
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) {
+    if (errno == ENOENT) return out;
+    return Status::IoError(dir, std::strerror(errno));
+  }
+  std::vector<std::pair<int64_t, std::string>> queued;
+  while (struct dirent* e = ::readdir(d)) {
+    if (std::optional<int64_t> job = StateLayout::JobOfVerdictFile(e->d_name)) {
+      queued.emplace_back(*job, dir + "/" + e->d_name);
+    }
+  }
+  ::closedir(d);
+  std::sort(queued.begin(), queued.end());
+  for (const auto& [job_id, path] : queued) {
+    Result<Verdict> v = ReadVerdict(path);
+    Result<std::string> body = ReadFileLimited(path, kMaxQueuedVerdictBytes);
+    Status s = !v.ok() ? v.status() : !body.ok() ? body.status() : Status::Ok();
+    if (s.ok() && v->job.id != job_id) {
+      s = Status::Corrupt(path, "holds the verdict of job " + std::to_string(v->job.id));
+    }
+    if (s.ok()) s = StoreVerdict(layout, job_id, VerdictInstance(*v), *body).status();
+    if (s.ok() && ::unlink(path.c_str()) != 0) {
+      s = Status::IoError(path,
+                          std::string("stored, but cannot be removed: ") + std::strerror(errno));
+    }
+    if (s.ok()) {
+      ++out.stored;
+    } else {
+      ++out.kept;
+      out.errors.push_back(s);
+    }
+  }
   return out;
 }
 

@@ -14,9 +14,11 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/status.h"
 #include "core/verdict.h"
+#include "job/reserve.h"
 #include "job/state_layout.h"
 
 namespace pilot::job {
@@ -40,9 +42,31 @@ struct StoredVerdictFile {
 //     the first free name with a clash number: never over a file;
 //   - a stored verdict of the same instance is kept and nothing is written
 //     (kept = true, note says so).
+// The write goes through WriteWithReserve (job/reserve.h): on a full file
+// system the state directory's reserve is released once, `log` told so.
 // Errors: kIoError/kPermission when a file cannot be moved or written (the
 // previous verdict is then where it was).
 Result<StoredVerdictFile> StoreVerdict(const StateLayout& layout, int64_t job_id,
-                                       const std::string& instance, std::string_view body);
+                                       const std::string& instance, std::string_view body,
+                                       const LogLine& log = nullptr);
+
+// A signed verdict StoreVerdict could not store, kept for `pilot flush`:
+// written (WriteWithReserve, root, 0600) as layout.UnstoredFile(job_id),
+// the folder made (root, 0700) when missing; a queued one of the same job is
+// replaced. Returns the file's path. Errors: kIoError/kPermission.
+Result<std::string> QueueUnstoredVerdict(const StateLayout& layout, int64_t job_id,
+                                         std::string_view body, const LogLine& log = nullptr);
+
+struct StoredQueued {
+  int stored = 0;              // moved into the store (or one of the same instance was there)
+  int kept = 0;                // still queued
+  std::vector<Status> errors;  // one per kept file
+};
+// Stores every verdict queued by QueueUnstoredVerdict (StoreVerdict with the
+// instance the verdict names) and removes each stored one from the queue;
+// a file that is not a verdict, or one StoreVerdict refuses, stays. A
+// missing queue folder is an empty queue. Errors: kIoError (the folder
+// cannot be read).
+Result<StoredQueued> StoreQueuedVerdicts(const StateLayout& layout);
 
 }  // namespace pilot::job

@@ -1,6 +1,8 @@
 // pilot-prolog: Slurm Prolog= for pilot jobs. See prolog.h and
 // pilot-prolog(8). Exit status: 0 for every job (a user's mistake is
-// recorded in lock.json), 1 only when this node cannot serve pilot jobs.
+// recorded in lock.json; a full file system leaves the job without a lock,
+// which is a NO-GO), 1 only when this node cannot serve pilot jobs (the
+// state directory cannot be made, owned or written for another reason).
 #include <cstdio>
 #include <exception>
 #include <optional>
@@ -28,6 +30,9 @@ int Main(int argc, char** argv) {
   const pilot::Policy& policy = start->policy;
   PrologOptions opts;
   opts.state_dir = policy.state_dir;
+  opts.work_root = policy.work_root;
+  opts.work_quota_command = policy.work_quota_command;
+  opts.reserve_bytes = static_cast<int64_t>(policy.state_reserve_mb) << 20;
   opts.runner = policy.runner_path;
   opts.total_timeout_seconds = policy.prolog_timeout_seconds;
   PrologDeps deps = RealPrologDeps(policy);

@@ -21,6 +21,7 @@
 #include "core/json_util.h"
 #include "core/rfc3339.h"
 #include "core/strings.h"
+#include "job/reserve.h"
 #include "job/state_dir.h"
 #include "job/state_layout.h"
 
@@ -136,12 +137,20 @@ class Pinner {
   }
 
   Status Run() {
-    const job::StateLayout layout(opts_.state_dir);
+    const job::StateLayout layout(opts_.state_dir, opts_.work_root);
     job::JobPaths paths = layout.Job(job_.job_id);
     PILOT_ASSIGN_OR_RETURN(std::string instance, NewInstance());
-    PILOT_RETURN_IF_ERROR(MoveAsideEarlier(layout, paths));
-    PILOT_RETURN_IF_ERROR(job::MakeRootDir(paths.dir, 0755));
-    PILOT_RETURN_IF_ERROR(MakeWork(paths.work));
+    Status made = MoveAsideEarlier(layout, paths);
+    if (made.ok()) made = job::MakeRootDir(paths.dir, 0755);
+    if (!made.ok()) {
+      // A full file system is no broken node (a user may have filled it):
+      // without a lock the task refuses and the epilog issues NO-GO.
+      if (!job::IsOutOfSpace(made)) return made;
+      Log("cannot make the job's folder: " + made.Message() +
+          "; no lock: the task will not run the pilot and the verdict is NO-GO");
+      return Status::Ok();
+    }
+    PILOT_RETURN_IF_ERROR(PrepareWork(layout, paths.work));
 
     lock_.instance = instance;
 
@@ -168,10 +177,24 @@ class Pinner {
     PinVersions();
     PinGpus();
     lock_.created = FormatRfc3339(deps_.now_unix());
-    return WriteFileAtomic(paths.lock, LockToJson(lock_), 0644);
+    Status w = job::WriteWithReserve(layout, paths.lock, LockToJson(lock_), 0644, LogTo());
+    if (!w.ok() && job::IsOutOfSpace(w)) {
+      Log("cannot write the lock: " + w.Message() +
+          "; no lock: the task will not run the pilot and the verdict is NO-GO");
+      return Status::Ok();
+    }
+    return w;
   }
 
  private:
+  void Log(const std::string& line) const {
+    std::fprintf(stderr, "pilot-prolog: job %lld: %s\n", static_cast<long long>(job_.job_id),
+                 line.c_str());
+  }
+  job::LogLine LogTo() const {
+    return [this](const std::string& line) { Log(line); };
+  }
+
   static Result<std::string> NewInstance() {
     PILOT_ASSIGN_OR_RETURN(std::string bytes, RandomBytes(16));
     return HexEncode(bytes);
@@ -187,7 +210,7 @@ class Pinner {
       if (errno == ENOENT) return Status::Ok();
       return Status::IoError(paths.dir, std::strerror(errno));
     }
-    std::string name;
+    std::string& name = earlier_;
     Result<Lock> old = ReadLock(paths.lock);
     if (old.ok() && !old->instance.empty() &&
         old->instance.find_first_not_of("0123456789abcdef") == std::string::npos) {
@@ -204,9 +227,76 @@ class Pinner {
       return Status::IoError(paths.dir, std::string("cannot move an earlier instance aside to ") +
                                             target + ": " + std::strerror(errno));
     }
-    std::fprintf(stderr, "pilot-prolog: job %lld: earlier instance moved to %s\n",
-                 static_cast<long long>(job_.job_id), target.c_str());
+    Log("earlier instance moved to " + target);
     return Status::Ok();
+  }
+
+  // The job's work folder, the user's: moves a kept one of an earlier start
+  // of the job id aside (under a work root; inside the job's folder it moved
+  // with it), makes it, warns when it shares the state directory's file
+  // system, runs the site's quota command. A full file system or a failed
+  // quota command is the job's problem (in the lock), never the node's.
+  Status PrepareWork(const job::StateLayout& layout, const std::string& work) {
+    Status s = MoveAsideEarlierWork(layout, work);
+    if (s.ok()) s = MakeWork(work);
+    if (!s.ok()) {
+      if (!job::IsOutOfSpace(s)) return s;
+      Problem("work_unavailable", s.Message());
+      return Status::Ok();
+    }
+    if (!layout.work_root().empty()) {
+      struct stat state_sb {}, work_sb {};
+      if (stat(layout.root().c_str(), &state_sb) == 0 &&
+          stat(layout.work_root().c_str(), &work_sb) == 0 && state_sb.st_dev == work_sb.st_dev) {
+        Log("warning: work_root " + layout.work_root() + " is on the same file system as " +
+            "state_dir " + layout.root() + ": a user who fills it can keep locks and verdicts " +
+            "from being written (pilot.conf(5))");
+      }
+    }
+    RunQuotaCommand(work);
+    return Status::Ok();
+  }
+
+  Status MoveAsideEarlierWork(const job::StateLayout& layout, const std::string& work) {
+    if (layout.work_root().empty()) return Status::Ok();
+    struct stat sb {};
+    if (lstat(work.c_str(), &sb) != 0) {
+      if (errno == ENOENT) return Status::Ok();
+      return Status::IoError(work, std::strerror(errno));
+    }
+    PILOT_RETURN_IF_ERROR(job::MakeRootDir(layout.WorkAtticDir(), 0700));
+    const std::string name =
+        earlier_.empty() ? "t" + std::to_string(static_cast<int64_t>(sb.st_mtime)) : earlier_;
+    std::string target = layout.WorkAtticFor(job_.job_id, name);
+    for (int i = 0; i < 8 && lstat(target.c_str(), &sb) == 0; ++i) {
+      Result<std::string> more = RandomBytes(4);
+      target = layout.WorkAtticFor(job_.job_id, name + "-" + HexEncode(more.ok() ? *more : "x"));
+    }
+    if (rename(work.c_str(), target.c_str()) != 0) {
+      return Status::IoError(work, std::string("cannot move an earlier work folder aside to ") +
+                                       target + ": " + std::strerror(errno));
+    }
+    Log("earlier work folder moved to " + target);
+    return Status::Ok();
+  }
+
+  // policy work_quota_command WORK_DIR UID JOBID, as root, time-limited.
+  void RunQuotaCommand(const std::string& work) {
+    if (opts_.work_quota_command.empty()) return;
+    CommandSpec spec;
+    spec.argv = {opts_.work_quota_command, work, std::to_string(job_.uid),
+                 std::to_string(job_.job_id)};
+    spec.env = CleanEnvironment();
+    spec.timeout_seconds = opts_.command_timeout_seconds;
+    spec.max_output_bytes = 64 << 10;
+    Result<CommandResult> r = RunBounded(spec);
+    if (r.ok() && r->Succeeded()) return;
+    std::string why = r.ok() ? r->Describe(spec.timeout_seconds) : r.status().Message();
+    if (r.ok()) {
+      const std::string err(Trim(r->err));
+      if (!err.empty()) why += ": " + err.substr(0, std::min(err.find('\n'), size_t{300}));
+    }
+    Problem("work_quota_failed", opts_.work_quota_command + " " + work + ": " + why);
   }
 
   Status MakeWork(const std::string& work) {
@@ -237,7 +327,8 @@ class Pinner {
       return std::nullopt;
     }
     lock_.config.sha256_copied = Sha256Hex(*text);
-    Status w = WriteFileAtomic(copy_path, *text, 0644);
+    Status w = job::WriteWithReserve(job::StateLayout(opts_.state_dir), copy_path, *text, 0644,
+                                     LogTo());
     if (!w.ok()) {
       Problem("config_copy_failed", w.Message());
       return std::nullopt;
@@ -410,6 +501,7 @@ class Pinner {
   User user_;
   std::chrono::steady_clock::time_point deadline_;
   bool timed_out_ = false;
+  std::string earlier_;  // the name an earlier instance went to the attic under
   Lock lock_;
 };
 
@@ -424,7 +516,14 @@ int64_t SeedFromJobId(int64_t job_id) {
 }
 
 Status RunProlog(const PrologOptions& opts, const JobEnv& job, const PrologDeps& deps) {
-  PILOT_RETURN_IF_ERROR(job::EnsureStateDir(job::StateLayout(opts.state_dir)));
+  const job::StateLayout layout(opts.state_dir, opts.work_root);
+  PILOT_RETURN_IF_ERROR(job::EnsureStateDir(layout));
+  // Made again whenever there is room (released by an earlier write).
+  Result<bool> reserve = job::EnsureReserve(layout, opts.reserve_bytes);
+  if (!reserve.ok()) {
+    std::fprintf(stderr, "pilot-prolog: job %lld: %s\n", static_cast<long long>(job.job_id),
+                 reserve.status().ToString().c_str());
+  }
   Pinner pinner(opts, job, deps);
   return pinner.Run();
 }

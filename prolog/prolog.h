@@ -11,10 +11,20 @@
 // as the user), dependency versions (the runner's --versions, Slurm, OS,
 // kernel) and the GPU inventory (nvidia-smi, when present).
 //
+// The work folder is STATE/jobs/JOBID/work, or WORK/JOBID under the
+// policy's work_root (job/state_layout.h); after making it the prolog runs
+// the policy's work_quota_command (WORK_DIR UID JOBID, as root, time-limited)
+// and warns once when work_root shares the state directory's file system.
+//
 // A user's mistake (changed or invalid config, missing file, unreachable
-// registry) is recorded in the lock's `problems` and the prolog succeeds:
-// a failing prolog drains the node. RunProlog returns an error only when the
-// node itself is broken (the state folder cannot be written).
+// registry, a failed quota command, a full work file system) is recorded in
+// the lock's `problems` and the prolog succeeds: a failing prolog drains the
+// node. A full state file system is met by releasing the state directory's
+// reserve (job/reserve.h) and writing again; when even that fails the
+// prolog logs it and succeeds without a lock (the task then refuses, the
+// epilog issues NO-GO). RunProlog returns an error only when the node itself
+// is broken (the state folder cannot be made or written for another reason
+// than a full file system).
 //
 // Time bound: every helper runs under a timeout (command_timeout_seconds,
 // default 20 s; file hashing hash_timeout_seconds, default 120 s per file)
@@ -42,6 +52,9 @@ namespace pilot::prolog {
 
 struct PrologOptions {
   std::string state_dir = "/var/lib/slurm-pilot";
+  std::string work_root;            // policy work_root ("" = STATE/jobs/JOBID/work)
+  std::string work_quota_command;   // policy work_quota_command ("" = none)
+  int64_t reserve_bytes = 8 << 20;  // policy state_reserve_mb, in bytes
   std::string runner = "/usr/bin/pilot-runner";
   double command_timeout_seconds = 20;
   double hash_timeout_seconds = 120;

@@ -16,6 +16,7 @@
 #include "core/rfc3339.h"
 #include "core/strings.h"
 #include "job/job_env.h"
+#include "job/reserve.h"
 #include "job/state_layout.h"
 #include "pilot/version.h"
 #include "supervisor/device_memory.h"
@@ -78,7 +79,9 @@ int PtraceScope() {
 class Supervisor {
  public:
   explicit Supervisor(const SuperviseOptions& o)
-      : o_(o), layout_(o.policy.state_dir), paths_(layout_.Job(o.job_id)) {}
+      : o_(o),
+        layout_(o.policy.state_dir, o.policy.work_root),
+        paths_(layout_.Job(o.job_id)) {}
 
   int Run() {
     const auto t0 = std::chrono::steady_clock::now();
@@ -125,7 +128,8 @@ class Supervisor {
     info_.device_memory_source = sampler_.source();
     info_.device_memory = JobDevices(sampler_.peaks(), o_.job_env);
     res_.supervisor = info_;
-    Status w = WriteFileAtomic(paths_.results, ResultsToJson(res_), 0644);
+    // On a full state file system the reserve is released for it once.
+    Status w = job::WriteWithReserve(layout_, paths_.results, ResultsToJson(res_), 0644, Log);
     if (!w.ok()) {
       Log("cannot write results: " + w.ToString());
       return kExitError;

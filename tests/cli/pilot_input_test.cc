@@ -133,6 +133,25 @@ TEST_F(PilotInputTest, ReportLeavesOutLinkedMetrics) {
                        "belongs to its user) (per-step plots left out)\n");
 }
 
+// With work_root the job's metrics lie there, and root reads them there
+// the same way: through the layout, no link followed.
+TEST_F(PilotInputTest, UnderAWorkRootTheMetricsAreReadThereWithoutLinks) {
+  const std::string work_root = dir_ + "/scratch";
+  fs::create_directories(work_root + "/12");
+  Write(dir_ + "/pilot.conf", "state_dir = \"" + dir_ + "/state\"\nwork_root = \"" + work_root +
+                                  "\"\nhardware_catalog = \"" + PILOT_SOURCE_DIR +
+                                  "/etc/hardware.toml\"\n");
+  Write(job_ + "/results.json", results_);
+  Write(work_ + "/metrics.jsonl", "not read: the old place");
+  fs::create_symlink(dir_ + "/secret-metrics.jsonl", work_root + "/12/metrics.jsonl");
+  Ran r = Pilot("report 12 -o " + dir_ + "/r.html");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(Slurp(dir_ + "/r.html").find(kSecret), std::string::npos);
+  EXPECT_EQ(r.err, "pilot: report: " + work_root +
+                       "/12/metrics.jsonl: is a symbolic link (not followed: the job's folder "
+                       "belongs to its user) (per-step plots left out)\n");
+}
+
 TEST_F(PilotInputTest, ReportRefusesALinkedWorkFolderAndAFifo) {
   Write(job_ + "/results.json", results_);
   fs::remove_all(work_);

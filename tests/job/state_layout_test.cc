@@ -41,6 +41,28 @@ TEST(StateLayout, EveryPath) {
   EXPECT_EQ(StateLayout::ResultsIn("/home/alice/out"), "/home/alice/out/results.json");
 }
 
+TEST(StateLayout, WorkRootHoldsTheWorkFoldersOnly) {
+  const StateLayout l("/var/lib/slurm-pilot", "/scratch/pilot-work");
+  EXPECT_EQ(l.work_root(), "/scratch/pilot-work");
+  const JobPaths p = l.Job(4242);
+  EXPECT_EQ(p.work, "/scratch/pilot-work/4242");
+  EXPECT_EQ(StateLayout::ResultsIn(p.work), "/scratch/pilot-work/4242/results.json");
+  // Everything else stays under the state directory.
+  EXPECT_EQ(p.dir, "/var/lib/slurm-pilot/jobs/4242");
+  EXPECT_EQ(p.lock, "/var/lib/slurm-pilot/jobs/4242/lock.json");
+  EXPECT_EQ(l.WorkAtticDir(), "/scratch/pilot-work/attic");
+  EXPECT_EQ(l.WorkAtticFor(4242, "ab12"), "/scratch/pilot-work/attic/4242-ab12");
+  EXPECT_EQ(l.ReserveFile(), "/var/lib/slurm-pilot/reserve");
+  // Without a work root: as it always was, and no work attic.
+  const StateLayout old("/var/lib/slurm-pilot");
+  EXPECT_EQ(old.Job(4242).work, "/var/lib/slurm-pilot/jobs/4242/work");
+  EXPECT_EQ(old.WorkAtticDir(), "");
+  EXPECT_EQ(old.UnstoredDir(), "/var/lib/slurm-pilot/outbox/unstored");
+  EXPECT_EQ(old.UnstoredFile(4242), "/var/lib/slurm-pilot/outbox/unstored/4242.json");
+  // A work folder is never a folder of the state directory's own.
+  EXPECT_NE(l.Job(4242).work, l.WorkAtticDir());
+}
+
 TEST(StateLayout, JobIdsAreDecimal) {
   const StateLayout l("/s");
   EXPECT_EQ(l.Job(0).dir, "/s/jobs/0");
@@ -54,11 +76,13 @@ TEST(StateLayout, NoPathOutsideTheStateDir) {
   for (const std::string root : {"/var/lib/slurm-pilot", "/s", "/srv/pilot state"}) {
     const StateLayout l(root);
     std::vector<std::string> paths = {l.JobsDir(), l.VerdictsDir(), l.VerdictHistoryDir(),
-                                      l.OutboxDir(), l.GrantsDir()};
+                                      l.OutboxDir(), l.GrantsDir(), l.ReserveFile(),
+                                      l.UnstoredDir()};
     for (int64_t id : {int64_t{0}, int64_t{17}, int64_t{4294967295}}) {
       const JobPaths p = l.Job(id);
       for (const std::string& path :
            {p.dir, p.config, p.lock, p.started, p.work, l.VerdictFile(id), l.GrantFile(id),
+            l.UnstoredFile(id),
             StateLayout::ResultsIn(p.work), l.VerdictHistoryFile(id, "i"),
             l.VerdictHistoryFile(id, "i", 1)}) {
         paths.push_back(path);

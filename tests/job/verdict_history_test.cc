@@ -150,5 +150,40 @@ TEST_F(StoreVerdictTest, AHistoryThatIsNotAFolderIsAnError) {
   EXPECT_NE(Slurp(layout_().VerdictFile(42)).find("\"instance\": \"a\""), std::string::npos);
 }
 
+// A verdict the epilog could not store waits in outbox/unstored/ until
+// StoreQueuedVerdicts (pilot flush) stores it; a stored one moves aside as
+// StoreVerdict moves any.
+TEST_F(StoreVerdictTest, AQueuedUnstoredVerdictIsStoredLater) {
+  ASSERT_TRUE(Store("i1", Body("i1", "2026-11-30T04:05:06Z")).ok());
+  const std::string body = Body("i2", "2026-12-01T04:05:06Z");
+  Result<std::string> queued = QueueUnstoredVerdict(layout_(), 42, body);
+  ASSERT_TRUE(queued.ok()) << queued.status().ToString();
+  EXPECT_EQ(*queued, layout_().UnstoredFile(42));
+  struct stat sb {};
+  ASSERT_EQ(stat(queued->c_str(), &sb), 0);
+  EXPECT_EQ(sb.st_mode & 07777, 0600u);
+  // Not a file the outbox posts: it lies in a folder of its own.
+  EXPECT_EQ(*queued, layout_().OutboxDir() + "/unstored/42.json");
+  std::ofstream(layout_().UnstoredDir() + "/43.json") << "not a verdict";
+
+  Result<StoredQueued> r = StoreQueuedVerdicts(layout_());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->stored, 1);
+  EXPECT_EQ(r->kept, 1);  // 43.json stays, with its error
+  ASSERT_EQ(r->errors.size(), 1u);
+  EXPECT_FALSE(fs::exists(*queued));
+  EXPECT_EQ(Slurp(layout_().VerdictFile(42)), body);
+  EXPECT_EQ(History(), (std::set<std::string>{"42-i1.json"}));
+  // Nothing left to store: a second run does nothing.
+  fs::remove(layout_().UnstoredDir() + "/43.json");
+  EXPECT_EQ(StoreQueuedVerdicts(layout_()).value().stored, 0);
+}
+
+TEST_F(StoreVerdictTest, NoQueueIsAnEmptyQueue) {
+  Result<StoredQueued> r = StoreQueuedVerdicts(layout_());
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->stored + r->kept, 0);
+}
+
 }  // namespace
 }  // namespace pilot::job

@@ -1,0 +1,194 @@
+// RunProlog against a fake world: the work folder where the layout puts it
+// (under a work root on another file system too), the quota command, and a
+// full state file system: the lock from the reserve, or no lock and still
+// no failure (a failing prolog drains the node).
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/lock.h"
+#include "job/state_layout.h"
+#include "prolog/prolog.h"
+#include "tests/job/tiny_fs.h"
+
+namespace pilot {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool HasProblem(const Lock& lock, const std::string& code) {
+  for (const LockProblem& p : lock.problems) {
+    if (p.code == code) return true;
+  }
+  return false;
+}
+
+class RunPrologTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "RunProlog makes root-owned folders";
+    char tmpl[] = "/tmp/pilot-run-prolog-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    opts_.state_dir = dir_ + "/state";
+    opts_.runner = "/nonexistent/pilot-runner";
+    opts_.reserve_bytes = 256 << 10;
+    job_.job_id = 42;
+    job_.uid = 4321;
+    job_.gid = 4321;
+    job_.user = "alice";
+    job_.is_pilot = true;
+    deps_.now_unix = [] { return int64_t{1'800'000'000}; };
+    // Every helper "fails": the lock records it, which is what a test
+    // without a runner, a config or a registry expects.
+    deps_.run = [this](const job::CommandSpec& spec) -> Result<job::CommandResult> {
+      ran_.push_back(spec.argv);
+      job::CommandResult r;
+      r.exit_code = spec.argv[0] == opts_.work_quota_command ? quota_exit_ : 1;
+      r.err = "quota: no such project";
+      return r;
+    };
+  }
+  void TearDown() override {
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+  job::StateLayout Layout() const { return job::StateLayout(opts_.state_dir, opts_.work_root); }
+
+  std::string dir_;
+  prolog::PrologOptions opts_;
+  job::JobEnv job_;
+  prolog::PrologDeps deps_;
+  std::vector<std::vector<std::string>> ran_;
+  int quota_exit_ = 0;
+};
+
+TEST_F(RunPrologTest, TheWorkFolderIsTheUsersWhereTheLayoutSaysByDefault) {
+  ASSERT_TRUE(prolog::RunProlog(opts_, job_, deps_).ok());
+  const job::JobPaths p = Layout().Job(42);
+  EXPECT_EQ(p.work, opts_.state_dir + "/jobs/42/work");
+  struct stat sb {};
+  ASSERT_EQ(lstat(p.work.c_str(), &sb), 0);
+  EXPECT_EQ(sb.st_uid, 4321u);
+  EXPECT_EQ(sb.st_mode & 07777, 0700u);
+  Result<Lock> lock = ReadLock(p.lock);
+  ASSERT_TRUE(lock.ok()) << lock.status().ToString();
+  EXPECT_TRUE(HasProblem(*lock, "config_missing"));
+  EXPECT_FALSE(HasProblem(*lock, "work_quota_failed"));
+  EXPECT_TRUE(fs::exists(Layout().ReserveFile()));
+}
+
+TEST_F(RunPrologTest, AWorkRootOnAnotherFileSystemHoldsTheWorkFolder) {
+  testutil::TinyFs work;
+  const std::string why = work.Mount(256);
+  if (!why.empty()) GTEST_SKIP() << why;
+  opts_.work_root = work.dir() + "/pilot";
+  testing::internal::CaptureStderr();
+  ASSERT_TRUE(prolog::RunProlog(opts_, job_, deps_).ok());
+  const std::string log = testing::internal::GetCapturedStderr();
+  const job::JobPaths p = Layout().Job(42);
+  EXPECT_EQ(p.work, work.dir() + "/pilot/42");
+  struct stat sb {};
+  ASSERT_EQ(lstat(p.work.c_str(), &sb), 0);
+  EXPECT_EQ(sb.st_uid, 4321u);
+  EXPECT_FALSE(fs::exists(p.dir + "/work"));
+  EXPECT_TRUE(ReadLock(p.lock).ok());
+  EXPECT_EQ(log.find("same file system"), std::string::npos) << log;
+
+  // A kept work folder of an earlier start of the id goes to the attic.
+  const std::string earlier = ReadLock(p.lock).value().instance;
+  ASSERT_TRUE(prolog::RunProlog(opts_, job_, deps_).ok());
+  EXPECT_TRUE(fs::is_directory(Layout().WorkAtticFor(42, earlier)));
+  EXPECT_TRUE(fs::is_directory(p.work));
+}
+
+TEST_F(RunPrologTest, AWorkRootBesideTheStateDirIsWarnedAbout) {
+  opts_.work_root = dir_ + "/work";
+  testing::internal::CaptureStderr();
+  ASSERT_TRUE(prolog::RunProlog(opts_, job_, deps_).ok());
+  const std::string log = testing::internal::GetCapturedStderr();
+  EXPECT_NE(log.find("pilot-prolog: job 42: warning: work_root " + dir_ +
+                     "/work is on the same "
+                     "file system as state_dir"),
+            std::string::npos)
+      << log;
+  EXPECT_TRUE(fs::is_directory(dir_ + "/work/42"));
+}
+
+TEST_F(RunPrologTest, TheQuotaCommandRunsAsRootAndItsFailureIsALockProblem) {
+  opts_.work_quota_command = "/usr/local/sbin/pilot-work-quota";
+  quota_exit_ = 3;
+  ASSERT_TRUE(prolog::RunProlog(opts_, job_, deps_).ok());
+  const job::JobPaths p = Layout().Job(42);
+  bool ran = false;
+  for (const auto& argv : ran_) {
+    if (argv[0] != opts_.work_quota_command) continue;
+    ran = true;
+    EXPECT_EQ(argv, (std::vector<std::string>{opts_.work_quota_command, p.work, "4321", "42"}));
+  }
+  EXPECT_TRUE(ran);
+  Result<Lock> lock = ReadLock(p.lock);
+  ASSERT_TRUE(lock.ok());
+  ASSERT_TRUE(HasProblem(*lock, "work_quota_failed"));
+  for (const LockProblem& pr : lock->problems) {
+    if (pr.code == "work_quota_failed") {
+      EXPECT_NE(pr.detail.find("quota: no such project"), std::string::npos) << pr.detail;
+    }
+  }
+  quota_exit_ = 0;
+  ASSERT_TRUE(prolog::RunProlog(opts_, job_, deps_).ok());
+  EXPECT_FALSE(HasProblem(ReadLock(p.lock).value(), "work_quota_failed"));
+}
+
+class FullStateTest : public RunPrologTest {
+ protected:
+  void SetUp() override {
+    RunPrologTest::SetUp();
+    if (IsSkipped()) return;
+    const std::string why = state_.Mount(1024);
+    if (!why.empty()) GTEST_SKIP() << why;
+    opts_.state_dir = state_.dir();
+  }
+  testutil::TinyFs state_;
+};
+
+TEST_F(FullStateTest, TheLockIsWrittenFromTheReserve) {
+  // A first job makes the folders and the reserve; then the disk fills up.
+  ASSERT_TRUE(prolog::RunProlog(opts_, job_, deps_).ok());
+  state_.Fill();
+  job_.job_id = 43;
+  testing::internal::CaptureStderr();
+  Status s = prolog::RunProlog(opts_, job_, deps_);
+  const std::string log = testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  Result<Lock> lock = ReadLock(Layout().Job(43).lock);
+  ASSERT_TRUE(lock.ok()) << lock.status().ToString() << "\n" << log;
+  EXPECT_EQ(lock->job.id, 43);
+  EXPECT_FALSE(fs::exists(Layout().ReserveFile()));
+  EXPECT_NE(log.find("pilot-prolog: job 43: the state directory's file system is full: "
+                     "released its reserve"),
+            std::string::npos)
+      << log;
+}
+
+TEST_F(FullStateTest, NoRoomEvenAfterTheReserveIsNoFailureAndNoLock) {
+  ASSERT_TRUE(prolog::RunProlog(opts_, job_, deps_).ok());
+  fs::remove(Layout().ReserveFile());
+  state_.Fill();
+  job_.job_id = 43;
+  testing::internal::CaptureStderr();
+  Status s = prolog::RunProlog(opts_, job_, deps_);
+  const std::string log = testing::internal::GetCapturedStderr();
+  // Exit 0 (the node is not drained); the task refuses without a lock and
+  // the epilog's verdict is NO-GO (lock_missing).
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_FALSE(fs::exists(Layout().Job(43).lock));
+  EXPECT_NE(log.find("pilot-prolog: job 43: cannot write the lock: "), std::string::npos) << log;
+  EXPECT_NE(log.find("the verdict is NO-GO"), std::string::npos) << log;
+}
+
+}  // namespace
+}  // namespace pilot
