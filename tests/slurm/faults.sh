@@ -4,7 +4,8 @@
 # verdict that says what happened and a node that is not drained.
 #
 #   faults.sh CASE   CASE: ctld_restart slurmd_restart_epilog epilog_budget
-#                          epilog_sigterm concurrent
+#                          epilog_sigterm concurrent work_cleanup
+#                          user_fills_work state_full
 #
 #   ctld_restart           slurmctld restarted while the pilot runs
 #   slurmd_restart_epilog  slurmd restarted while the epilog verifies
@@ -12,6 +13,11 @@
 #   epilog_sigterm         SIGTERM to the epilog during verify (what slurmd
 #                          sends at PrologEpilogTimeout)
 #   concurrent             20 pilot jobs submitted at once
+#   work_cleanup           the job's work folder removed once its verdict is
+#                          stored (keep_work = false), kept with keep_work
+#   user_fills_work        the user fills work_root's file system (a tmpfs)
+#   state_full             the state directory's file system (a tmpfs) full
+#                          when the verdict is written, and after
 #
 # The epilog cases run verify through a wrapper (in the cluster's bin/, named
 # by the policy's runner_path for the test) that waits the seconds in a file
@@ -29,7 +35,6 @@ restore_policy() {
   cp "$TMP/pilot.conf.saved" "$POLICY"
   rm -f "$WRAPPER" "$DELAY"
 }
-trap 'restore_policy; cleanup' EXIT
 
 policy_set() {  # policy_set KEY VALUE: sets a top-level key of the cluster's policy
   if grep -q "^$1 = " "$POLICY"; then
@@ -170,6 +175,98 @@ case_concurrent() {
   done
   wait_node_idle
   note "concurrent: $n verdicts, all GO and each its own job's, in $((SECONDS - t0)) s"
+}
+
+# A tmpfs of SIZE at DIR (root's, 0755), unmounted when the case ends; exit
+# 77 (CTest: skipped) where mounts are refused.
+MOUNTS=()
+trap 'for m in "${MOUNTS[@]}"; do umount -l "$m" 2>/dev/null || true; done; restore_policy; cleanup' EXIT
+small_fs() {  # small_fs DIR SIZE
+  mkdir -p "$1"
+  if ! mount -t tmpfs -o "size=$2,mode=0755" tmpfs "$1" 2>/dev/null; then
+    echo "SKIP: cannot mount a tmpfs here (root in a namespace that allows mounts needed)"
+    exit 77
+  fi
+  MOUNTS+=("$1")
+}
+fill_fs() {  # fill_fs FILE: as root, until the file system is full
+  dd if=/dev/zero of="$1" bs=64k status=none 2>/dev/null || true
+  [[ $(df -B1 --output=avail "$(dirname "$1")" | tail -1) -lt 65536 ]] || fail "$1: the file system is not full"
+}
+
+case_work_cleanup() {
+  local job kept
+  policy_set work_root "\"$CLUSTER/work\""
+  policy_set keep_work false
+  job=$(submit_wait --pilot="$TINY" --pilot-stage=single)
+  wait_verdict "$job"
+  [[ $(decision "$job") == GO ]] || fail "job $job: $(verdict_text "$job")"
+  sleep 0.5
+  [[ ! -e $CLUSTER/work/$job ]] || fail "job $job's work folder outlived its verdict: $(ls -la "$CLUSTER/work/$job")"
+  policy_set keep_work true
+  kept=$(submit_wait --pilot="$TINY" --pilot-stage=single)
+  wait_verdict "$kept"
+  compgen -G "$CLUSTER/work/$kept/*" >/dev/null || fail "keep_work = true, yet job $kept's work folder is gone or empty"
+  wait_node_idle
+  note "work_cleanup: job $job's work folder removed after its verdict, job $kept's kept"
+}
+
+# The issue's drain: a user fills the file system of the work folders from
+# an old job's folder. With work_root apart from state_dir, the next pilot
+# still gets its lock and a verdict that names the space.
+case_user_fills_work() {
+  local job
+  small_fs "$CLUSTER/workfs" 64m
+  policy_set work_root "\"$CLUSTER/workfs\""
+  policy_set keep_work true
+  install -d -m 0700 -o "$TEST_USER" "$CLUSTER/workfs/old-job"
+  as_user dd if=/dev/zero of="$CLUSTER/workfs/old-job/fill" bs=64k status=none 2>/dev/null || true
+  [[ $(df -B1 --output=avail "$CLUSTER/workfs" | tail -1) -lt 65536 ]] || fail "the user could not fill $CLUSTER/workfs"
+  job=$(submit_wait --pilot="$TINY" --pilot-stage=single)
+  wait_verdict "$job"
+  [[ -s $STATE/jobs/$job/lock.json ]] || fail "no lock for job $job"
+  [[ $(decision "$job") == NO-GO ]] || fail "a pilot on a full work file system gave $(decision "$job")"
+  verdict_text "$job" | grep -qE "free on|[Nn]o space" || fail "the verdict does not name the space: $(verdict_text "$job")"
+  wait_node_idle
+  note "user_fills_work: job $job NO-GO ($(json "$STATE/verdicts/$job.json" "[c['detail'] for c in d['checks'] if c['status']=='fail'][0]")), node $(node_state)"
+}
+
+# The state directory's file system full when the verdict is written: the
+# verdict comes from the reserve; with the reserve gone the next job's
+# prolog and epilog log what they could not write, and the node stays up.
+case_state_full() {
+  local job second third log=$CLUSTER/log/pilot-epilog.log
+  policy_set work_root "\"$CLUSTER/work\""
+  small_fs "$STATE" 24m
+  slow_verify 6
+  job=$(submit --pilot="$TINY" --pilot-stage=single)
+  wait_for_file "$MARK" 120
+  fill_fs "$STATE/filler"
+  wait_verdict "$job" 60
+  [[ $(decision "$job") == GO ]] || fail "job $job on a full state file system: $(verdict_text "$job")"
+  grep "job $job:" "$log" | grep -q "released its reserve" || fail "no reserve line for job $job: $(grep "job $job:" "$log")"
+  wait_node_idle
+
+  # The released reserve is free space now: take it too. No reserve left,
+  # the next job's lock cannot be written.
+  fill_fs "$STATE/filler2"
+  rm -f "$DELAY"
+  second=$(submit_wait --pilot="$TINY" --pilot-stage=single)
+  sleep 2
+  [[ ! -e $STATE/verdicts/$second.json ]] || fail "job $second: a verdict on a full file system?"
+  grep "job $second:" "$CLUSTER/log/pilot-prolog.log" | grep -q "cannot write the lock" ||
+    fail "no prolog line for job $second: $(grep "job $second:" "$CLUSTER/log/pilot-prolog.log")"
+  grep "job $second:" "$log" | grep -q "NO-GO" || fail "no epilog line for job $second: $(grep "job $second:" "$log")"
+  wait_node_idle
+
+  # Room again: the reserve comes back, and verdicts are stored.
+  rm -f "$STATE/filler" "$STATE/filler2"
+  third=$(submit_wait --pilot="$TINY" --pilot-stage=single)
+  wait_verdict "$third"
+  [[ $(decision "$third") == GO ]] || fail "job $third after the space came back: $(verdict_text "$third")"
+  [[ $(stat -c %s "$STATE/reserve" 2>/dev/null) -gt 0 ]] || fail "the reserve was not made again"
+  wait_node_idle
+  note "state_full: job $job GO from the reserve; job $second: $(grep "job $second:" "$log" | tail -1 | cut -c1-300); job $third GO"
 }
 
 run_case "$@"
