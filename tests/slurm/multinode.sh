@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# A cluster of two nodes on this machine (scripts/local-slurm up --nodes 2):
+# each slurmd in a network namespace of its own, a job's tasks on both with
+# their own node names and addresses, and `down` leaving no namespace or
+# link behind. A cluster of its own (folder, ports), beside the one the
+# other `slurm` tests share. Exit 77 (CTest: skipped) where network
+# namespaces cannot be made.
+#
+#   multinode.sh cluster      (environment as for e2e.sh)
+set -euo pipefail
+SRC=${PILOT_SOURCE_DIR:?}
+BUILD=${PILOT_BUILD_DIR:?}
+TEST_USER=${PILOT_TEST_USER:-pilotuser}
+export PILOT_CLUSTER_DIR=${PILOT_CLUSTER_DIR:?}-mn
+export PILOT_SLURMCTLD_PORT=${PILOT_MN_SLURMCTLD_PORT:-16827} PILOT_SLURMD_PORT=${PILOT_MN_SLURMD_PORT:-16828}
+export SLURM_CONF=$PILOT_CLUSTER_DIR/etc/slurm.conf
+LOCAL_SLURM=$SRC/scripts/local-slurm
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+note() { echo "-- $*" >&2; }
+
+case_cluster() {
+  if ! ip netns add pilot-probe-$$ 2>/dev/null; then
+    echo "SKIP: cannot make a network namespace here"
+    exit 77
+  fi
+  ip netns del pilot-probe-$$
+  trap '"$LOCAL_SLURM" down --purge >/dev/null 2>&1 || true' EXIT
+  "$LOCAL_SLURM" down --purge >/dev/null 2>&1 || true
+  PILOT_JOB_USER=$TEST_USER "$LOCAL_SLURM" up --nodes 2 "$BUILD" >/dev/null
+  local ours
+  ours=$(sed -n 's/^netns //p' "$PILOT_CLUSTER_DIR/run/net.list" | sort | paste -sd' ')
+  [[ $(wc -w <<<"$ours") == 2 ]] || fail "expected two namespaces, net.list says: $ours"
+  "$LOCAL_SLURM" status | grep -c '^node pn[12] idle$' | grep -qx 2 || fail "status: $("$LOCAL_SLURM" status)"
+
+  # One task on each node: its node's name, id and own address.
+  local out
+  out=$(cd /tmp && timeout 60 runuser -u "$TEST_USER" -- env SLURM_CONF="$SLURM_CONF" \
+          srun -N2 -n2 --ntasks-per-node=1 sh -c \
+          'echo "$SLURM_PROCID $SLURMD_NODENAME $SLURM_NODEID $(ip -4 -o addr show dev eth0 | awk "{print \$4}")"' |
+          sort) || fail "srun across two nodes: $out"
+  note "$out"
+  local a b
+  a=$(sed -n 1p <<<"$out") b=$(sed -n 2p <<<"$out")
+  [[ $a =~ ^0\ pn1\ 0\ ([0-9.]+)/24$ ]] || fail "task 0: $a"
+  local addr0=${BASH_REMATCH[1]}
+  [[ $b =~ ^1\ pn2\ 1\ ([0-9.]+)/24$ ]] || fail "task 1: $b"
+  [[ ${BASH_REMATCH[1]} != "$addr0" ]] || fail "both tasks report $addr0"
+  # A task on pn2 reaches pn1's slurmd over the namespaces' network, and
+  # nothing listens on that port at its own loopback.
+  out=$(cd /tmp && timeout 60 runuser -u "$TEST_USER" -- env SLURM_CONF="$SLURM_CONF" \
+          srun -N1 -w pn2 bash -c "timeout 5 bash -c '</dev/tcp/$addr0/$PILOT_SLURMD_PORT' && echo reached;
+                                   timeout 5 bash -c '</dev/tcp/127.0.0.1/$PILOT_SLURMCTLD_PORT' 2>/dev/null && echo loopback") || true
+  [[ $out == reached ]] || fail "from pn2 to pn1's slurmd at $addr0:$PILOT_SLURMD_PORT: '$out'"
+
+  "$LOCAL_SLURM" down --purge >/dev/null
+  trap - EXIT
+  local ns
+  for ns in $ours; do
+    ! ip netns list | grep -q "^$ns\b" || fail "down left the namespace $ns"
+  done
+  ! ip -o link | grep -q "pb$(printf '%s' "$PILOT_CLUSTER_DIR" | sha256sum | cut -c1-6)" ||
+    fail "down left the bridge"
+  note "cluster: two nodes up, a task on each with its own address, nothing left after down"
+}
+
+[[ $# -eq 1 ]] && declare -F "case_$1" >/dev/null || { echo "usage: $(basename "$0") cluster" >&2; exit 2; }
+"case_$1"
+echo "PASS: $1"
