@@ -57,8 +57,12 @@ Status CheckSpace(const std::string& what, const std::vector<SpaceNeed>& needs,
     if (idx.size() > 1) {
       where += ":";
       for (size_t i : idx) {
-        where += " " + needs[i].label + " " + FormatSize(needs[i].bytes) + (i == idx.back() ? "" : ",");
-        if (i != largest) labels += " or " + needs[i].label;
+        const std::string& name = needs[i].what.empty() ? needs[i].label : needs[i].what;
+        where += " " + name + " " + FormatSize(needs[i].bytes) + (i == idx.back() ? "" : ",");
+        // Each setting that moves a need once ("--out or --out" says nothing).
+        if (i != largest && (" or " + labels + " or ").find(" or " + needs[i].label + " or ") == std::string::npos) {
+          labels += " or " + needs[i].label;
+        }
       }
       where += " on the same filesystem";
     }

@@ -33,6 +33,8 @@ struct SpaceNeed {
   std::string dir;    // where; a missing one is measured at its nearest existing parent
   std::string label;  // what moves it, for the message: "checkpoint.dir", "--out"
   int64_t bytes = 0;
+  std::string what;   // what it is ("the checkpoint"), listed in its place when
+                      // several needs share a filesystem; "" = the label
 };
 
 // One directory's filesystem.

@@ -89,7 +89,7 @@ std::string OptimFileName(const std::string& state) { return "optim-" + state + 
 SaveRoom RoomAfterSave(const CheckpointConfig& c, const std::string& out, int64_t after_bytes) {
   SaveRoom room;
   room.root_label = c.dir.empty() ? "--out" : "checkpoint.dir";
-  room.after = {{out, "--out", after_bytes + kResultsReserveBytes}};
+  room.after = {{out, "--out", after_bytes + kResultsReserveBytes, "the rest of the run"}};
   return room;
 }
 
@@ -133,7 +133,7 @@ Result<CheckpointIo> SaveCheckpoint(const std::string& root, const Model& model,
   // gone; nothing is written when it does not fit.
   std::vector<NamedTensors> files;
   for (const Job& j : jobs) files.push_back(j.tensors);
-  std::vector<SpaceNeed> needs = {{root, room.root_label, CheckpointBytesBound(files)}};
+  std::vector<SpaceNeed> needs = {{root, room.root_label, CheckpointBytesBound(files), "the checkpoint"}};
   needs.insert(needs.end(), room.after.begin(), room.after.end());
   if (Status fits = CheckFreeSpace("checkpoint", needs); !fits.ok()) {
     dir.Abort();

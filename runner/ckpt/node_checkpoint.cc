@@ -58,7 +58,8 @@ Result<NodeCheckpointIo> SaveNodeCheckpoint(const std::string& root, NodeEngine&
     if (d.ok()) {
       staged.emplace(std::move(d).value());
       // All ranks' files share root's filesystem: rank 0 checks their sum.
-      std::vector<SpaceNeed> needs = {{root, room.root_label, NodeCheckpointBytesBound(e, comm.world())}};
+      std::vector<SpaceNeed> needs = {
+          {root, room.root_label, NodeCheckpointBytesBound(e, comm.world()), "the checkpoint"}};
       needs.insert(needs.end(), room.after.begin(), room.after.end());
       ready = CheckFreeSpace("checkpoint", needs);
       if (!ready.ok()) staged->Abort();

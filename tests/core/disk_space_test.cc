@@ -33,7 +33,7 @@ TEST(SafetensorsFileBoundTest, DataPlusHeaderPlusLastBlock) {
 }
 
 TEST(CheckSpaceTest, FitsExactlyAndFailsOneByteOver) {
-  std::vector<SpaceNeed> needs = {{"/scratch/x", "checkpoint.dir", 1000}};
+  std::vector<SpaceNeed> needs = {{"/scratch/x", "checkpoint.dir", 1000, ""}};
   EXPECT_TRUE(CheckSpace("checkpoint", needs, {{7, 1000}}).ok());
   Status s = CheckSpace("checkpoint", needs, {{7, 999}});
   EXPECT_EQ(s.code(), Code::kIoError);
@@ -43,7 +43,7 @@ TEST(CheckSpaceTest, FitsExactlyAndFailsOneByteOver) {
 }
 
 TEST(CheckSpaceTest, TheIssuesFigures) {
-  Status s = CheckSpace("checkpoint", {{"/scratch/x", "checkpoint.dir", 128'500'000'000}},
+  Status s = CheckSpace("checkpoint", {{"/scratch/x", "checkpoint.dir", 128'500'000'000, ""}},
                         {{1, 63'200'000'000}});
   EXPECT_EQ(s.Message(), "checkpoint: needs 128.5 GB, 63.2 GB free on /scratch/x (checkpoint.dir)");
   EXPECT_EQ(s.hint(), "free 65.3 GB on that filesystem, or set checkpoint.dir to a directory on one with room");
@@ -51,7 +51,7 @@ TEST(CheckSpaceTest, TheIssuesFigures) {
 
 TEST(CheckSpaceTest, NeedsOnOneFilesystemAreAddedUp) {
   // Each fits alone; together they do not.
-  std::vector<SpaceNeed> needs = {{"/s/ckpt", "checkpoint.dir", 600'000}, {"/s/out", "--out", 500'000}};
+  std::vector<SpaceNeed> needs = {{"/s/ckpt", "checkpoint.dir", 600'000, ""}, {"/s/out", "--out", 500'000, ""}};
   EXPECT_TRUE(CheckSpace("checkpoint", {needs[0]}, {{3, 1'000'000}}).ok());
   EXPECT_TRUE(CheckSpace("checkpoint", {needs[1]}, {{3, 1'000'000}}).ok());
   Status s = CheckSpace("checkpoint", needs, {{3, 1'000'000}, {3, 1'000'000}});
@@ -64,14 +64,25 @@ TEST(CheckSpaceTest, NeedsOnOneFilesystemAreAddedUp) {
   EXPECT_TRUE(CheckSpace("checkpoint", needs, {{3, 1'000'000}, {4, 1'000'000}}).ok());
 }
 
+// Two needs moved by one setting (a checkpoint under --out, and the run's
+// writes after it): listed by what they are, the setting named once.
+TEST(CheckSpaceTest, NeedsOfOneSettingAreListedByWhatTheyAre) {
+  std::vector<SpaceNeed> needs = {{"/w/3/checkpoints", "--out", 17'300'000, "the checkpoint"},
+                                  {"/w/3", "--out", 2'900'000, "the rest of the run"}};
+  Status s = CheckSpace("checkpoint", needs, {{7, 0}, {7, 0}});
+  EXPECT_EQ(s.Message(), "checkpoint: needs 20.2 MB, 0 bytes free on /w/3/checkpoints (--out: the checkpoint "
+                         "17.3 MB, the rest of the run 2.9 MB on the same filesystem)");
+  EXPECT_EQ(s.hint(), "free 20.2 MB on that filesystem, or set --out to a directory on one with room");
+}
+
 TEST(CheckSpaceTest, NamesTheFilesystemThatIsShort) {
-  std::vector<SpaceNeed> needs = {{"/big/ckpt", "checkpoint.dir", 5'000'000'000}, {"/small/out", "--out", 16 << 20}};
+  std::vector<SpaceNeed> needs = {{"/big/ckpt", "checkpoint.dir", 5'000'000'000, ""}, {"/small/out", "--out", 16 << 20, ""}};
   Status s = CheckSpace("checkpoint", needs, {{1, 9'000'000'000}, {2, 4'000'000}});
   EXPECT_EQ(s.Message(), "checkpoint: needs 16.8 MB, 4.0 MB free on /small/out (--out)");
 }
 
 TEST(CheckSpaceTest, MismatchedListsAreABug) {
-  EXPECT_EQ(CheckSpace("checkpoint", {{"/a", "x", 1}}, {}).code(), Code::kInternal);
+  EXPECT_EQ(CheckSpace("checkpoint", {{"/a", "x", 1, ""}}, {}).code(), Code::kInternal);
 }
 
 TEST(MeasureSpaceTest, AgreesWithStatvfsAndMeasuresAMissingDirectoryAtItsParent) {
@@ -88,10 +99,10 @@ TEST(MeasureSpaceTest, AgreesWithStatvfsAndMeasuresAMissingDirectoryAtItsParent)
   EXPECT_EQ(below->device, here->device);
   // A need larger than the whole filesystem never fits.
   const int64_t total = static_cast<int64_t>(v.f_blocks) * static_cast<int64_t>(v.f_frsize);
-  Status s = CheckFreeSpace("checkpoint", {{d / "ckpt", "checkpoint.dir", total + 1}});
+  Status s = CheckFreeSpace("checkpoint", {{d / "ckpt", "checkpoint.dir", total + 1, ""}});
   EXPECT_EQ(s.code(), Code::kIoError);
   EXPECT_NE(s.Message().find("free on " + d / "ckpt" + " (checkpoint.dir)"), std::string::npos) << s.Message();
-  EXPECT_TRUE(CheckFreeSpace("checkpoint", {{d / "ckpt", "checkpoint.dir", 1}}).ok());
+  EXPECT_TRUE(CheckFreeSpace("checkpoint", {{d / "ckpt", "checkpoint.dir", 1, ""}}).ok());
 }
 
 TEST(MeasureSpaceTest, AnUnreadablePathIsAnError) {
