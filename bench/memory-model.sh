@@ -39,7 +39,8 @@ out=${OUT:-/tmp/pilot-bench-out}/memory-model
 shapes=("calib 8 2048 false" "mb2 2 2048 false" "mb12 12 2048 false"
         "seq1024 8 1024 false" "seq4096 4 4096 false" "ac8 8 2048 true" "ac16 16 2048 true"
         "mb16seq1024 16 1024 false" "ac4seq4096 4 4096 true" "ac16seq1024 16 1024 true"
-        "ac12 12 2048 true" "ac8seq4096 8 4096 true")
+        "ac12 12 2048 true" "ac8seq4096 8 4096 true"
+        "ac10 10 2048 true" "ac14 14 2048 true")
 
 # Every shape predicted from FROM.json (pilot plan --json): device bytes
 # and tokens/s on the H200 against the shape's own measurements. KIND is
