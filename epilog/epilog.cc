@@ -256,25 +256,22 @@ Result<EpilogReport> RunEpilog(const Policy& policy, const JobEnv& job, const Ep
   if (!report.lost) RemoveWork(policy, paths.work, &report);
   if (stored.ok() && stored->kept) return report;  // the first run posted what is stored
 
-  if (!policy.notify_url.empty() && (job::StopSignal() != 0 || !EpilogCanPost(policy, Elapsed(deps)))) {
-    // No time for a post and its retries: `pilot flush` sends it later.
-    Status queued = deps.enqueue(policy, job.job_id, body);
-    report.queued = queued.ok();
-    add_note(std::string("not posted: ") +
-             (job::StopSignal() != 0 ? "the epilog was asked to stop"
-                                     : "too little of epilog_timeout_seconds left") +
-             (queued.ok() ? " (queued in outbox)" : "; outbox: " + queued.Message()));
-  } else if (!policy.notify_url.empty()) {
-    Status posted = deps.post(policy, body, key.ok() ? *key : "");
-    if (posted.ok()) {
-      report.posted = true;
-    } else {
-      Status queued = deps.enqueue(policy, job.job_id, body);
-      report.queued = queued.ok();
-      add_note(std::string("post failed: ") + posted.Message() +
-               (queued.ok() ? " (queued in outbox)" : "; outbox: " + queued.Message()));
-    }
+  if (policy.notify_url.empty()) return report;
+  // Why the verdict waits in the outbox for `pilot flush` ("" = posted).
+  std::string unsent;
+  if (job::StopSignal() != 0) {
+    unsent = "not posted: the epilog was asked to stop";
+  } else if (!EpilogCanPost(policy, Elapsed(deps))) {  // no time for a post and its retries
+    unsent = "not posted: too little of epilog_timeout_seconds left";
+  } else if (Status posted = deps.post(policy, body, key.ok() ? *key : ""); !posted.ok()) {
+    unsent = "post failed: " + posted.Message();
+  } else {
+    report.posted = true;
+    return report;
   }
+  Status queued = deps.enqueue(policy, job.job_id, body);
+  report.queued = queued.ok();
+  add_note(unsent + (queued.ok() ? " (queued in outbox)" : "; outbox: " + queued.Message()));
   return report;
 }
 
