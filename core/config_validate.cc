@@ -270,11 +270,14 @@ class Rules {
       return Err({"training.precision", "training.device"},
                  "fp16 is not supported on the cpu device", "use \"bf16\" or \"fp32\" on cpu");
     }
-    if (c_.parallel.nproc > c_.run.gpus_per_node) {
+    // Across nodes (the srun launcher in an allocation of several) the
+    // node stage's processes may span the run's nodes.
+    const int64_t gpus = int64_t{c_.run.nodes} * c_.run.gpus_per_node;
+    if (c_.parallel.nproc > gpus) {
       return Err({"parallel.nproc"},
-                 Str(c_.parallel.nproc) +
-                     " processes is more than run.gpus_per_node = " + Str(c_.run.gpus_per_node) +
-                     "; a pilot may not be larger than the run it stands for");
+                 Str(c_.parallel.nproc) + " processes is more than the run's " + Str(gpus) + " GPUs (run.nodes = " +
+                     Str(c_.run.nodes) + " times run.gpus_per_node = " + Str(c_.run.gpus_per_node) +
+                     "); a pilot may not be larger than the run it stands for");
     }
     return Status::Ok();
   }

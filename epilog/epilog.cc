@@ -2,6 +2,7 @@
 
 #include <pwd.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -207,12 +208,26 @@ Result<EpilogReport> RunEpilog(const Policy& policy, const JobEnv& job, const Ep
   // Made again whenever there is room (released by an earlier write).
   Result<bool> reserve = job::EnsureReserve(layout, int64_t{policy.state_reserve_mb} << 20);
   if (!reserve.ok()) add_note(reserve.status().Message());
-  // A job of several nodes runs its pilot on one (the batch host); the other
-  // nodes' epilogs have nothing to judge and must not write a second verdict
-  // into a shared state folder.
+  // A job of several nodes runs its pilot on its first (the batch host),
+  // whose epilog makes the verdict, the pilot started or not. The others
+  // have nothing to judge and must not write a second verdict into a
+  // shared state folder: they remove their own record (the prolog's).
   const job::JobPaths paths = layout.Job(job.job_id);
+  if (std::optional<std::string> first = job::FirstNodeIfOther(job)) {
+    const std::string record = layout.NodeRecordFile(job.job_id, job.host);
+    if (unlink(record.c_str()) != 0 && errno != ENOENT) {
+      add_note("cannot remove " + record + ": " + std::strerror(errno));
+    }
+    rmdir(layout.NodeRecordsDir(job.job_id).c_str());  // the last node's removes it
+    add_note("node " + job.host + ": the pilot ran on the job's first node, " + *first +
+             ", whose epilog makes the verdict");
+    report.skipped = true;
+    return report;
+  }
   struct stat sb {};
-  if (job.nodes > 1 && stat(paths.started.c_str(), &sb) != 0) {
+  if (job.nodes > 1 && !job::FirstNode(job) && stat(paths.started.c_str(), &sb) != 0) {
+    // Which node is first is unknown (no node list or node name): the one
+    // where the pilot started judges it.
     report.note = "the pilot did not run on this node";
     report.skipped = true;
     return report;

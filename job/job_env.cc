@@ -3,9 +3,11 @@
 #include <cerrno>
 #include <cstdlib>
 #include <limits>
+#include <vector>
 
 #include "core/atomic_file.h"
 #include "job/env_names.h"
+#include "runner/node/hostlist.h"
 
 namespace pilot::job {
 namespace {
@@ -64,6 +66,20 @@ Result<JobEnv> ReadJobEnv(const Lookup& env) {
   job.exit_code = Get(env, "SLURM_JOB_EXIT_CODE2");
   job.container_image = Get(env, kOptionPyxisImage);
   return job;
+}
+
+std::optional<std::string> FirstNode(const JobEnv& job) {
+  if (job.host.empty() || job.node_list.empty()) return std::nullopt;
+  Result<std::vector<std::string>> hosts = runner::ExpandHostlist(job.node_list);
+  if (!hosts.ok() || hosts->empty()) return std::nullopt;
+  return hosts->front();
+}
+
+std::optional<std::string> FirstNodeIfOther(const JobEnv& job) {
+  if (job.nodes <= 1) return std::nullopt;
+  std::optional<std::string> first = FirstNode(job);
+  if (!first || *first == job.host) return std::nullopt;
+  return first;
 }
 
 LoadOptions JobConfigOptions(const JobEnv& job, const std::string& user,

@@ -49,6 +49,17 @@ struct JobEnv {
 // config path; the prolog records that as a problem.
 Result<JobEnv> ReadJobEnv(const Lookup& env);
 
+// The first node of the job's allocation when this node (SLURMD_NODENAME)
+// is another of its nodes; nullopt on the first node, in a job of one
+// node, and when the node list does not expand or the node's name is
+// unknown. The first node is where the batch script runs (and the first
+// task of `salloc`'s first srun step): the pilot, its lock and its verdict
+// belong to that node's prolog and epilog.
+std::optional<std::string> FirstNodeIfOther(const JobEnv& job);
+// The first host of the job's node list; nullopt when the list is empty or
+// does not expand, or this node's name (SLURMD_NODENAME) is unknown.
+std::optional<std::string> FirstNode(const JobEnv& job);
+
 // How the prolog and the epilog load the job's config: $USER, $HOME,
 // $SLURM_JOB_ID and $SLURM_SUBMIT_DIR are the job's (not root's), relative
 // paths are relative to the submitted config's folder.

@@ -19,6 +19,7 @@ constexpr std::string_view kWork = "work";
 constexpr std::string_view kResults = "results.json";
 constexpr std::string_view kReserve = "reserve";
 constexpr std::string_view kUnstored = "unstored";  // under outbox/
+constexpr std::string_view kNodes = "nodes";
 constexpr std::string_view kRecordSuffix = ".json";  // verdicts/ and grants/
 constexpr size_t kMaxJobIdDigits = 12;
 constexpr size_t kMaxInstanceChars = 64;
@@ -56,6 +57,20 @@ std::string StateLayout::WorkAtticFor(int64_t job_id, const std::string& instanc
   return work_root_.empty() ? "" : Join(WorkAtticDir(), std::to_string(job_id) + "-" + instance);
 }
 std::string StateLayout::ReserveFile() const { return Join(root_, kReserve); }
+std::string StateLayout::NodesDir() const { return Join(root_, kNodes); }
+std::string StateLayout::NodeRecordsDir(int64_t job_id) const {
+  return Join(NodesDir(), std::to_string(job_id));
+}
+std::string StateLayout::NodeRecordFile(int64_t job_id, std::string_view node) const {
+  std::string name(node.substr(0, kMaxInstanceChars));
+  for (char& c : name) {
+    const bool keep = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                      c == '.' || c == '_' || c == '-';
+    if (!keep) c = '_';
+  }
+  if (name.empty() || name == "." || name == "..") name = "_";
+  return Join(NodeRecordsDir(job_id), name) + std::string(kRecordSuffix);
+}
 std::string StateLayout::UnstoredDir() const { return Join(OutboxDir(), kUnstored); }
 std::string StateLayout::UnstoredFile(int64_t job_id) const {
   return Record(UnstoredDir(), job_id);

@@ -33,6 +33,10 @@
 //                                                (job/reserve.h)
 //   STATE/outbox/unstored/           root 0700   signed verdicts the epilog could not
 //   STATE/outbox/unstored/JOBID.json root 0600   store; `pilot flush` stores them
+//   STATE/nodes/JOBID/NODE.json      root 0644   what the prolog of another node of a
+//                                                job of several pinned there (the
+//                                                first node holds the job's folder);
+//                                                removed by that node's epilog
 //
 // JOBID/ holds one instance of the job (lock.json's "instance"): the prolog
 // moves an older one into the attic before it makes a new one. The
@@ -105,6 +109,13 @@ class StateLayout {
   // a file the outbox posts (core/outbox.h lists only its own folder).
   std::string UnstoredDir() const;
   std::string UnstoredFile(int64_t job_id) const;
+
+  // STATE/nodes, STATE/nodes/JOBID and STATE/nodes/JOBID/NODE.json: the
+  // record of a job's node other than its first. NODE is Slurm's node name
+  // with every byte but [A-Za-z0-9._-] replaced by '_', at most 64 of them.
+  std::string NodesDir() const;
+  std::string NodeRecordsDir(int64_t job_id) const;
+  std::string NodeRecordFile(int64_t job_id, std::string_view node) const;
 
   JobPaths Job(int64_t job_id) const;
   std::string VerdictFile(int64_t job_id) const;

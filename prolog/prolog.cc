@@ -138,6 +138,9 @@ class Pinner {
 
   Status Run() {
     const job::StateLayout layout(opts_.state_dir, opts_.work_root);
+    if (std::optional<std::string> first = job::FirstNodeIfOther(job_)) {
+      return RunOnOtherNode(layout, *first);
+    }
     job::JobPaths paths = layout.Job(job_.job_id);
     PILOT_ASSIGN_OR_RETURN(std::string instance, NewInstance());
     Status made = MoveAsideEarlier(layout, paths);
@@ -153,15 +156,7 @@ class Pinner {
     PILOT_RETURN_IF_ERROR(PrepareWork(layout, paths.work));
 
     lock_.instance = instance;
-
-    lock_.job.id = job_.job_id;
-    lock_.job.user = user_.as.user;
-    lock_.job.uid = job_.uid;
-    lock_.job.gid = job_.gid;
-    lock_.job.nodes = job_.nodes;
-    lock_.job.node_list = job_.node_list;
-    lock_.job.host = job_.host;
-    lock_.job.submit_dir = job_.work_dir;
+    FillJob();
     lock_.config.path = job_.config_path;
     lock_.config.copy = paths.config;
     lock_.config.sha256_submitted = job_.config_sha256;
@@ -193,6 +188,40 @@ class Pinner {
   }
   job::LogLine LogTo() const {
     return [this](const std::string& line) { Log(line); };
+  }
+
+  // Another node of a job of several. The job's folder, its lock and its
+  // work folder are the first node's, whose prolog may run after this one
+  // (and, in a state directory the nodes share, would take a folder made
+  // here for an earlier instance): this node touches none of them. It pins
+  // what it has (versions, GPUs) into its own record and never fails the
+  // job for it.
+  Status RunOnOtherNode(const job::StateLayout& layout, const std::string& first) {
+    FillJob();
+    PinSeed(std::nullopt);  // the config is the first node's to read
+    PinContainer(job_.container_image);
+    PinVersions();
+    PinGpus();
+    lock_.created = FormatRfc3339(deps_.now_unix());
+    const std::string file = layout.NodeRecordFile(job_.job_id, job_.host);
+    Status s = job::MakeRootDir(layout.NodesDir(), 0755);
+    if (s.ok()) s = job::MakeRootDir(layout.NodeRecordsDir(job_.job_id), 0755);
+    if (s.ok()) s = job::WriteWithReserve(layout, file, LockToJson(lock_), 0644, LogTo());
+    Log(std::string("node ") + job_.host + " of " + std::to_string(job_.nodes) +
+        "; the pilot runs on the first, " + first +
+        (s.ok() ? "; this node pinned into " + file : "; cannot record this node: " + s.Message()));
+    return Status::Ok();
+  }
+
+  void FillJob() {
+    lock_.job.id = job_.job_id;
+    lock_.job.user = user_.as.user;
+    lock_.job.uid = job_.uid;
+    lock_.job.gid = job_.gid;
+    lock_.job.nodes = job_.nodes;
+    lock_.job.node_list = job_.node_list;
+    lock_.job.host = job_.host;
+    lock_.job.submit_dir = job_.work_dir;
   }
 
   static Result<std::string> NewInstance() {

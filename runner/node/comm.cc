@@ -27,8 +27,15 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <list>
 #include <map>
 #include <mutex>
@@ -44,6 +51,54 @@ using Group = c10d::ProcessGroup;
 #endif
 
 using Clock = std::chrono::steady_clock;
+
+bool Resolves(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  const bool ok = getaddrinfo(host.c_str(), nullptr, &hints, &res) == 0;
+  if (res != nullptr) freeaddrinfo(res);
+  return ok;
+}
+
+// The rendezvous host: the first node's name, or, where that name does
+// not resolve (a cluster whose node names are not in its resolver), the
+// address srun was launched from, which is rank 0's node.
+std::string RendezvousHost(const RankInfo& info) {
+  if (info.launch_addr.empty() || Resolves(info.master_addr)) return info.master_addr;
+  return info.launch_addr;
+}
+
+// The local address this process reaches `host` from (the route's source
+// address: no packet is sent), "" when there is none. Gloo's default device
+// binds to the address of this machine's host name, which need not be on
+// the network the other nodes share.
+std::string LocalAddressToward(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* res = nullptr;
+  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) != 0) return "";
+  std::string out;
+  for (addrinfo* a = res; a != nullptr && out.empty(); a = a->ai_next) {
+    const int fd = socket(a->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) continue;
+    sockaddr_storage local{};
+    socklen_t len = sizeof(local);
+    char buf[INET6_ADDRSTRLEN] = {0};
+    if (connect(fd, a->ai_addr, a->ai_addrlen) == 0 &&
+        getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0) {
+      const void* where = local.ss_family == AF_INET
+                              ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&local)->sin_addr)
+                              : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr);
+      if (inet_ntop(local.ss_family, where, buf, sizeof(buf)) != nullptr) out = buf;
+    }
+    close(fd);
+  }
+  freeaddrinfo(res);
+  return out;
+}
 
 // What the timing keeps of a collective's work. NCCL: a copy of the work,
 // which has its timing events but not its tensors (WorkNCCL's copy leaves
@@ -157,7 +212,8 @@ Result<std::unique_ptr<Comm>> Comm::Create(const RankInfo& info, const at::Devic
   c->impl_ = std::make_unique<Impl>();
   c->rank_ = info.rank;
   c->world_ = info.world_size;
-  const std::string where = info.master_addr + ":" + std::to_string(info.master_port);
+  const std::string host = RendezvousHost(info);
+  const std::string where = host + ":" + std::to_string(info.master_port);
   try {
     c10d::TCPStoreOptions o;
     o.port = static_cast<uint16_t>(info.master_port);
@@ -165,7 +221,7 @@ Result<std::unique_ptr<Comm>> Comm::Create(const RankInfo& info, const at::Devic
     o.numWorkers = static_cast<size_t>(info.world_size);
     o.waitWorkers = true;
     o.timeout = timeout;
-    c->impl_->store = c10::make_intrusive<c10d::TCPStore>(info.master_addr, o);
+    c->impl_->store = c10::make_intrusive<c10d::TCPStore>(host, o);
   } catch (const std::exception& e) {
     std::string m = e.what();
     m = m.substr(0, m.find('\n'));
@@ -206,8 +262,10 @@ Result<std::unique_ptr<Comm>> Comm::Create(const RankInfo& info, const at::Devic
       auto opts = c10d::ProcessGroupGloo::Options::create(timeout);
       if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME")) {
         opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
-      } else if (info.master_addr == "127.0.0.1" || info.master_addr == "localhost") {
+      } else if (host == "127.0.0.1" || host == "localhost") {
         opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+      } else if (const std::string local = LocalAddressToward(host, info.master_port); !local.empty()) {
+        opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(local));
       } else {
         opts->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
       }

@@ -150,6 +150,7 @@ Result<RankInfo> RankFromEnv(const EnvLookup& env) {
   if (!nodes) return Status::NotFound("SLURM_JOB_NODELIST", "not set in an srun step");
   PILOT_ASSIGN_OR_RETURN(std::vector<std::string> hosts, ExpandHostlist(*nodes));
   r.master_addr = hosts.front();
+  if (auto a = env("SLURM_LAUNCH_NODE_IPADDR")) r.launch_addr = *a;
   if (auto a = env("PILOT_MASTER_ADDR")) r.master_addr = *a;
   if (env("PILOT_MASTER_PORT")) {
     PILOT_ASSIGN_OR_RETURN(r.master_port, IntVar(env, "PILOT_MASTER_PORT", 1, 65535));

@@ -11,6 +11,10 @@
 //   SLURM_JOB_NODELIST (or SLURM_STEP_NODELIST), SLURM_JOB_ID: inside an
 //   srun step. The master is the first host of the node list; the port is
 //   MasterPortForJob(job id) unless PILOT_MASTER_PORT is set.
+//   SLURM_LAUNCH_NODE_IPADDR (the address srun was started from, which is
+//   rank 0's node: the launcher runs there) is kept as launch_addr, the
+//   rendezvous address when the first host's name does not resolve
+//   (runner/node/comm.cc).
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -36,6 +40,7 @@ struct RankInfo {
   std::string master_addr = "127.0.0.1";
   int master_port = kPortBase;
   std::string launcher;  // "local" or "srun"
+  std::string launch_addr;  // SLURM_LAUNCH_NODE_IPADDR, srun only
 };
 
 // Expands Slurm's host list syntax: "node[01-03,7],gpu-a1,x[2-3]-ib" ->

@@ -3,6 +3,7 @@
 
 #include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -51,7 +52,7 @@ std::unique_ptr<Launcher> ChooseLauncher(const std::string& setting, int nproc) 
 }
 
 pid_t SpawnProcess(const std::string& exe, const std::vector<std::string>& args,
-                   const std::vector<std::string>& env) {
+                   const std::vector<std::string>& env, int stderr_fd) {
   std::vector<std::string> a = args, e = env;
   std::vector<char*> argv, envp;
   for (auto& s : a) argv.push_back(s.data());
@@ -60,9 +61,13 @@ pid_t SpawnProcess(const std::string& exe, const std::vector<std::string>& args,
   envp.push_back(nullptr);
   std::fflush(nullptr);
   pid_t pid = 0;
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  if (stderr_fd >= 0) posix_spawn_file_actions_adddup2(&fa, stderr_fd, STDERR_FILENO);
   const int rc = exe.find('/') == std::string::npos
-                     ? ::posix_spawnp(&pid, exe.c_str(), nullptr, nullptr, argv.data(), envp.data())
-                     : ::posix_spawn(&pid, exe.c_str(), nullptr, nullptr, argv.data(), envp.data());
+                     ? ::posix_spawnp(&pid, exe.c_str(), &fa, nullptr, argv.data(), envp.data())
+                     : ::posix_spawn(&pid, exe.c_str(), &fa, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&fa);
   if (rc != 0) {
     std::fprintf(stderr, "pilot: node: cannot start %s: %s\n", exe.c_str(), std::strerror(rc));
     return -1;

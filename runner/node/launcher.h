@@ -8,7 +8,8 @@
 // Adding a launcher ("a new file plus a schema value"): see the recipe
 // beside kLaunchers in launcher.cc.
 //
-// Thread-safety: the launching process's one thread.
+// Thread-safety: called from the launching process's one thread (the srun
+// launcher reads srun's stderr on a thread of its own).
 #pragma once
 
 #include <sys/types.h>
@@ -63,10 +64,11 @@ std::unique_ptr<Launcher> ChooseLauncher(const std::string& setting, int nproc);
 
 // Helpers of the launchers.
 // posix_spawn(p) of `exe` (a name without '/' is looked up in PATH) with
-// `args` (argv, argv[0] included) and `env`; -1 with a message when it
-// cannot start.
+// `args` (argv, argv[0] included) and `env`, its stderr on `stderr_fd`
+// when that is >= 0 (ours otherwise); -1 with a message when it cannot
+// start.
 pid_t SpawnProcess(const std::string& exe, const std::vector<std::string>& args,
-                   const std::vector<std::string>& env);
+                   const std::vector<std::string>& env, int stderr_fd = -1);
 // "exit 3", "killed by signal 9 (Killed)".
 std::string DescribeWaitStatus(int status);
 

@@ -111,9 +111,15 @@ int RunNodeRank(const RunOptions& o) {
   rep.node_id = info.node_id;
   rep.launcher = info.launcher;
   rep.phase = resume ? "resume" : "train";
-  char host[256] = {0};
-  ::gethostname(host, sizeof(host) - 1);
-  rep.host = host;
+  // Slurm's name for the node (nodes may share a host name: several
+  // slurmd on one machine), else the host name.
+  if (auto n = Getenv("SLURMD_NODENAME"); n && !n->empty()) {
+    rep.host = *n;
+  } else {
+    char host[256] = {0};
+    ::gethostname(host, sizeof(host) - 1);
+    rep.host = host;
+  }
   auto finish = [&](int code, const std::string& message) {
     rep.status = code == kExitOk ? "ok" : "error";
     rep.exit_code = code;

@@ -1,22 +1,82 @@
 // parallel.launcher = "srun": the ranks as one job step of the allocation
 // the runner runs in. Slurm sets each task's SLURM_* variables, from which
 // runner/node/hostlist.h derives the rank and the rendezvous.
+//
+// srun's stderr (its own lines and the tasks' stderr it forwards) passes
+// through a pipe: a thread copies it to ours as it comes and keeps srun's
+// lines about its tasks ("srun: error: gpu02: task 2: Killed"), which name
+// the node and the task of a rank that died without a report of its own.
+#include <fcntl.h>
 #include <sys/types.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "runner/node/launcher.h"
+#include "runner/node/srun_lines.h"
 
 namespace pilot::runner {
 namespace {
 
+// What the reading thread shares with the launcher; owned by both, so a
+// thread still reading (a task that kept srun's stderr open) never
+// outlives it.
+struct StderrCopy {
+  std::mutex m;
+  std::condition_variable cv;
+  bool done = false;
+  std::vector<SrunTaskLine> lines;
+};
+
+void CopyStderr(int fd, std::shared_ptr<StderrCopy> copy) {
+  std::string pending;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    std::fwrite(buf, 1, static_cast<size_t>(n), stderr);
+    std::fflush(stderr);
+    pending.append(buf, static_cast<size_t>(n));
+    for (size_t nl; (nl = pending.find('\n')) != std::string::npos;) {
+      if (std::optional<SrunTaskLine> t = ParseSrunTaskLine(pending.substr(0, nl))) {
+        std::lock_guard<std::mutex> g(copy->m);
+        if (copy->lines.size() < 1000) copy->lines.push_back(std::move(*t));
+      }
+      pending.erase(0, nl + 1);
+    }
+    if (pending.size() > (64 << 10)) pending.clear();  // a line too long to be srun's
+  }
+  ::close(fd);
+  std::lock_guard<std::mutex> g(copy->m);
+  copy->done = true;
+  copy->cv.notify_all();
+}
+
+bool Secondary(const std::optional<RankReport>& rep) {
+  return rep && rep->message && rep->message->find("communication failed") != std::string::npos;
+}
+
 class SrunLauncher final : public Launcher {
  public:
+  ~SrunLauncher() override { Finish(); }
+
   std::string Name() const override { return "srun"; }
 
   // One srun process for all ranks.
   std::vector<pid_t> Start(const LaunchRequest& req) override {
+    Finish();
     std::vector<std::string> a = {"srun", "--ntasks=" + std::to_string(req.world), "--kill-on-bad-exit=1",
                                   "--wait=60", "/proc/self/exe"};
     // srun runs the executable by path on every node: use the real one.
@@ -25,19 +85,53 @@ class SrunLauncher final : public Launcher {
     a.insert(a.end(), req.args.begin(), req.args.end());
     std::vector<std::string> env = req.env;
     if (const char* port = std::getenv("PILOT_MASTER_PORT")) env.push_back(std::string("PILOT_MASTER_PORT=") + port);
-    return {SpawnProcess("srun", a, env)};
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) return {SpawnProcess("srun", a, env)};
+    const pid_t pid = SpawnProcess("srun", a, env, fds[1]);
+    ::close(fds[1]);
+    copy_ = std::make_shared<StderrCopy>();
+    reader_ = std::thread(CopyStderr, fds[0], copy_);
+    return {pid};
   }
 
-  // srun's status does not name the task: the rank without a report or
-  // with the earliest error does.
+  // srun's status does not name the task. srun's first line about a task
+  // that failed does (the first to fail: the others it reports after it
+  // were ended because of it), preferring a rank whose own report does not
+  // say a peer's collective failed; else the rank without a report or with
+  // the earliest error of its own.
   RankBlame Blame(size_t /*index*/, int status, bool /*signalled*/,
                   const std::vector<std::optional<RankReport>>& reports) const override {
+    std::vector<SrunTaskLine> lines = Lines();
+    const SrunTaskLine* pick = nullptr;
+    int pick_rank = -1;
+    for (int pass = 0; pass < 2 && pick == nullptr; ++pass) {
+      for (const SrunTaskLine& l : lines) {
+        for (int t : l.tasks) {
+          if (t < 0 || static_cast<size_t>(t) >= reports.size()) continue;
+          if (reports[t] && reports[t]->status == "ok") continue;
+          if (pass == 0 && Secondary(reports[t])) continue;
+          pick = &l;
+          pick_rank = t;
+          break;
+        }
+        if (pick != nullptr) break;
+      }
+    }
     RankBlame b;
-    for (size_t r = 0; r < reports.size(); ++r) {
-      const std::optional<RankReport>& rep = reports[r];
-      if (!rep || rep->status != "ok") {
+    if (pick != nullptr) {
+      const std::optional<RankReport>& rep = reports[pick_rank];
+      b.rank = pick_rank;
+      b.message = "rank " + std::to_string(pick_rank) + " on " + pick->node + " failed (srun: " + pick->what + ")" +
+                  (rep && rep->message ? ": " + *rep->message : "");
+      return b;
+    }
+    for (int pass = 0; pass < 2; ++pass) {
+      for (size_t r = 0; r < reports.size(); ++r) {
+        const std::optional<RankReport>& rep = reports[r];
+        if (rep && rep->status == "ok") continue;
+        if (pass == 0 && Secondary(rep)) continue;
         b.rank = static_cast<int>(r);
-        b.message = "rank " + std::to_string(r) + " failed" +
+        b.message = "rank " + std::to_string(r) + (rep && !rep->host.empty() ? " on " + rep->host : "") + " failed" +
                     (rep && rep->message ? ": " + *rep->message
                                          : " (no report; srun " + DescribeWaitStatus(status) + ")");
         return b;
@@ -46,6 +140,34 @@ class SrunLauncher final : public Launcher {
     b.message = "srun " + DescribeWaitStatus(status);
     return b;
   }
+
+ private:
+  // srun has ended when the stage asks for the blame: its pipe closes
+  // with it, unless a task it left behind still holds it (then what was
+  // read by then is used).
+  std::vector<SrunTaskLine> Lines() const {
+    if (!copy_) return {};
+    std::unique_lock<std::mutex> g(copy_->m);
+    copy_->cv.wait_for(g, std::chrono::seconds(5), [this] { return copy_->done; });
+    return copy_->lines;
+  }
+
+  void Finish() {
+    if (!reader_.joinable()) return;
+    bool done = false;
+    {
+      std::unique_lock<std::mutex> g(copy_->m);
+      done = copy_->cv.wait_for(g, std::chrono::seconds(5), [this] { return copy_->done; });
+    }
+    if (done) {
+      reader_.join();
+    } else {
+      reader_.detach();  // it owns what it touches
+    }
+  }
+
+  std::shared_ptr<StderrCopy> copy_;
+  std::thread reader_;
 };
 
 }  // namespace

@@ -351,7 +351,13 @@ int RunNodeStage(const RunOptions& o, const Config& cfg, int nproc, std::optiona
       n.memory.resumed_peak_bytes = std::max(n.memory.resumed_peak_bytes.value_or(0), *p);
     }
   }
-  const int other = world > 1 ? 1 : (data_ranks > 1 ? data_ranks : 0);
+  int other = world > 1 ? 1 : (data_ranks > 1 ? data_ranks : 0);
+  // Ranks across nodes (srun in an allocation of several): the other
+  // restore is at one node's share of them, a restore onto fewer nodes.
+  if (const char* nn = std::getenv("SLURM_JOB_NUM_NODES"); nn && n.launcher == "srun") {
+    const int nodes = std::atoi(nn);
+    if (nodes > 1 && world % nodes == 0 && world / nodes > 1) other = world / nodes;
+  }
   std::optional<PhaseOutcome> x;
   if (other > 0) {
     Phase oth{"resume-other", other, base + "/resume-w" + std::to_string(other), n.checkpoint.path, ref};

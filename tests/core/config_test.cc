@@ -331,8 +331,13 @@ const std::vector<BadCase>& BadCases() {
       {"nproc_above_run",
        kRun + "[parallel]\nnproc = 16\n",
        {},
-       "pilot: t.toml:7: parallel.nproc: 16 processes is more than run.gpus_per_node = 8; a pilot "
-       "may not be larger than the run it stands for"},
+       "pilot: t.toml:7: parallel.nproc: 16 processes is more than the run's 8 GPUs (run.nodes = 1 "
+       "times run.gpus_per_node = 8); a pilot may not be larger than the run it stands for"},
+      {"nproc_above_run_of_nodes",
+       kRun + "nodes = 2\n[parallel]\nnproc = 17\n",
+       {},
+       "pilot: t.toml:8: parallel.nproc: 17 processes is more than the run's 16 GPUs (run.nodes = 2 "
+       "times run.gpus_per_node = 8); a pilot may not be larger than the run it stands for"},
       // Paths and variables.
       {"unknown_variable",
        kRun + "[data]\nformat = \"u16\"\ntrain = \"$DATA/x.u16\"\n",

@@ -122,6 +122,39 @@ TEST_F(RunEpilogTest, ARerunKeepsTheFirstAndANewInstanceMovesIt) {
   EXPECT_EQ(ReadVerdict(next->verdict_path).value().instance, "i2");
 }
 
+// A job of several nodes: the first node's epilog makes the verdict even
+// when the pilot never started there (no runner.started: a lock that could
+// not be written); the other nodes' epilogs make none and remove their own
+// record.
+TEST_F(RunEpilogTest, OnlyTheJobsFirstNodeMakesTheVerdict) {
+  job_.nodes = 2;
+  job_.node_list = "pn[1-2]";
+  job_.host = "pn2";
+  const job::StateLayout layout(policy_.state_dir);
+  fs::create_directories(layout.NodeRecordsDir(42));
+  Write(layout.NodeRecordFile(42, "pn2"), "{}", 0644);
+  auto other = epilog::RunEpilog(policy_, job_, Deps("i1", "2026-11-30T00:00:00Z"));
+  ASSERT_TRUE(other.ok()) << other.status().ToString();
+  EXPECT_TRUE(other->skipped);
+  EXPECT_NE(other->note.find("node pn2: the pilot ran on the job's first node, pn1"), std::string::npos)
+      << other->note;
+  EXPECT_FALSE(fs::exists(layout.VerdictFile(42)));
+  EXPECT_FALSE(fs::exists(layout.NodeRecordsDir(42))) << "its record and the emptied folder are gone";
+
+  job_.host = "pn1";
+  auto first = epilog::RunEpilog(policy_, job_, Deps("i1", "2026-11-30T00:00:00Z"));
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_FALSE(first->skipped);
+  EXPECT_EQ(first->verdict_path, layout.VerdictFile(42));
+  // Without a node list, the node where the pilot started judges it.
+  job_.job_id = 43;
+  job_.node_list = "";
+  auto unknown = epilog::RunEpilog(policy_, job_, Deps("i1", "2026-11-30T00:00:00Z"));
+  ASSERT_TRUE(unknown.ok());
+  EXPECT_TRUE(unknown->skipped);
+  EXPECT_EQ(unknown->note, "the pilot did not run on this node");
+}
+
 // A post that no longer fits in the epilog's time is not tried: the
 // verdict is stored and queued for `pilot flush`.
 TEST_F(RunEpilogTest, APostThatDoesNotFitTheBudgetIsQueued) {

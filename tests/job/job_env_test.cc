@@ -55,5 +55,33 @@ TEST(JobEnv, MissingOrBadIds) {
   EXPECT_NE(bad.status().ToString().find("SLURM_JOB_ID: not a number"), std::string::npos);
 }
 
+TEST(JobEnv, TheFirstNodeOfAJobOfSeveral) {
+  job::JobEnv j;
+  j.nodes = 3;
+  j.node_list = "gpu[07-08],io1";
+  j.host = "gpu07";
+  EXPECT_EQ(job::FirstNode(j), "gpu07");
+  EXPECT_EQ(job::FirstNodeIfOther(j), std::nullopt) << "the first node is not another";
+  j.host = "io1";
+  EXPECT_EQ(job::FirstNodeIfOther(j), "gpu07");
+  // One node, or what cannot be known, is never "another node": the
+  // prolog and epilog then do as for a job of one node.
+  j.nodes = 1;
+  EXPECT_EQ(job::FirstNodeIfOther(j), std::nullopt);
+  j.nodes = 3;
+  j.node_list = "gpu[07-";
+  EXPECT_EQ(job::FirstNode(j), std::nullopt);
+  EXPECT_EQ(job::FirstNodeIfOther(j), std::nullopt);
+  j.node_list = "gpu[07-08]";
+  j.host = "";
+  EXPECT_EQ(job::FirstNodeIfOther(j), std::nullopt);
+  // From the environment the prolog sees.
+  auto env = job::ReadJobEnv(MapLookup({{"SLURM_JOB_ID", "9"}, {"SLURM_JOB_UID", "1"},
+                                        {"SLURM_JOB_GID", "1"}, {"SLURM_JOB_NUM_NODES", "2"},
+                                        {"SLURM_JOB_NODELIST", "pn[1-2]"}, {"SLURMD_NODENAME", "pn2"}}));
+  ASSERT_TRUE(env.ok());
+  EXPECT_EQ(job::FirstNodeIfOther(*env), "pn1");
+}
+
 }  // namespace
 }  // namespace pilot

@@ -81,6 +81,41 @@ TEST_F(RunPrologTest, TheWorkFolderIsTheUsersWhereTheLayoutSaysByDefault) {
   EXPECT_TRUE(fs::exists(Layout().ReserveFile()));
 }
 
+TEST_F(RunPrologTest, AnotherNodeOfTheJobRecordsItselfAndLeavesTheJobsFolderAlone) {
+  job_.nodes = 2;
+  job_.node_list = "pn[1-2]";
+  job_.host = "pn2";
+  // The first node's prolog ran first: its folder must survive this one.
+  job_.host = "pn1";
+  ASSERT_TRUE(prolog::RunProlog(opts_, job_, deps_).ok());
+  const job::JobPaths p = Layout().Job(42);
+  Result<Lock> first = ReadLock(p.lock);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  job_.host = "pn2";
+  ASSERT_TRUE(prolog::RunProlog(opts_, job_, deps_).ok());
+  Result<Lock> after = ReadLock(p.lock);
+  ASSERT_TRUE(after.ok()) << "the first node's lock is still there: " << after.status().ToString();
+  EXPECT_EQ(after->instance, first->instance);
+  EXPECT_TRUE(fs::is_empty(Layout().AtticDir())) << "nothing moved aside";
+  const std::string record = Layout().NodeRecordFile(42, "pn2");
+  EXPECT_EQ(record, opts_.state_dir + "/nodes/42/pn2.json");
+  Result<Lock> mine = ReadLock(record);
+  ASSERT_TRUE(mine.ok()) << mine.status().ToString();
+  EXPECT_EQ(mine->job.host, "pn2");
+  EXPECT_EQ(mine->job.nodes, 2);
+  EXPECT_EQ(mine->instance, "") << "the instance is drawn by the first node only";
+  struct stat sb {};
+  ASSERT_EQ(stat(record.c_str(), &sb), 0);
+  EXPECT_EQ(sb.st_uid, 0u);
+  EXPECT_EQ(sb.st_mode & 07777, 0644u);
+  // Alone (the other order, or a state directory of its own): no job
+  // folder is made on the other node.
+  fs::remove_all(opts_.state_dir);
+  ASSERT_TRUE(prolog::RunProlog(opts_, job_, deps_).ok());
+  EXPECT_FALSE(fs::exists(p.dir));
+  EXPECT_TRUE(fs::exists(record));
+}
+
 TEST_F(RunPrologTest, AWorkRootOnAnotherFileSystemHoldsTheWorkFolder) {
   testutil::TinyFs work;
   const std::string why = work.Mount(256);

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "runner/node/hostlist.h"
+#include "runner/node/srun_lines.h"
 
 namespace pilot::runner {
 namespace {
@@ -111,12 +112,41 @@ TEST(RankEnv, SrunStepTwoNodes) {
   EXPECT_EQ(r->master_addr, "gpu07");
   EXPECT_EQ(r->master_port, MasterPortForJob(4242));
   EXPECT_EQ(r->launcher, "srun");
+  EXPECT_EQ(r->launch_addr, "");
+  v["SLURM_LAUNCH_NODE_IPADDR"] = "10.1.2.7";
+  r = RankFromEnv(Env(v));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->master_addr, "gpu07") << "the first host's name comes first";
+  EXPECT_EQ(r->launch_addr, "10.1.2.7");
   v["SLURM_STEP_NODELIST"] = "gpu08";
   v["PILOT_MASTER_PORT"] = "31000";
   r = RankFromEnv(Env(v));
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->master_addr, "gpu08");
   EXPECT_EQ(r->master_port, 31000);
+}
+
+TEST(SrunLines, TheTasksSrunNamesAndWhy) {
+  std::optional<SrunTaskLine> t = ParseSrunTaskLine("srun: error: pn2: task 2: Killed");
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->node, "pn2");
+  EXPECT_EQ(t->tasks, std::vector<int>({2}));
+  EXPECT_EQ(t->what, "Killed");
+  t = ParseSrunTaskLine("srun: error: gpu-a01: tasks 0-1,3: Exited with exit code 3\r");
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->node, "gpu-a01");
+  EXPECT_EQ(t->tasks, std::vector<int>({0, 1, 3}));
+  EXPECT_EQ(t->what, "Exited with exit code 3");
+  // Anything else is not such a line: a task's own output, srun's other
+  // messages, broken or huge task lists.
+  for (const char* other : {"pilot: node: rank 2: out of memory", "srun: error: Timed out waiting for job step",
+                            "srun: Job step aborted: Waiting up to 62 seconds for job step to finish.",
+                            "srun: error: pn2: task : Killed", "srun: error: pn2: tasks 3-1: Killed",
+                            "srun: error: pn2: task 2x: Killed", "srun: error: pn2: task 2: ",
+                            "srun: error: pn2: tasks 0-2000000: Killed", "srun: error: : task 1: Killed",
+                            "xsrun: error: pn2: task 2: Killed"}) {
+    EXPECT_FALSE(ParseSrunTaskLine(other).has_value()) << other;
+  }
 }
 
 TEST(RankEnv, SrunStepBadNodelist) {

@@ -151,9 +151,16 @@ def test_memory_calibration():
     require(s["restore"]["equal"], "restore equal after the check")
 
 
+def skip_if_sanitized(why):
+    if os.environ.get("PILOT_TEST_SANITIZED") == "1":
+        print(f"skip: {NAME}: {why}")
+        sys.exit(77)
+
+
 def test_fatal_signal():
     # A runner that dies of a fatal signal says which, with its stack, and
     # still dies of it (the supervisor sees the signal).
+    skip_if_sanitized("the sanitizer reports fatal signals itself, in place of the runner's report")
     out = fresh("fatal-signal")
     e = dict(os.environ)
     e.pop("PILOT_ALLOC_CONF_APPLIED", None)
@@ -311,6 +318,7 @@ def test_cpu_oom():
     # A real out-of-memory: the process's address space is capped (as a job's
     # memory limit would) and the micro-batch needs more. It is a result
     # (exit 3, failure recorded), not a crash.
+    skip_if_sanitized("AddressSanitizer cannot reserve its shadow memory under RLIMIT_AS")
     import resource
     out = fresh("oom")
     cap = 3 << 30

@@ -6,7 +6,13 @@
 # other `slurm` tests share. Exit 77 (CTest: skipped) where network
 # namespaces cannot be made.
 #
-#   multinode.sh cluster      (environment as for e2e.sh)
+# pilots: `sbatch -N2 --ntasks-per-node=2 --pilot=…` with the srun launcher,
+# DDP and sharded: four ranks over Gloo on two nodes, rendezvous at the
+# first node's address over the namespaces' network, restores at 4 and 2
+# ranks; the verdict from the first node's epilog only, the second node's
+# prolog record removed by its epilog, both nodes idle.
+#
+#   multinode.sh cluster|pilots      (environment as for e2e.sh)
 set -euo pipefail
 SRC=${PILOT_SOURCE_DIR:?}
 BUILD=${PILOT_BUILD_DIR:?}
@@ -17,6 +23,15 @@ export SLURM_CONF=$PILOT_CLUSTER_DIR/etc/slurm.conf
 LOCAL_SLURM=$SRC/scripts/local-slurm
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# The unprivileged user jobs run as (cluster.sh makes it for the suite's
+# cluster; this one may run alone).
+need_user() { id "$TEST_USER" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$TEST_USER"; }
+# The cluster's logs, kept in the build for a failed run to be read.
+keep_logs() {
+  [[ -d $PILOT_CLUSTER_DIR/log ]] || return 0
+  rm -rf "$BUILD/slurm-multinode-log"
+  cp -r "$PILOT_CLUSTER_DIR/log" "$BUILD/slurm-multinode-log"
+}
 note() { echo "-- $*" >&2; }
 
 case_cluster() {
@@ -25,6 +40,7 @@ case_cluster() {
     exit 77
   fi
   ip netns del pilot-probe-$$
+  need_user
   trap '"$LOCAL_SLURM" down --purge >/dev/null 2>&1 || true' EXIT
   "$LOCAL_SLURM" down --purge >/dev/null 2>&1 || true
   PILOT_JOB_USER=$TEST_USER "$LOCAL_SLURM" up --nodes 2 "$BUILD" >/dev/null
@@ -64,6 +80,50 @@ case_cluster() {
   note "cluster: two nodes up, a task on each with its own address, nothing left after down"
 }
 
-[[ $# -eq 1 ]] && declare -F "case_$1" >/dev/null || { echo "usage: $(basename "$0") cluster" >&2; exit 2; }
+case_pilots() {
+  if ! ip netns add pilot-probe-$$ 2>/dev/null; then
+    echo "SKIP: cannot make a network namespace here"
+    exit 77
+  fi
+  ip netns del pilot-probe-$$
+  need_user
+  trap 'keep_logs; "$LOCAL_SLURM" down --purge >/dev/null 2>&1 || true' EXIT
+  "$LOCAL_SLURM" down --purge >/dev/null 2>&1 || true
+  PILOT_JOB_USER=$TEST_USER "$LOCAL_SLURM" up --nodes 2 "$BUILD" >/dev/null
+  # shellcheck source=tests/slurm/lib.sh
+  source "$SRC/tests/slurm/lib.sh"
+  trap 'cleanup; keep_logs; "$LOCAL_SLURM" down --purge >/dev/null 2>&1 || true' EXIT
+  local mode cfg job res got t0
+  for mode in ddp sharded; do
+    cfg=$(user_config "mn-$mode.toml" 's/^launcher = "local"/launcher = "srun"/' \
+            "s/^mode = \"ddp\"/mode = \"$mode\"/" 's/^nproc = 2/nproc = 4/' 's/^nodes = 1 *$/nodes = 2/')
+    grep -q "^mode = \"$mode\"" "$cfg" && grep -q '^nproc = 4' "$cfg" || fail "could not edit $cfg"
+    t0=$SECONDS
+    job=$(submit_wait -N2 --ntasks-per-node=2 --pilot="$cfg" --pilot-stage=all)
+    wait_verdict "$job"
+    [[ $(decision "$job") == GO ]] || fail "$mode: job $job: $(decision "$job"): $(verdict_text "$job")"
+    res=$STATE/jobs/$job/results.json
+    got=$(json "$res" '" ".join(str(x) for x in [d["stages"]["node"]["status"], d["stages"]["node"]["launcher"], d["stages"]["node"]["mode"], d["stages"]["node"]["world_size"], sorted(set(r["host"] for r in d["stages"]["node"]["ranks"])), [r["world_size"] for r in d["stages"]["node"]["restore"]]])')
+    [[ $got == "ok srun $mode 4 ['pn1', 'pn2'] [4, 2]" ]] ||
+      fail "$mode: stages.node: $got (want ok srun $mode 4 ['pn1', 'pn2'] [4, 2])"
+    # Two ranks on each node, as srun placed them.
+    got=$(json "$res" '" ".join(str(r["rank"]) + ":" + r["host"] for r in sorted(d["stages"]["node"]["ranks"], key=lambda r: r["rank"]))')
+    [[ $got == "0:pn1 1:pn1 2:pn2 3:pn2" ]] || fail "$mode: ranks: $got"
+    got=$(json "$STATE/verdicts/$job.json" 'd["job"]["id"]')
+    [[ $got == "$job" ]] || fail "$mode: the verdict names job $got"
+    # The second node's epilog made no verdict of its own and took its
+    # prolog's record away.
+    local i
+    for ((i = 0; i < 50; i++)); do [[ -e $STATE/nodes/$job ]] || break; sleep 0.2; done
+    [[ ! -e $STATE/nodes/$job ]] || fail "$mode: $STATE/nodes/$job is still there: $(ls "$STATE/nodes/$job")"
+    grep -q "job $job: node pn2: the pilot ran on the job's first node, pn1" "$CLUSTER/log/pilot-epilog.log" ||
+      fail "$mode: no log line of pn2's epilog for job $job"
+    got=$(sinfo -h -N -o '%N %t' | sort | paste -sd' ')
+    [[ $got == "pn1 idle pn2 idle" ]] || fail "$mode: nodes after job $job: $got"
+    note "$mode: job $job GO in $((SECONDS - t0)) s: 4 ranks on pn1 and pn2, restores at 4 and 2"
+  done
+}
+
+[[ $# -eq 1 ]] && declare -F "case_$1" >/dev/null || { echo "usage: $(basename "$0") cluster|pilots" >&2; exit 2; }
 "case_$1"
 echo "PASS: $1"
