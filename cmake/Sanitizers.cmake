@@ -18,7 +18,9 @@ if(PILOT_FUZZ)
   set(PILOT_SANITIZE ON)
 endif()
 if(PILOT_SANITIZE)
+  # -g1 (line tables, after the build type's -g): a report still names
+  # file and line, and a libtorch source compiles about a quarter faster.
   add_compile_options(-fsanitize=address,undefined -fno-sanitize-recover=undefined
-                      -fno-omit-frame-pointer)
+                      -fno-omit-frame-pointer -g1)
   add_link_options(-fsanitize=address,undefined)
 endif()
