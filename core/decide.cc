@@ -238,9 +238,18 @@ void CheckRestore(const SingleStage& s, bool supervisor_compared, const Policy& 
 // below the policy's minimum is a warning on GPUs; on a CPU the figure says
 // little about the cluster and is only reported.
 void CheckNode(const NodeStage& n, const Policy& p, bool on_gpu, std::vector<Check>* out) {
-  const std::string what = std::to_string(n.world_size) + " procs " + n.mode;
+  std::string what = std::to_string(n.world_size) + " procs " + n.mode;
+  std::vector<std::string> hosts;
+  for (const NodeRankStats& r : n.ranks) {
+    if (!r.host.empty() && std::find(hosts.begin(), hosts.end(), r.host) == hosts.end()) hosts.push_back(r.host);
+  }
+  if (hosts.size() > 1) what += " on " + std::to_string(hosts.size()) + " nodes";
   if (n.failure) {
-    std::string rank = n.failure->rank ? "rank " + std::to_string(*n.failure->rank) + ": " : "";
+    // A message that names its rank already (the srun launcher's) is not
+    // prefixed with it again.
+    std::string rank = n.failure->rank && n.failure->message.rfind("rank ", 0) != 0
+                           ? "rank " + std::to_string(*n.failure->rank) + ": "
+                           : "";
     out->push_back(MakeCheck("node_stage", CheckStatus::kFail, what + ", failed in " +
                              n.failure->phase, "completes", rank + n.failure->message,
                              VerifiedBy::kWorkload));

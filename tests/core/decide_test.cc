@@ -638,6 +638,25 @@ TEST(DecideNode, FailedRankIsNamed) {
   EXPECT_EQ(v.decision, Decision::kNoGo);
 }
 
+TEST(DecideNode, RanksOnSeveralNodesAreCountedAndAFailureNamesItsNodeOnce) {
+  DecideInput in = Good();
+  in.results->node = GoodNode();
+  NodeStage& n = *in.results->node;
+  n.world_size = 4;
+  for (int r = 0; r < 4; ++r) {
+    NodeRankStats s;
+    s.rank = r;
+    s.host = r < 2 ? "pn1" : "pn2";
+    n.ranks.push_back(s);
+  }
+  Verdict v = Decide(in, TestPolicy(), Catalog(), kNow);
+  EXPECT_EQ(Find(v, "node_restore")->measured, "4 procs ddp on 2 nodes: 2->2 equal, 2->1 equal");
+  n.failure = NodeFailure{"train", 2, "rank 2 on pn2 failed (srun: Killed)"};
+  v = Decide(in, TestPolicy(), Catalog(), kNow);
+  EXPECT_EQ(Find(v, "node_stage")->measured, "4 procs ddp on 2 nodes, failed in train");
+  EXPECT_EQ(Find(v, "node_stage")->detail, "rank 2 on pn2 failed (srun: Killed)");
+}
+
 
 // A sharded run whose state does not fit one GPU: its single stage ran 8
 // of 32 layers (runner/single/depth.h). The shape still passes and says

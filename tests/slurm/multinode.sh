@@ -12,7 +12,11 @@
 # ranks; the verdict from the first node's epilog only, the second node's
 # prolog record removed by its epilog, both nodes idle.
 #
-#   multinode.sh cluster|pilots      (environment as for e2e.sh)
+# rank_killed: the same DDP pilot, and rank 2 (on pn2) killed with SIGKILL
+# during the node stage's training: NO-GO naming rank 2 and pn2, within a
+# bounded time of the kill, both nodes idle.
+#
+#   multinode.sh cluster|pilots|rank_killed      (environment as for e2e.sh)
 set -euo pipefail
 SRC=${PILOT_SOURCE_DIR:?}
 BUILD=${PILOT_BUILD_DIR:?}
@@ -80,7 +84,8 @@ case_cluster() {
   note "cluster: two nodes up, a task on each with its own address, nothing left after down"
 }
 
-case_pilots() {
+# A two-node cluster for a pilot case, and lib.sh's helpers over it.
+up_two_nodes() {
   if ! ip netns add pilot-probe-$$ 2>/dev/null; then
     echo "SKIP: cannot make a network namespace here"
     exit 77
@@ -93,11 +98,30 @@ case_pilots() {
   # shellcheck source=tests/slurm/lib.sh
   source "$SRC/tests/slurm/lib.sh"
   trap 'cleanup; keep_logs; "$LOCAL_SLURM" down --purge >/dev/null 2>&1 || true' EXIT
+}
+
+# The tiny config as a pilot of 2 nodes x 2 ranks over srun: mn_config MODE [SED...]
+mn_config() {
+  local mode=$1 cfg
+  shift
+  cfg=$(user_config "mn-$mode.toml" 's/^launcher = "local"/launcher = "srun"/' \
+          "s/^mode = \"ddp\"/mode = \"$mode\"/" 's/^nproc = 2/nproc = 4/' 's/^nodes = 1 *$/nodes = 2/' "$@")
+  grep -q "^mode = \"$mode\"" "$cfg" && grep -q '^nproc = 4' "$cfg" && grep -q '^nodes = 2' "$cfg" ||
+    fail "could not edit $cfg"
+  echo "$cfg"
+}
+
+nodes_idle() {  # nodes_idle WHAT
+  local got
+  got=$(sinfo -h -N -o '%N %t' | sort | paste -sd' ')
+  [[ $got == "pn1 idle pn2 idle" ]] || fail "$1: nodes: $got"
+}
+
+case_pilots() {
+  up_two_nodes
   local mode cfg job res got t0
   for mode in ddp sharded; do
-    cfg=$(user_config "mn-$mode.toml" 's/^launcher = "local"/launcher = "srun"/' \
-            "s/^mode = \"ddp\"/mode = \"$mode\"/" 's/^nproc = 2/nproc = 4/' 's/^nodes = 1 *$/nodes = 2/')
-    grep -q "^mode = \"$mode\"" "$cfg" && grep -q '^nproc = 4' "$cfg" || fail "could not edit $cfg"
+    cfg=$(mn_config "$mode")
     t0=$SECONDS
     job=$(submit_wait -N2 --ntasks-per-node=2 --pilot="$cfg" --pilot-stage=all)
     wait_verdict "$job"
@@ -118,12 +142,53 @@ case_pilots() {
     [[ ! -e $STATE/nodes/$job ]] || fail "$mode: $STATE/nodes/$job is still there: $(ls "$STATE/nodes/$job")"
     grep -q "job $job: node pn2: the pilot ran on the job's first node, pn1" "$CLUSTER/log/pilot-epilog.log" ||
       fail "$mode: no log line of pn2's epilog for job $job"
-    got=$(sinfo -h -N -o '%N %t' | sort | paste -sd' ')
-    [[ $got == "pn1 idle pn2 idle" ]] || fail "$mode: nodes after job $job: $got"
+    nodes_idle "$mode: after job $job"
     note "$mode: job $job GO in $((SECONDS - t0)) s: 4 ranks on pn1 and pn2, restores at 4 and 2"
   done
 }
 
-[[ $# -eq 1 ]] && declare -F "case_$1" >/dev/null || { echo "usage: $(basename "$0") cluster|pilots" >&2; exit 2; }
+# The pid of rank R's pilot-runner in the node stage's train phase on NODE
+# ("" while there is none): read from each process's environment (root).
+train_rank_pid() {  # train_rank_pid NODE R
+  local p env
+  for p in $(pgrep -f 'pilot-runner run' || true); do
+    env=$(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null) || continue
+    grep -qx "SLURMD_NODENAME=$1" <<<"$env" && grep -qx "SLURM_PROCID=$2" <<<"$env" &&
+      grep -q '^PILOT_NODE_DIR=.*/node/train$' <<<"$env" && { echo "$p"; return 0; }
+  done
+  return 0
+}
+
+case_rank_killed() {
+  up_two_nodes
+  local cfg job out pid i t_kill
+  # The node stage only, its train phase long enough to be caught in.
+  cfg=$(mn_config ddp 's/^steps = 12/steps = 2000/' 's/^at_step = 6/at_step = 3/')
+  out=$(as_user sbatch --parsable -o "$TMP/slurm-%j.out" -N2 --ntasks-per-node=2 --pilot="$cfg" \
+          --pilot-stage=node --wrap true)
+  job=${out%%;*}
+  [[ $job =~ ^[0-9]+$ ]] || fail "sbatch: $out"
+  pid=""
+  for ((i = 0; i < 600; i++)); do
+    pid=$(train_rank_pid pn2 2)
+    [[ -z $pid ]] || break
+    sleep 0.5
+  done
+  [[ -n $pid ]] || fail "job $job: no rank 2 on pn2 in the train phase within 300 s: $(squeue -h -j "$job" -o %T) $(cat "$TMP/slurm-$job.out" 2>/dev/null | tail -n 5)"
+  sleep 2  # into its steps
+  kill -9 "$pid"
+  t_kill=$SECONDS
+  wait_verdict "$job" 120
+  local took=$((SECONDS - t_kill))
+  [[ $(decision "$job") == NO-GO ]] || fail "job $job: $(decision "$job") after rank 2 was killed"
+  local detail
+  detail=$(json "$STATE/verdicts/$job.json" '[c["detail"] for c in d["checks"] if c["name"] == "node_stage"][0]')
+  [[ $detail == "rank 2 on pn2 failed (srun: Killed)"* ]] || fail "job $job: node_stage: $detail"
+  ((took <= 60)) || fail "job $job: the verdict came $took s after the kill"
+  nodes_idle "after job $job"
+  note "rank_killed: job $job NO-GO $took s after the kill: $detail"
+}
+
+[[ $# -eq 1 ]] && declare -F "case_$1" >/dev/null || { echo "usage: $(basename "$0") cluster|pilots|rank_killed" >&2; exit 2; }
 "case_$1"
 echo "PASS: $1"
