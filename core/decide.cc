@@ -91,14 +91,20 @@ const SingleStage* CheckCompleted(const DecideInput& in, std::vector<Check>* out
     return nullptr;
   };
   if (!in.results) {
-    return fail("no results",
-                in.results_error.empty() ? "results.json missing or invalid" : in.results_error);
+    std::string why = in.results_error.empty() ? "results.json missing or invalid" : in.results_error;
+    if (!in.nodes_down.empty()) why += "; Slurm has the job's node" + std::string(in.nodes_down.size() > 1 ? "s " : " ") +
+                                      Join(in.nodes_down, ", ") + " down";
+    return fail("no results", why);
   }
   const Results& r = *in.results;
   if (r.supervisor && r.supervisor->stopped) {
+    const std::string why = in.nodes_down.empty()
+                                ? "the job was cancelled or reached its time limit"
+                                : "the job ended while Slurm had its node" + std::string(in.nodes_down.size() > 1 ? "s " : " ") +
+                                      Join(in.nodes_down, ", ") + " down";
     out->push_back(MakeCheck("completed", CheckStatus::kFail, "stopped", want,
-                             "the pilot did not finish: the job was cancelled or reached its "
-                             "time limit" + (in.results_error.empty() ? "" : " (" + in.results_error + ")"),
+                             "the pilot did not finish: " + why +
+                                 (in.results_error.empty() ? "" : " (" + in.results_error + ")"),
                              VerifiedBy::kSupervisor));
     return nullptr;
   }

@@ -67,6 +67,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/config.h"
 #include "core/hardware.h"
@@ -92,6 +93,9 @@ struct DecideInput {
   // The container tag re-resolved by the epilog after the job ("" = not
   // re-resolved, or no registry image).
   std::string container_digest_now;
+  // Nodes of the job slurmctld reported down when a pilot of several nodes
+  // did not finish ("pn2 (Not responding)"): the completed check names them.
+  std::vector<std::string> nodes_down;
 };
 
 // `now`: Unix seconds of issue.

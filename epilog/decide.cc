@@ -72,6 +72,7 @@ Result<Verdict> DecideForEpilog(const EpilogInputs& in, const Policy& policy) {
     catalog = std::move(c).value();
   }
   d.container_digest_now = in.container_digest_now;
+  d.nodes_down = in.nodes_down;
   return Decide(d, policy, catalog, in.now_unix);
 }
 

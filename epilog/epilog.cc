@@ -4,7 +4,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/atomic_file.h"
@@ -46,6 +48,57 @@ std::string FirstLine(std::string_view s) {
   std::string line(nl == std::string::npos ? s : s.substr(0, nl));
   if (line.size() > 300) line = line.substr(0, 300) + "...";
   return line;
+}
+
+}  // namespace
+
+std::vector<std::string> NodesDownIn(const std::string& out) {
+  std::vector<std::string> down;
+  size_t at = 0;
+  while (at < out.size() && down.size() < 64) {
+    size_t nl = out.find('\n', at);
+    if (nl == std::string::npos) nl = out.size();
+    const std::string line = " " + out.substr(at, nl - at);
+    at = nl + 1;
+    // KEY=VALUE up to the next space.
+    auto field = [&line](const std::string& key) -> std::string {
+      const size_t k = line.find(" " + key + "=");
+      if (k == std::string::npos) return "";
+      const size_t v = k + key.size() + 2;
+      return line.substr(v, line.find(' ', v) - v);
+    };
+    const std::string name = field("NodeName"), state = field("State");
+    if (name.empty() || (state.find("DOWN") == std::string::npos && state.find("NOT_RESPONDING") == std::string::npos &&
+                         state.find("FAIL") == std::string::npos)) {
+      continue;
+    }
+    // Reason= runs to its " [user@time]" stamp (it may hold spaces).
+    std::string reason;
+    if (size_t k = line.find(" Reason="); k != std::string::npos) {
+      reason = line.substr(k + 8);
+      reason = reason.substr(0, std::min(reason.find(" ["), size_t{200}));
+    }
+    down.push_back(name + " (" + (reason.empty() ? state : reason) + ")");
+  }
+  return down;
+}
+
+namespace {
+
+// The job's nodes slurmctld has taken down (scontrol, 5 s at most; nothing
+// when it cannot be asked).
+std::vector<std::string> NodesDown(const JobEnv& job, const EpilogDeps& deps) {
+  static const std::string kScontrol = job::FindExecutable("scontrol");
+  if (kScontrol.empty() || job.node_list.empty()) return {};
+  CommandSpec spec;
+  spec.argv = {kScontrol, "show", "node", "-o", job.node_list};
+  spec.env = CleanEnvironment();
+  if (const char* conf = std::getenv("SLURM_CONF")) spec.env.push_back(std::string("SLURM_CONF=") + conf);
+  spec.timeout_seconds = 5;
+  spec.max_output_bytes = 1 << 20;
+  Result<CommandResult> r = deps.run(spec);
+  if (!r.ok() || !r->Succeeded()) return {};
+  return NodesDownIn(r->out);
 }
 
 }  // namespace
@@ -95,6 +148,9 @@ EpilogInputs GatherInputs(const Policy& policy, const JobEnv& job, const EpilogD
     } else {
       in.container_problem = now.status().Message();
     }
+  }
+  if (job.nodes > 1 && (!in.results || (in.results->supervisor && in.results->supervisor->stopped))) {
+    in.nodes_down = NodesDown(job, deps);
   }
   if (!in.results || !in.lock) return in;
 

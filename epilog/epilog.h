@@ -43,6 +43,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/lock.h"
 #include "core/policy.h"
@@ -75,8 +76,17 @@ struct EpilogInputs {
   // from a tag only): Decide's container_tag check warns when it moved.
   std::string container_digest_now;
   std::string container_problem;  // the second lookup failed
+  // A job of several nodes whose pilot did not finish: the job's nodes that
+  // slurmctld reports down or not responding ("pn2 (Not responding)"),
+  // which is why a job ends that no one cancelled (NodesDown below).
+  std::vector<std::string> nodes_down;
   int64_t now_unix = 0;
 };
+
+// The nodes of `scontrol show node -o` output whose State is DOWN,
+// NOT_RESPONDING or FAIL, as "NAME (REASON)" (or "NAME (STATE)" without a
+// reason); at most 64.
+std::vector<std::string> NodesDownIn(const std::string& scontrol_output);
 
 struct EpilogDeps {
   std::function<Result<job::CommandResult>(const job::CommandSpec&)> run = job::RunCommand;

@@ -512,6 +512,16 @@ TEST(Decide, AStoppedPilotDidNotFinish) {
   in.results->single.reset();
   v = Decide(in, TestPolicy(), Catalog(), kNow);
   EXPECT_NE(Find(v, "completed")->detail.find("cancelled or reached its time limit"), std::string::npos);
+  // A node of the job that Slurm took down is why.
+  in.nodes_down = {"pn2 (Not responding)"};
+  v = Decide(in, TestPolicy(), Catalog(), kNow);
+  EXPECT_EQ(Find(v, "completed")->detail,
+            "the pilot did not finish: the job ended while Slurm had its node pn2 (Not responding) down");
+  in.results.reset();
+  in.results_error = "no results.json from the supervisor";
+  v = Decide(in, TestPolicy(), Catalog(), kNow);
+  EXPECT_EQ(Find(v, "completed")->detail,
+            "no results.json from the supervisor; Slurm has the job's node pn2 (Not responding) down");
 }
 
 // The runner was killed (SIGKILL during its checkpoint save, say): the

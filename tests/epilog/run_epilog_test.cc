@@ -155,6 +155,21 @@ TEST_F(RunEpilogTest, OnlyTheJobsFirstNodeMakesTheVerdict) {
   EXPECT_EQ(unknown->note, "the pilot did not run on this node");
 }
 
+// What scontrol says of a job's nodes: the ones Slurm took down, with why.
+TEST(NodesDown, TheDownNodesOfScontrolsLines) {
+  const std::string out =
+      "NodeName=pn1 Arch=x86_64 CoresPerSocket=1 State=IDLE ThreadsPerCore=1 Reason=\n"
+      "NodeName=pn2 Arch=x86_64 State=DOWN*+NOT_RESPONDING Weight=1 Reason=Not responding "
+      "[slurm@2026-12-02T06:01:05]\n"
+      "NodeName=pn3 State=IDLE+NOT_RESPONDING\n"
+      "NodeName=pn4 State=MIXED+DRAIN Reason=maintenance [root@2026-12-02T06:01:05]\n"
+      "NodeName=pn5 State=FUTURE+FAIL Reason=bad dimm\n"
+      "garbage line\n";
+  EXPECT_EQ(epilog::NodesDownIn(out),
+            std::vector<std::string>({"pn2 (Not responding)", "pn3 (IDLE+NOT_RESPONDING)", "pn5 (bad dimm)"}));
+  EXPECT_TRUE(epilog::NodesDownIn("").empty());
+}
+
 // A post that no longer fits in the epilog's time is not tried: the
 // verdict is stored and queued for `pilot flush`.
 TEST_F(RunEpilogTest, APostThatDoesNotFitTheBudgetIsQueued) {

@@ -16,7 +16,12 @@
 # during the node stage's training: NO-GO naming rank 2 and pn2, within a
 # bounded time of the kill, both nodes idle.
 #
-#   multinode.sh cluster|pilots|rank_killed      (environment as for e2e.sh)
+# slurmd_stopped: pn2's slurmd stopped during the node stage: slurmctld
+# takes pn2 down after SlurmdTimeout and ends the job; the first node's
+# epilog makes a NO-GO saying the pilot was ended, pn1 is idle, and pn2
+# returns when its slurmd does (nothing of ours drained either).
+#
+#   multinode.sh cluster|pilots|rank_killed|slurmd_stopped      (environment as for e2e.sh)
 set -euo pipefail
 SRC=${PILOT_SOURCE_DIR:?}
 BUILD=${PILOT_BUILD_DIR:?}
@@ -189,6 +194,45 @@ case_rank_killed() {
   note "rank_killed: job $job NO-GO $took s after the kill: $detail"
 }
 
-[[ $# -eq 1 ]] && declare -F "case_$1" >/dev/null || { echo "usage: $(basename "$0") cluster|pilots|rank_killed" >&2; exit 2; }
+case_slurmd_stopped() {
+  up_two_nodes
+  local cfg job out pid i t_stop
+  cfg=$(mn_config ddp 's/^steps = 12/steps = 1000000/' 's/^at_step = 6/at_step = 3/')
+  out=$(as_user sbatch --parsable -o "$TMP/slurm-%j.out" -N2 --ntasks-per-node=2 --pilot="$cfg" \
+          --pilot-stage=node --wrap true)
+  job=${out%%;*}
+  [[ $job =~ ^[0-9]+$ ]] || fail "sbatch: $out"
+  pid=""
+  for ((i = 0; i < 600; i++)); do
+    pid=$(train_rank_pid pn2 2)
+    [[ -z $pid ]] || break
+    sleep 0.5
+  done
+  [[ -n $pid ]] || fail "job $job: no rank 2 on pn2 in the train phase within 300 s"
+  kill "$(cat "$CLUSTER/run/slurmd-pn2.pid")"
+  t_stop=$SECONDS
+  wait_verdict "$job" 240
+  local took=$((SECONDS - t_stop))
+  [[ $(decision "$job") == NO-GO ]] || fail "job $job: $(decision "$job") after pn2's slurmd stopped"
+  local detail
+  detail=$(json "$STATE/verdicts/$job.json" '[c["detail"] for c in d["checks"] if c["name"] == "completed"][0]')
+  [[ $detail == *"Slurm had its node pn2 (Not responding) down"* || $detail == *"Slurm has the job's node pn2 (Not responding) down"* ]] ||
+    fail "job $job: completed: $detail"
+  # Slurm requeues a job whose node failed: this test ends it.
+  scancel "$job" 2>/dev/null || true
+  local states
+  states=$(sinfo -h -N -o '%N %t' | sort | paste -sd' ')
+  [[ $states == "pn1 idle pn2 down"* ]] || fail "after pn2's slurmd stopped: $states (want pn1 idle, pn2 down)"
+  "$LOCAL_SLURM" restart slurmd >/dev/null
+  for ((i = 0; i < 60; i++)); do
+    states=$(sinfo -h -N -o '%N %t' | sort | paste -sd' ')
+    [[ $states == "pn1 idle pn2 idle" ]] && break
+    sleep 1
+  done
+  [[ $states == "pn1 idle pn2 idle" ]] || fail "pn2 did not return with its slurmd: $states"
+  note "slurmd_stopped: job $job NO-GO $took s after the stop: $detail; pn2 back when its slurmd was"
+}
+
+[[ $# -eq 1 ]] && declare -F "case_$1" >/dev/null || { echo "usage: $(basename "$0") cluster|pilots|rank_killed|slurmd_stopped" >&2; exit 2; }
 "case_$1"
 echo "PASS: $1"
