@@ -43,16 +43,22 @@ keep_logs() {
 }
 note() { echo "-- $*" >&2; }
 
-case_cluster() {
+# Two nodes up (skips, 77, where no network namespace can be made); `down`
+# on exit, after keeping the logs.
+start_two_nodes() {
   if ! ip netns add pilot-probe-$$ 2>/dev/null; then
     echo "SKIP: cannot make a network namespace here"
     exit 77
   fi
   ip netns del pilot-probe-$$
   need_user
-  trap '"$LOCAL_SLURM" down --purge >/dev/null 2>&1 || true' EXIT
+  trap 'keep_logs; "$LOCAL_SLURM" down --purge >/dev/null 2>&1 || true' EXIT
   "$LOCAL_SLURM" down --purge >/dev/null 2>&1 || true
   PILOT_JOB_USER=$TEST_USER "$LOCAL_SLURM" up --nodes 2 "$BUILD" >/dev/null
+}
+
+case_cluster() {
+  start_two_nodes
   local ours
   ours=$(sed -n 's/^netns //p' "$PILOT_CLUSTER_DIR/run/net.list" | sort | paste -sd' ')
   [[ $(wc -w <<<"$ours") == 2 ]] || fail "expected two namespaces, net.list says: $ours"
@@ -91,15 +97,7 @@ case_cluster() {
 
 # A two-node cluster for a pilot case, and lib.sh's helpers over it.
 up_two_nodes() {
-  if ! ip netns add pilot-probe-$$ 2>/dev/null; then
-    echo "SKIP: cannot make a network namespace here"
-    exit 77
-  fi
-  ip netns del pilot-probe-$$
-  need_user
-  trap 'keep_logs; "$LOCAL_SLURM" down --purge >/dev/null 2>&1 || true' EXIT
-  "$LOCAL_SLURM" down --purge >/dev/null 2>&1 || true
-  PILOT_JOB_USER=$TEST_USER "$LOCAL_SLURM" up --nodes 2 "$BUILD" >/dev/null
+  start_two_nodes
   # shellcheck source=tests/slurm/lib.sh
   source "$SRC/tests/slurm/lib.sh"
   trap 'cleanup; keep_logs; "$LOCAL_SLURM" down --purge >/dev/null 2>&1 || true' EXIT
@@ -164,24 +162,33 @@ train_rank_pid() {  # train_rank_pid NODE R
   return 0
 }
 
-case_rank_killed() {
-  up_two_nodes
-  local cfg job out pid i t_kill
-  # The node stage only, its train phase long enough to be caught in.
-  cfg=$(mn_config ddp 's/^steps = 12/steps = 2000/' 's/^at_step = 6/at_step = 3/')
+# Submits a node-stage-only DDP pilot of STEPS steps over 2 x 2 ranks and
+# waits for rank 2 on pn2 to train: sets JOB and PID.
+submit_and_find_rank2() {  # submit_and_find_rank2 STEPS
+  local cfg out i
+  cfg=$(mn_config ddp "s/^steps = 12/steps = $1/" 's/^at_step = 6/at_step = 3/')
   out=$(as_user sbatch --parsable -o "$TMP/slurm-%j.out" -N2 --ntasks-per-node=2 --pilot="$cfg" \
           --pilot-stage=node --wrap true)
-  job=${out%%;*}
-  [[ $job =~ ^[0-9]+$ ]] || fail "sbatch: $out"
-  pid=""
+  JOB=${out%%;*}
+  [[ $JOB =~ ^[0-9]+$ ]] || fail "sbatch: $out"
+  PID=""
   for ((i = 0; i < 600; i++)); do
-    pid=$(train_rank_pid pn2 2)
-    [[ -z $pid ]] || break
+    PID=$(train_rank_pid pn2 2)
+    [[ -z $PID ]] || return 0
     sleep 0.5
   done
-  [[ -n $pid ]] || fail "job $job: no rank 2 on pn2 in the train phase within 300 s: $(squeue -h -j "$job" -o %T) $(cat "$TMP/slurm-$job.out" 2>/dev/null | tail -n 5)"
+  fail "job $JOB: no rank 2 on pn2 in the train phase within 300 s: $(squeue -h -j "$JOB" -o %T)" \
+       "$(tail -n 5 "$TMP/slurm-$JOB.out" 2>/dev/null)"
+}
+
+case_rank_killed() {
+  up_two_nodes
+  local JOB PID t_kill
+  # A train phase long enough to be caught in.
+  submit_and_find_rank2 2000
+  local job=$JOB
   sleep 2  # into its steps
-  kill -9 "$pid"
+  kill -9 "$PID"
   t_kill=$SECONDS
   wait_verdict "$job" 120
   local took=$((SECONDS - t_kill))
@@ -196,19 +203,10 @@ case_rank_killed() {
 
 case_slurmd_stopped() {
   up_two_nodes
-  local cfg job out pid i t_stop
-  cfg=$(mn_config ddp 's/^steps = 12/steps = 1000000/' 's/^at_step = 6/at_step = 3/')
-  out=$(as_user sbatch --parsable -o "$TMP/slurm-%j.out" -N2 --ntasks-per-node=2 --pilot="$cfg" \
-          --pilot-stage=node --wrap true)
-  job=${out%%;*}
-  [[ $job =~ ^[0-9]+$ ]] || fail "sbatch: $out"
-  pid=""
-  for ((i = 0; i < 600; i++)); do
-    pid=$(train_rank_pid pn2 2)
-    [[ -z $pid ]] || break
-    sleep 0.5
-  done
-  [[ -n $pid ]] || fail "job $job: no rank 2 on pn2 in the train phase within 300 s"
+  local JOB PID i t_stop
+  # Training that outlasts SlurmdTimeout.
+  submit_and_find_rank2 1000000
+  local job=$JOB
   kill "$(cat "$CLUSTER/run/slurmd-pn2.pid")"
   t_stop=$SECONDS
   wait_verdict "$job" 240
