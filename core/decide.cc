@@ -280,6 +280,24 @@ void CheckNode(const NodeStage& n, const Policy& p, bool on_gpu, std::vector<Che
   out->push_back(MakeCheck("node_restore", all_equal ? CheckStatus::kPass : CheckStatus::kFail,
                            what + (measured.empty() ? "" : ": " + measured), "equal", detail,
                            VerifiedBy::kWorkload));
+  if (n.comm.intra_node || n.comm.inter_node) {
+    // Recorded, not judged: what one all-reduce of the gradients costs on
+    // each level of a world across nodes.
+    auto level = [](const std::optional<NodeCommLevel>& l, const std::string& where) {
+      if (!l) return "none " + where;
+      char b[96];
+      std::snprintf(b, sizeof(b), "%.1f ms %s (%d ranks", l->allreduce_ms, where.c_str(), l->group_size);
+      return std::string(b) + (l->groups > 1 ? " x " + std::to_string(l->groups) : "") + ")";
+    };
+    const int64_t bytes = n.comm.inter_node ? n.comm.inter_node->bytes : n.comm.intra_node->bytes;
+    out->push_back(MakeCheck("node_levels", on_gpu ? CheckStatus::kPass : CheckStatus::kSkip,
+                             "all-reduce of " + Fmt("%.1f MB", static_cast<double>(bytes) / 1e6) + ": " + level(n.comm.intra_node, "within a node") +
+                                 ", " + level(n.comm.inter_node, "between nodes"),
+                             "recorded",
+                             on_gpu ? "one all-reduce of the gradients' size on each level of the run's network"
+                                    : "measured on CPU processes: not evidence about the cluster's network",
+                             VerifiedBy::kWorkload));
+  }
   if (n.scaling.efficiency) {
     const double eff = *n.scaling.efficiency, min = p.thresholds.min_scaling_efficiency;
     CheckStatus st = !on_gpu ? CheckStatus::kSkip

@@ -39,6 +39,16 @@ void Fields(V& v, S& s, std::type_identity<RankCheckpoint>) {
 }
 
 template <class V, class S>
+void Fields(V& v, S& s, std::type_identity<RankCommProbe>) {
+  v("bytes", s.bytes);
+  v("nodes", s.nodes);
+  v("intra_size", s.intra_size, kOmitIfUnset);
+  v("intra_ms", s.intra_ms, kOmitIfUnset);
+  v("inter_size", s.inter_size, kOmitIfUnset);
+  v("inter_ms", s.inter_ms, kOmitIfUnset);
+}
+
+template <class V, class S>
 void Fields(V& v, S& s, std::type_identity<RankFailure>) {
   v("phase", s.phase);
   v("step", s.step);
@@ -75,6 +85,7 @@ void Fields(V& v, S& s, std::type_identity<RankReport>) {
   v("comm_exposed_ms", s.comm_exposed_ms, kOmitIfUnset);
   v("optimizer_ms", s.optimizer_ms, kOmitIfUnset);
   v("collectives_per_step", s.collectives_per_step, kOmitIfUnset);
+  v("comm_probe", s.comm_probe, kOmitIfUnset);
   v("max_abs_param_diff", s.max_abs_param_diff, kOmitIfUnset);
   v("max_rel_param_diff", s.max_rel_param_diff, kOmitIfUnset);
   v("params_compared", s.params_compared, kOmitIfUnset);

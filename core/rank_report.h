@@ -58,6 +58,19 @@ struct RankCheckpoint {
   bool operator==(const RankCheckpoint&) const = default;
 };
 
+// "comm_probe": the train phase of a node stage across nodes times one
+// all-reduce of the gradients' size (at most 64 MiB) within this rank's
+// node and between nodes (the ranks at this rank's place on each node).
+struct RankCommProbe {
+  int64_t bytes = 0;  // the all-reduced buffer
+  int nodes = 0;      // nodes the world spans
+  std::optional<int> intra_size;     // ranks on this node (absent: one)
+  std::optional<double> intra_ms;    // mean of the timed all-reduces
+  std::optional<int> inter_size;     // nodes with a rank at this place
+  std::optional<double> inter_ms;
+  bool operator==(const RankCommProbe&) const = default;
+};
+
 // "failure": where an exception stopped the rank.
 struct RankFailure {
   std::string phase;  // the session's phase ("build", "communication", ...)
@@ -103,6 +116,7 @@ struct RankReport {
   std::optional<double> comm_exposed_ms;
   std::optional<double> optimizer_ms;
   std::optional<double> collectives_per_step;
+  std::optional<RankCommProbe> comm_probe;  // across nodes, train phase
   // Rank 0 of a resumed phase: final parameters against the reference.
   std::optional<double> max_abs_param_diff;
   std::optional<double> max_rel_param_diff;

@@ -332,6 +332,35 @@ std::string ProjectedAgainstMeasured(const Results& r, const Plan& p, const Poli
          rows + "</table>\n";
 }
 
+namespace {
+
+// The node stage: its ranks and nodes, throughput, communication, and
+// across nodes one all-reduce on each level.
+std::string NodeTable(const Results& r) {
+  if (!r.node || r.node->world_size <= 0) return "";
+  const NodeStage& n = *r.node;
+  std::string t = "<h2>Node stage</h2><table>";
+  const int nodes = n.comm.nodes.value_or(1);
+  t += Row("ranks", std::to_string(n.world_size) + " (" + n.mode + ", " + n.launcher + ")" +
+                        (nodes > 1 ? " on " + std::to_string(nodes) + " nodes" : "") + ", status " + n.status);
+  t += Row("throughput", Count(n.scaling.tokens_per_second) + " tokens/s, " +
+                             Count(n.scaling.tokens_per_second_per_rank) + " per rank");
+  t += Row("communication", n.comm.backend + ": " + Num(n.comm.total_ms_per_step, 1) + " ms per step in flight, " +
+                                Num(n.comm.exposed_ms_per_step, 1) + " ms exposed (" +
+                                Num(n.comm.exposed_fraction * 100, 1) + "% of the step)");
+  auto level = [&t](const std::optional<NodeCommLevel>& l, const std::string& what) {
+    if (!l) return;
+    t += Row("all-reduce " + what, Num(static_cast<double>(l->bytes) / 1e6, 1) + " MB in " + Num(l->allreduce_ms, 2) +
+                                       " ms, " + Num(l->gb_per_second, 2) + " GB/s (" + std::to_string(l->groups) +
+                                       " group(s) of " + std::to_string(l->group_size) + ")");
+  };
+  level(n.comm.intra_node, "within a node");
+  level(n.comm.inter_node, "between nodes");
+  return t + "</table>\n";
+}
+
+}  // namespace
+
 std::string RenderReportHtml(const ReportInput& in) {
   std::string title = "slurm-pilot report: " + in.label;
   std::string o =
@@ -400,7 +429,7 @@ std::string RenderReportHtml(const ReportInput& in) {
                                 s.restore.mode + "), step " + std::to_string(s.restore.from_step) +
                                 " -> " + std::to_string(s.restore.to_step)
                           : "not run");
-  o += "</table>\n<h2>Memory</h2>\n" + MemorySteps(s) + "\n";
+  o += "</table>\n" + NodeTable(in.results) + "<h2>Memory</h2>\n" + MemorySteps(s) + "\n";
   if (in.plan != nullptr) o += MemorySplit(*in.plan) + "\n";
   o += "<h2>Loss and step time</h2>\n" + LossSteps(in) + "\n";
   if (!in.metrics.empty()) o += TimeSteps(in) + "\n";

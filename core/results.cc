@@ -248,6 +248,15 @@ void Fields(V& v, S& s, std::type_identity<NodeScaling>) {
 }
 
 template <class V, class S>
+void Fields(V& v, S& s, std::type_identity<NodeCommLevel>) {
+  v("group_size", s.group_size);
+  v("groups", s.groups);
+  v("bytes", s.bytes);
+  v("allreduce_ms", s.allreduce_ms);
+  v("gb_per_second", s.gb_per_second);
+}
+
+template <class V, class S>
 void Fields(V& v, S& s, std::type_identity<NodeComm>) {
   v("backend", s.backend);
   v("total_ms_per_step", s.total_ms_per_step);
@@ -256,6 +265,9 @@ void Fields(V& v, S& s, std::type_identity<NodeComm>) {
   v("collectives_per_step", s.collectives_per_step);
   v("buckets", s.buckets);
   v("units", s.units);
+  v("nodes", s.nodes, kOmitIfUnset);
+  v("intra_node", s.intra_node, kOmitIfUnset);
+  v("inter_node", s.inter_node, kOmitIfUnset);
 }
 
 template <class V, class S>

@@ -45,6 +45,17 @@ struct NodeScaling {
   bool operator==(const NodeScaling&) const = default;
 };
 
+// One all-reduce of the gradients' size over a level of a node stage across
+// nodes: within each node, or between the nodes.
+struct NodeCommLevel {
+  int group_size = 0;        // ranks in each group (the largest)
+  int groups = 0;            // groups that ran it at once
+  int64_t bytes = 0;
+  double allreduce_ms = 0;   // the slowest rank's mean
+  double gb_per_second = 0;  // bytes / allreduce_ms (the algorithm's bandwidth)
+  bool operator==(const NodeCommLevel&) const = default;
+};
+
 struct NodeComm {
   std::string backend;              // "gloo" | "nccl"
   double total_ms_per_step = 0;     // mean over ranks
@@ -53,6 +64,9 @@ struct NodeComm {
   double collectives_per_step = 0;
   int buckets = 0;                  // ddp gradient buckets
   int units = 0;                    // sharded units
+  std::optional<int> nodes;         // nodes the ranks ran on (absent: older files)
+  std::optional<NodeCommLevel> intra_node;  // across nodes only
+  std::optional<NodeCommLevel> inter_node;
   bool operator==(const NodeComm&) const = default;
 };
 

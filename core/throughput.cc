@@ -19,12 +19,14 @@ std::string Fixed(double v, int digits) {
 }
 
 // Exposed ring communication per optimizer step, milliseconds.
-double RingMs(const Workload& w, const GpuType& gpu, const ScalingQuery& q, const Policy& p) {
+double RingMs(const Workload& w, const GpuType& gpu, const ScalingQuery& q, const Policy& p,
+              std::optional<double> inter_node_gb = std::nullopt) {
   const int gpus = std::max(1, q.nodes) * std::max(1, q.gpus_per_node);
   if (gpus <= 1) return 0;
   const double bytes = 4.0 * static_cast<double>(w.params);
-  double bw_gb = gpu.link_gb_per_s > 0 ? gpu.link_gb_per_s : p.planning.network_gb_per_s;
-  if (q.nodes > 1) bw_gb = std::min(bw_gb, p.planning.network_gb_per_s);
+  const double network = inter_node_gb && *inter_node_gb > 0 ? *inter_node_gb : p.planning.network_gb_per_s;
+  double bw_gb = gpu.link_gb_per_s > 0 ? gpu.link_gb_per_s : network;
+  if (q.nodes > 1) bw_gb = std::min(bw_gb, network);
   const double buckets = std::max(1.0, std::ceil(bytes / (std::max(1, q.bucket_mb) * 1048576.0)));
   double ms = 2.0 * (gpus - 1) / gpus * bytes / (bw_gb * 1e9) * 1e3 +
               2.0 * (gpus - 1) * buckets * p.planning.network_latency_us * 1e-3;
@@ -45,6 +47,10 @@ std::optional<NodeMeasurement> NodeMeasurementFrom(const NodeStage& n) {
   m.tokens_per_second_per_gpu = n.scaling.tokens_per_second_per_rank;
   m.comm_exposed_fraction = std::clamp(n.comm.exposed_fraction, 0.0, 0.95);
   m.data_wait_fraction = std::clamp(n.data_stall_ms_per_step / step_ms, 0.0, 1.0);
+  if (const std::optional<NodeCommLevel>& l = n.comm.inter_node; l && l->group_size > 1 && l->allreduce_ms > 0) {
+    const double g = l->group_size;
+    m.inter_node_gb_per_s = 2.0 * (g - 1) / g * static_cast<double>(l->bytes) / (l->allreduce_ms * 1e6);
+  }
   return m;
 }
 
@@ -105,7 +111,8 @@ ScalingEstimate ProjectScaling(const ThroughputProjection& t, const Workload& w,
   ScalingEstimate e;
   e.gpus = std::max(1, q.nodes) * std::max(1, q.gpus_per_node);
   const double step1 = t.compute_ms + t.data_wait_ms;
-  double comm = RingMs(w, gpu, q, policy);
+  const std::optional<double> inter = node ? node->inter_node_gb_per_s : std::nullopt;
+  double comm = RingMs(w, gpu, q, policy, inter);
   e.basis = "analytic ring all-reduce, no overlap";
   if (node && node->gpus > 1 && node->comm_exposed_fraction >= 0) {
     ScalingQuery at = q;
@@ -117,6 +124,9 @@ ScalingEstimate ProjectScaling(const ThroughputProjection& t, const Workload& w,
     comm = analytic_at > 0 ? measured_at * comm / analytic_at : measured_at;
     e.basis =
         "node stage measured at " + std::to_string(node->gpus) + " GPUs, scaled by ring model";
+  }
+  if (inter && *inter > 0 && q.nodes > 1) {
+    e.basis += "; between nodes " + Fixed(*inter, 2) + " GB/s, the node stage's all-reduce across its nodes";
   }
   e.comm_ms = comm;
   e.step_ms = step1 + comm;

@@ -19,7 +19,11 @@
 //   parallel.bucket_mb. No overlap with the backward pass is assumed (a
 //   conservative bound). With a node-stage measurement (NodeMeasurement) the
 //   measured exposed communication replaces the analytic one at the measured
-//   GPU count and is scaled by the analytic ratio elsewhere.
+//   GPU count and is scaled by the analytic ratio elsewhere; a node stage
+//   across nodes that timed an all-reduce between them (stages.node.comm.
+//   inter_node) gives the bandwidth between nodes, its bus bandwidth
+//   2 (g-1)/g x bytes / time over g nodes, in place of
+//   planning.network_gb_per_s.
 //   efficiency(P) = step(1) / step(P).
 // RecommendNodes: the largest node count <= planning.max_nodes whose
 // efficiency >= thresholds.min_scaling_efficiency.
@@ -46,6 +50,9 @@ struct NodeMeasurement {
   double tokens_per_second_per_gpu = 0;
   double comm_exposed_fraction = 0;  // exposed communication / step time
   double data_wait_fraction = 0;     // data wait / step time
+  // The bus bandwidth of the measured all-reduce between nodes, GB/s
+  // (nullopt: the stage ran on one node).
+  std::optional<double> inter_node_gb_per_s;
 };
 
 // The figures of a finished node stage (stages.node of results.json):

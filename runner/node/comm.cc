@@ -119,6 +119,8 @@ c10::intrusive_ptr<c10d::Work> TimingOnly(const c10::intrusive_ptr<c10d::Work>& 
 
 struct Comm::Impl {
   c10::intrusive_ptr<c10d::Store> store;
+  std::string host;  // the rendezvous host and port (Gloo's device choice)
+  int port = 0;
   c10::intrusive_ptr<Group> pg;
   bool gloo = true;
   int64_t device_index = -1;  // the rank's CUDA device (NCCL)
@@ -229,10 +231,20 @@ Result<std::unique_ptr<Comm>> Comm::Create(const RankInfo& info, const at::Devic
         .WithHint(info.rank == 0 ? "another process may hold the port; set PILOT_MASTER_PORT"
                                  : "rank 0 did not start or is unreachable");
   }
+  c->impl_->host = host;
+  c->impl_->port = info.master_port;
+  // The group's own keys under a prefix (as torch.distributed does), apart
+  // from the node stage's (StoreSet/StoreGet).
+  PILOT_RETURN_IF_ERROR(c->BuildGroup("pg", info.rank, info.world_size, device, timeout)
+                            .Context("process group (rendezvous " + where + ")"));
+  return c;
+}
+
+Status Comm::BuildGroup(const std::string& prefix, int rank, int world, const at::Device& device,
+                        std::chrono::milliseconds timeout) {
+  const std::string& host = impl_->host;
   try {
-    // The group's own keys under a prefix (as torch.distributed does), apart
-    // from the node stage's (StoreSet/StoreGet).
-    auto pg_store = c10::make_intrusive<c10d::PrefixStore>("pg", c->impl_->store);
+    auto pg_store = c10::make_intrusive<c10d::PrefixStore>(prefix, impl_->store);
     if (device.is_cuda()) {
 #ifdef PILOT_HAVE_NCCL
       // The caller made `device` (the local rank's GPU) current before
@@ -243,16 +255,15 @@ Result<std::unique_ptr<Comm>> Comm::Create(const RankInfo& info, const at::Devic
       // inherited from the (Process)Group options.
       auto opts = c10d::ProcessGroupNCCL::Options::create();
       opts->timeout = timeout;
-      auto pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(pg_store, info.rank, info.world_size,
-                                                             opts);
+      auto pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(pg_store, rank, world, opts);
 #if TORCH_VERSION_MAJOR >= 2
       pg->enableCollectivesTiming();  // start events: WorkNCCL::getDuration()
-      c->impl_->device_timing = true;
+      impl_->device_timing = true;
 #endif
-      c->impl_->pg = pg;
-      c->impl_->device_index = device.has_index() ? device.index() : 0;
-      c->impl_->gloo = false;
-      c->backend_ = "nccl";
+      impl_->pg = pg;
+      impl_->device_index = device.has_index() ? device.index() : 0;
+      impl_->gloo = false;
+      backend_ = "nccl";
 #else
       return Status::Invalid("node stage", "this build has no NCCL for CUDA devices")
           .WithHint("run the node stage with training.device = \"cpu\"");
@@ -264,14 +275,13 @@ Result<std::unique_ptr<Comm>> Comm::Create(const RankInfo& info, const at::Devic
         opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
       } else if (host == "127.0.0.1" || host == "localhost") {
         opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
-      } else if (const std::string local = LocalAddressToward(host, info.master_port); !local.empty()) {
+      } else if (const std::string local = LocalAddressToward(host, impl_->port); !local.empty()) {
         opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(local));
       } else {
         opts->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
       }
-      c->impl_->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(pg_store, info.rank, info.world_size,
-                                                                  opts);
-      c->backend_ = "gloo";
+      impl_->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(pg_store, rank, world, opts);
+      backend_ = "gloo";
 #else
       return Status::Invalid("node stage", "this build has no Gloo for CPU collectives");
 #endif
@@ -279,8 +289,23 @@ Result<std::unique_ptr<Comm>> Comm::Create(const RankInfo& info, const at::Devic
   } catch (const std::exception& e) {
     std::string m = e.what();
     m = m.substr(0, m.find('\n'));
-    return Status::Unavailable("process group (rendezvous " + where + ")", m);
+    return Status::Unavailable(prefix, m);
   }
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<Comm>> Comm::Subgroup(const std::string& name, const std::vector<int>& members,
+                                             const at::Device& device, std::chrono::milliseconds timeout) {
+  const auto me = std::find(members.begin(), members.end(), rank_);
+  if (me == members.end()) return Status::Invalid("subgroup " + name, "this rank is not a member");
+  std::unique_ptr<Comm> c(new Comm());
+  c->impl_ = std::make_unique<Impl>();
+  c->impl_->store = impl_->store;
+  c->impl_->host = impl_->host;
+  c->impl_->port = impl_->port;
+  c->rank_ = static_cast<int>(me - members.begin());
+  c->world_ = static_cast<int>(members.size());
+  PILOT_RETURN_IF_ERROR(c->BuildGroup("sub/" + name, c->rank_, c->world_, device, timeout));
   return c;
 }
 

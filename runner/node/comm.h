@@ -36,6 +36,13 @@ class Comm {
                                               std::chrono::milliseconds timeout);
   ~Comm();
 
+  // A group of some of this group's ranks, `members` (this group's ranks,
+  // in the new group's rank order; this rank must be one), over the same
+  // store under `name`. Every member calls it with the same name and
+  // members, and no other rank does. Errors as Create's.
+  Result<std::unique_ptr<Comm>> Subgroup(const std::string& name, const std::vector<int>& members,
+                                         const at::Device& device, std::chrono::milliseconds timeout);
+
   struct Handle {
     size_t id = 0;
   };
@@ -79,6 +86,9 @@ class Comm {
  private:
   struct Impl;
   Comm() = default;
+  // The process group over impl_->store under `prefix`.
+  Status BuildGroup(const std::string& prefix, int rank, int world, const at::Device& device,
+                    std::chrono::milliseconds timeout);
   std::unique_ptr<Impl> impl_;
   int rank_ = 0, world_ = 1;
   std::string backend_;

@@ -15,6 +15,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "core/atomic_file.h"
@@ -84,6 +88,65 @@ void MaybeCrash(int rank, int64_t step) {
                static_cast<long long>(step));
   std::fflush(nullptr);
   ::kill(::getpid(), SIGKILL);
+}
+
+// Across nodes: one all-reduce of `bytes` (at most 64 MiB) timed within
+// this rank's node and between the nodes (the ranks at this rank's place
+// on each node); nullopt when the world is on one node. Every rank of the
+// world calls it at the same point. Throws as a collective does.
+std::optional<RankCommProbe> ProbeLevels(Comm& comm, const RankInfo& info, const at::Device& device,
+                                         int64_t bytes, std::chrono::milliseconds timeout) {
+  const std::string key = "probe/node-of/";
+  comm.StoreSet(key + std::to_string(info.rank), std::to_string(info.node_id));
+  std::vector<int> node_of(static_cast<size_t>(info.world_size));
+  for (int r = 0; r < info.world_size; ++r) node_of[r] = std::atoi(comm.StoreGet(key + std::to_string(r)).c_str());
+  std::vector<int> nodes = node_of;
+  std::sort(nodes.begin(), nodes.end());
+  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+  if (nodes.size() < 2) return std::nullopt;
+  auto ranks_on = [&](int node) {
+    std::vector<int> m;
+    for (int r = 0; r < info.world_size; ++r) {
+      if (node_of[r] == node) m.push_back(r);
+    }
+    return m;
+  };
+  const std::vector<int> intra = ranks_on(info.node_id);
+  const size_t place = static_cast<size_t>(std::find(intra.begin(), intra.end(), info.rank) - intra.begin());
+  std::vector<int> inter;
+  for (int node : nodes) {
+    const std::vector<int> m = ranks_on(node);
+    if (place < m.size()) inter.push_back(m[place]);
+  }
+  RankCommProbe p;
+  p.nodes = static_cast<int>(nodes.size());
+  const int64_t numel = std::max<int64_t>(1, std::min<int64_t>(bytes, int64_t{64} << 20) / 4);
+  p.bytes = numel * 4;
+  at::Tensor buf = at::zeros({numel}, at::TensorOptions().dtype(at::kFloat).device(device));
+  // item() waits for the device, where a collective's Wait only orders it.
+  auto time = [&buf](Comm& g) {
+    constexpr int kTimed = 5;
+    g.AllReduce(buf);
+    (void)buf[0].item<float>();
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < kTimed; ++i) g.AllReduce(buf);
+    (void)buf[0].item<float>();
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / kTimed;
+  };
+  auto group = [&](const std::string& name, const std::vector<int>& members) {
+    Result<std::unique_ptr<Comm>> g = comm.Subgroup(name, members, device, timeout);
+    if (!g.ok()) throw std::runtime_error("communication: " + g.status().ToString());
+    return std::move(g).value();
+  };
+  if (intra.size() > 1) {
+    p.intra_size = static_cast<int>(intra.size());
+    p.intra_ms = time(*group("intra-" + std::to_string(info.node_id), intra));
+  }
+  if (inter.size() > 1) {
+    p.inter_size = static_cast<int>(inter.size());
+    p.inter_ms = time(*group("inter-" + std::to_string(place), inter));
+  }
+  return p;
 }
 
 }  // namespace
@@ -278,6 +341,19 @@ int RunNodeRank(const RunOptions& o) {
       }
     }
     e->Release();
+    if (!resume) {
+      s->set_phase("communication");
+      int64_t grad_bytes = 0;
+      for (size_t i = 0; i < e->Parameters().size(); ++i) grad_bytes += e->Numel(i) * 4;
+      rep.comm_probe = ProbeLevels(*comm, info, s->device(), grad_bytes, timeout);
+      if (rep.comm_probe && info.rank == 0) {
+        const RankCommProbe& p = *rep.comm_probe;
+        std::fprintf(stderr, "pilot: node: all-reduce of %.1f MB: %s within a node, %s between %d nodes (rank 0)\n",
+                     static_cast<double>(p.bytes) / 1e6,
+                     p.intra_ms ? (std::to_string(*p.intra_ms) + " ms").c_str() : "none",
+                     p.inter_ms ? (std::to_string(*p.inter_ms) + " ms").c_str() : "none", p.nodes);
+      }
+    }
     comm->Barrier();
   } catch (const std::exception& ex) {
     const std::string phase = s ? s->phase() : "build";

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <set>
 #include <thread>
 
 #include "core/atomic_file.h"
@@ -252,6 +253,35 @@ NodeRestore CompareRestore(const PhaseOutcome& ref, const PhaseOutcome& got, con
   return r;
 }
 
+// The ranks' probes of the two levels of a world across nodes: each level's
+// slowest rank, its largest group and how many groups ran it.
+void SummarizeLevels(const std::vector<std::optional<RankReport>>& reports, NodeComm* comm) {
+  std::set<int> nodes;
+  for (const auto& r : reports) {
+    if (r) nodes.insert(r->node_id);
+  }
+  comm->nodes = static_cast<int>(nodes.size());
+  auto level = [&](std::optional<int> RankCommProbe::*size, std::optional<double> RankCommProbe::*ms,
+                   bool by_node) -> std::optional<NodeCommLevel> {
+    NodeCommLevel l;
+    std::set<int> groups;
+    for (const auto& r : reports) {
+      if (!r || !r->comm_probe || !((*r->comm_probe).*size) || !((*r->comm_probe).*ms)) continue;
+      const RankCommProbe& p = *r->comm_probe;
+      l.group_size = std::max(l.group_size, *(p.*size));
+      l.bytes = p.bytes;
+      l.allreduce_ms = std::max(l.allreduce_ms, *(p.*ms));
+      groups.insert(by_node ? r->node_id : r->local_rank);
+    }
+    if (groups.empty()) return std::nullopt;
+    l.groups = static_cast<int>(groups.size());
+    l.gb_per_second = l.allreduce_ms > 0 ? static_cast<double>(l.bytes) / (l.allreduce_ms * 1e6) : 0.0;
+    return l;
+  };
+  comm->intra_node = level(&RankCommProbe::intra_size, &RankCommProbe::intra_ms, true);
+  comm->inter_node = level(&RankCommProbe::inter_size, &RankCommProbe::inter_ms, false);
+}
+
 }  // namespace
 
 bool IsNodeRank() {
@@ -329,6 +359,7 @@ int RunNodeStage(const RunOptions& o, const Config& cfg, int nproc, std::optiona
   n.comm.collectives_per_step = Mean(t.reports, &RankReport::collectives_per_step);
   n.comm.buckets = r0.buckets.value_or(0);
   n.comm.units = r0.units.value_or(0);
+  SummarizeLevels(t.reports, &n.comm);
   if (r0.checkpoint) {
     n.checkpoint.path = r0.checkpoint->path;
     n.checkpoint.step = r0.checkpoint->step;

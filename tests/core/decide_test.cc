@@ -661,6 +661,15 @@ TEST(DecideNode, RanksOnSeveralNodesAreCountedAndAFailureNamesItsNodeOnce) {
   }
   Verdict v = Decide(in, TestPolicy(), Catalog(), kNow);
   EXPECT_EQ(Find(v, "node_restore")->measured, "4 procs ddp on 2 nodes: 2->2 equal, 2->1 equal");
+  EXPECT_EQ(Find(v, "node_levels"), nullptr) << "no levels measured";
+  n.comm.intra_node = NodeCommLevel{2, 2, 12'600'000, 3.14, 4.0};
+  n.comm.inter_node = NodeCommLevel{2, 2, 12'600'000, 9.8, 1.3};
+  v = Decide(in, TestPolicy(), Catalog(), kNow);
+  ASSERT_NE(Find(v, "node_levels"), nullptr);
+  EXPECT_EQ(Find(v, "node_levels")->measured,
+            "all-reduce of 12.6 MB: 3.1 ms within a node (2 ranks x 2), 9.8 ms between nodes (2 ranks x 2)");
+  EXPECT_EQ(Find(v, "node_levels")->status, CheckStatus::kPass) << "a GPU pilot: recorded as measured";
+  EXPECT_EQ(v.decision, Decision::kGo) << "recorded, not judged";
   n.failure = NodeFailure{"train", 2, "rank 2 on pn2 failed (srun: Killed)"};
   v = Decide(in, TestPolicy(), Catalog(), kNow);
   EXPECT_EQ(Find(v, "node_stage")->measured, "4 procs ddp on 2 nodes, failed in train");

@@ -44,6 +44,7 @@ RankReport FullReport() {
   r.comm_exposed_ms = 1;
   r.optimizer_ms = 0.75;
   r.collectives_per_step = 3;
+  r.comm_probe = RankCommProbe{4 << 20, 2, 2, 0.75, std::nullopt, std::nullopt};
   r.status = "ok";
   r.exit_code = 0;
   return r;
@@ -64,12 +65,14 @@ TEST(RankReport, RoundTripWithTheRunnersKeys) {
                                    "backend", "mode", "data_ranks", "buckets", "units", "memory", "checkpoint",
                                    "first_step", "losses", "grad_norms", "timed_steps", "step_ms",
                                    "tokens_per_second", "data_wait_ms", "compute_ms", "comm_total_ms",
-                                   "comm_exposed_ms", "optimizer_ms", "collectives_per_step", "status",
+                                   "comm_exposed_ms", "optimizer_ms", "collectives_per_step", "comm_probe", "status",
                                    "exit_code"}));
   auto memory = nlohmann::json::parse(text)["memory"];
   EXPECT_EQ(memory.size(), 7u);  // unset figures are left out, not null
   EXPECT_FALSE(memory.contains("device_used_bytes"));
   EXPECT_EQ(memory["forward_peak_allocated_bytes"], 90);
+  auto probe = nlohmann::json::parse(text)["comm_probe"];
+  EXPECT_EQ(probe.size(), 4u) << "a level of one rank is left out: " << probe.dump();
   auto back = ParseRankReport(text, "rank-00000.json");
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(*back, r);

@@ -94,10 +94,21 @@ TEST(Throughput, RingScalingAndRecommendation) {
               p.thresholds.min_scaling_efficiency);
   }
   // A measured node stage replaces the analytic figure at its size.
-  NodeMeasurement m{8, 0, 0.2, 0};
+  NodeMeasurement m{8, 0, 0.2, 0, std::nullopt};
   q.nodes = 1;
   ScalingEstimate meas = ProjectScaling(t, W(), c.gpus[0], q, p, m);
   EXPECT_NEAR(meas.efficiency, 0.8, 1e-12);
+  // Measured between nodes at 5 GB/s, not the policy's 25: more nodes cost
+  // more, and the basis says whose bandwidth it is.
+  q.nodes = 4;
+  const ScalingEstimate assumed = ProjectScaling(t, W(), c.gpus[0], q, p, m);
+  m.inter_node_gb_per_s = 5.0;
+  const ScalingEstimate slow = ProjectScaling(t, W(), c.gpus[0], q, p, m);
+  EXPECT_LT(slow.efficiency, assumed.efficiency);
+  EXPECT_NE(slow.basis.find("between nodes 5.00 GB/s"), std::string::npos) << slow.basis;
+  q.nodes = 1;
+  EXPECT_DOUBLE_EQ(ProjectScaling(t, W(), c.gpus[0], q, p, m).efficiency, meas.efficiency)
+      << "inside a node the link counts";
 }
 
 TEST(Throughput, NodeMeasurementFromTheNodeStage) {
@@ -115,6 +126,12 @@ TEST(Throughput, NodeMeasurementFromTheNodeStage) {
   EXPECT_EQ(m->gpus, 8);
   EXPECT_DOUBLE_EQ(m->comm_exposed_fraction, 0.1);
   EXPECT_DOUBLE_EQ(m->data_wait_fraction, 0.05);
+  EXPECT_FALSE(m->inter_node_gb_per_s.has_value());
+  // 2 nodes, 100 MB in 10 ms: bus bandwidth 2 x 1/2 x 100e6 / 10e-3 = 10 GB/s.
+  n.comm.inter_node = NodeCommLevel{2, 4, 100'000'000, 10.0, 10.0};
+  m = NodeMeasurementFrom(n);
+  ASSERT_TRUE(m->inter_node_gb_per_s.has_value());
+  EXPECT_NEAR(*m->inter_node_gb_per_s, 10.0, 1e-9);
   n.status = "error";
   EXPECT_FALSE(NodeMeasurementFrom(n).has_value());
 }

@@ -31,7 +31,7 @@ NodeStage Sample() {
   r.memory = NodeMemoryStats{3, 1 << 20, 2 << 20, std::nullopt, 3 << 20, 1 << 19};
   n.ranks = {r};
   n.scaling = {2469, 1234.5, 1300, 0.95};
-  n.comm = {"nccl", 4, 1.5, 0.03, 8, 0, 3};
+  n.comm = {"nccl", 4, 1.5, 0.03, 8, 0, 3, 2, NodeCommLevel{4, 2, 1 << 20, 0.5, 2.1}, NodeCommLevel{2, 4, 1 << 20, 2.5, 0.42}};
   n.data_stall_ms_per_step = 0.5;
   n.memory = {1 << 20, std::nullopt};
   n.checkpoint = {"/ckpt/node/checkpoints/step-000006", 6, 4096, 0.25, 2};
@@ -60,6 +60,22 @@ TEST(NodeResults, RoundTrip) {
   ASSERT_TRUE(back->node.has_value());
   EXPECT_EQ(*back->node, *r.node);
   EXPECT_EQ(ResultsToJson(*back), text);
+}
+
+// A stage on one node (or a file of an earlier version) has no levels and
+// no node count: they are left out, and read back as absent.
+TEST(NodeResults, LevelsAndNodesAreLeftOutOnOneNode) {
+  Results r;
+  r.node = Sample();
+  r.node->comm.nodes.reset();
+  r.node->comm.intra_node.reset();
+  r.node->comm.inter_node.reset();
+  const std::string text = ResultsToJson(r);
+  EXPECT_EQ(text.find("intra_node"), std::string::npos);
+  EXPECT_EQ(text.find("\"nodes\""), std::string::npos);
+  Result<Results> back = ParseResults(text);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back->node, *r.node);
 }
 
 TEST(NodeResults, NullAndAbsentReadAsNoStage) {

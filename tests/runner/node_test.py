@@ -188,7 +188,14 @@ def test_multinode():
     require(all(r["launcher"] == "srun" and r["world_size"] == 2 and r["local_rank"] == 0 for r in reps),
             "srun ranks")
     require(reps[0]["losses"] == reps[1]["losses"], "ranks agree on the loss")
+    # One rank per node: no level within a node, one between the two.
+    for r in reps:
+        p = r["comm_probe"]
+        require(p["nodes"] == 2 and p["inter_size"] == 2 and p["inter_ms"] > 0 and p["bytes"] > 0
+                and "intra_ms" not in p, f"rank {r['rank']}: comm_probe {p}")
     local, _ = node_run("multinode-local", "ddp", 2)
+    require("comm_probe" not in json.load(open(os.path.join(local, "node", "train", "rank-00000.json"))),
+            "no probe on one node")
     require(close(reps[0]["losses"], node_stage(local)["losses"]), "same losses as the local spawn")
 
 

@@ -136,6 +136,11 @@ case_pilots() {
     # Two ranks on each node, as srun placed them.
     got=$(json "$res" '" ".join(str(r["rank"]) + ":" + r["host"] for r in sorted(d["stages"]["node"]["ranks"], key=lambda r: r["rank"]))')
     [[ $got == "0:pn1 1:pn1 2:pn2 3:pn2" ]] || fail "$mode: ranks: $got"
+    # One all-reduce on each level: within each node (2 ranks, 2 nodes at
+    # once) and between them (2 groups of one rank per node).
+    got=$(json "$res" '" ".join(str(x) for x in [d["stages"]["node"]["comm"]["nodes"]] + [(l["group_size"], l["groups"], l["allreduce_ms"] > 0) for l in (d["stages"]["node"]["comm"]["intra_node"], d["stages"]["node"]["comm"]["inter_node"])])')
+    [[ $got == "2 (2, 2, True) (2, 2, True)" ]] || fail "$mode: stages.node.comm levels: $got"
+    [[ $(check_named "$job" node_levels) == skip ]] || fail "$mode: node_levels: $(verdict_text "$job")"
     got=$(json "$STATE/verdicts/$job.json" 'd["job"]["id"]')
     [[ $got == "$job" ]] || fail "$mode: the verdict names job $got"
     # The second node's epilog made no verdict of its own and took its
