@@ -82,6 +82,11 @@ std::string SignalName(int sig) {
   return "signal " + std::to_string(sig);
 }
 
+// "node pn2 (Not responding)", "nodes pn2 (…), pn3 (…)".
+std::string NodesPhrase(const std::vector<std::string>& nodes) {
+  return std::string(nodes.size() > 1 ? "nodes " : "node ") + Join(nodes, ", ");
+}
+
 // Returns the single stage when the pilot completed, else records why not.
 const SingleStage* CheckCompleted(const DecideInput& in, std::vector<Check>* out) {
   const std::string want = "single stage ok, exit 0";
@@ -92,16 +97,14 @@ const SingleStage* CheckCompleted(const DecideInput& in, std::vector<Check>* out
   };
   if (!in.results) {
     std::string why = in.results_error.empty() ? "results.json missing or invalid" : in.results_error;
-    if (!in.nodes_down.empty()) why += "; Slurm has the job's node" + std::string(in.nodes_down.size() > 1 ? "s " : " ") +
-                                      Join(in.nodes_down, ", ") + " down";
+    if (!in.nodes_down.empty()) why += "; Slurm has the job's " + NodesPhrase(in.nodes_down) + " down";
     return fail("no results", why);
   }
   const Results& r = *in.results;
   if (r.supervisor && r.supervisor->stopped) {
     const std::string why = in.nodes_down.empty()
                                 ? "the job was cancelled or reached its time limit"
-                                : "the job ended while Slurm had its node" + std::string(in.nodes_down.size() > 1 ? "s " : " ") +
-                                      Join(in.nodes_down, ", ") + " down";
+                                : "the job ended while Slurm had its " + NodesPhrase(in.nodes_down) + " down";
     out->push_back(MakeCheck("completed", CheckStatus::kFail, "stopped", want,
                              "the pilot did not finish: " + why +
                                  (in.results_error.empty() ? "" : " (" + in.results_error + ")"),

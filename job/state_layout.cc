@@ -31,6 +31,19 @@ std::string Join(const std::string& dir, std::string_view name) {
   return path;
 }
 
+// `word` with every byte but [A-Za-z0-9._-] replaced by '_', at most
+// kMaxInstanceChars of them: a file name that stays inside its folder
+// whatever was recorded.
+std::string PlainName(std::string_view word) {
+  std::string name(word.substr(0, kMaxInstanceChars));
+  for (char& c : name) {
+    const bool plain = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                       c == '.' || c == '_' || c == '-';
+    if (!plain) c = '_';
+  }
+  return name;
+}
+
 std::string Record(const std::string& dir, int64_t job_id) {
   return Join(dir, std::to_string(job_id)) + std::string(kRecordSuffix);
 }
@@ -62,12 +75,7 @@ std::string StateLayout::NodeRecordsDir(int64_t job_id) const {
   return Join(NodesDir(), std::to_string(job_id));
 }
 std::string StateLayout::NodeRecordFile(int64_t job_id, std::string_view node) const {
-  std::string name(node.substr(0, kMaxInstanceChars));
-  for (char& c : name) {
-    const bool keep = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                      c == '.' || c == '_' || c == '-';
-    if (!keep) c = '_';
-  }
+  std::string name = PlainName(node);
   if (name.empty() || name == "." || name == "..") name = "_";
   return Join(NodeRecordsDir(job_id), name) + std::string(kRecordSuffix);
 }
@@ -91,13 +99,7 @@ std::string StateLayout::VerdictFile(int64_t job_id) const { return Record(Verdi
 
 std::string StateLayout::VerdictHistoryFile(int64_t job_id, std::string_view instance,
                                             int clash) const {
-  std::string name = std::to_string(job_id) + "-";
-  if (instance.empty()) name += "none";
-  for (char c : instance.substr(0, kMaxInstanceChars)) {
-    const bool plain = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                       c == '.' || c == '_' || c == '-';
-    name += plain ? c : '_';
-  }
+  std::string name = std::to_string(job_id) + "-" + (instance.empty() ? "none" : PlainName(instance));
   if (clash > 0) name += "." + std::to_string(clash);
   return Join(VerdictHistoryDir(), name) + std::string(kRecordSuffix);
 }

@@ -265,6 +265,10 @@ int RunNodeRank(const RunOptions& o) {
     int64_t coll_sum = 0;
     int timed = 0;
     (void)comm->TakeBusySeconds(nullptr);
+    // The whole model in fp32: the final parameters' file, and the
+    // gradients the level probe all-reduces.
+    int64_t param_bytes = 0;
+    for (size_t i = 0; i < e->Parameters().size(); ++i) param_bytes += e->Numel(i) * 4;
     for (int64_t step = first; step <= n; ++step) {
       current = step;
       MaybeCrash(info.rank, step);
@@ -303,10 +307,8 @@ int RunNodeRank(const RunOptions& o) {
         NodeCheckpointInfo ci{step, info.world_size, data_ranks, e->mode(), s->seed(), 0};
         // Then rank 0 writes the final parameters, every rank its report,
         // the stage results.json: room for them is checked with the save's.
-        int64_t final_bytes = 0;
-        for (size_t i = 0; i < e->Parameters().size(); ++i) final_bytes += e->Numel(i) * 4;
         Result<NodeCheckpointIo> io =
-            SaveNodeCheckpoint(root, *e, *comm, ci, RoomAfterSave(c.checkpoint, dir, final_bytes));
+            SaveNodeCheckpoint(root, *e, *comm, ci, RoomAfterSave(c.checkpoint, dir, param_bytes));
         if (!io.ok()) return finish(kExitError, io.status().ToString());
         rep.checkpoint = RankCheckpoint{io->path, step, io->bytes, io->seconds};
       }
@@ -343,9 +345,7 @@ int RunNodeRank(const RunOptions& o) {
     e->Release();
     if (!resume) {
       s->set_phase("communication");
-      int64_t grad_bytes = 0;
-      for (size_t i = 0; i < e->Parameters().size(); ++i) grad_bytes += e->Numel(i) * 4;
-      rep.comm_probe = ProbeLevels(*comm, info, s->device(), grad_bytes, timeout);
+      rep.comm_probe = ProbeLevels(*comm, info, s->device(), param_bytes, timeout);
       if (rep.comm_probe && info.rank == 0) {
         const RankCommProbe& p = *rep.comm_probe;
         std::fprintf(stderr, "pilot: node: all-reduce of %.1f MB: %s within a node, %s between %d nodes (rank 0)\n",

@@ -122,5 +122,9 @@ check_named() {  # check_named JOB NAME: prints status of check NAME
     tr -d "[]'"
 }
 
+check_detail() {  # check_detail JOB NAME: prints the detail of check NAME
+  json "$STATE/verdicts/$1.json" "[c['detail'] for c in d['checks'] if c['name']=='$2'][0]"
+}
+
 verdict_text() { json "$STATE/verdicts/$1.json" 'json.dumps(d)'; }
 

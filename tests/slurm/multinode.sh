@@ -199,7 +199,7 @@ case_rank_killed() {
   local took=$((SECONDS - t_kill))
   [[ $(decision "$job") == NO-GO ]] || fail "job $job: $(decision "$job") after rank 2 was killed"
   local detail
-  detail=$(json "$STATE/verdicts/$job.json" '[c["detail"] for c in d["checks"] if c["name"] == "node_stage"][0]')
+  detail=$(check_detail "$job" node_stage)
   [[ $detail == "rank 2 on pn2 failed (srun: Killed)"* ]] || fail "job $job: node_stage: $detail"
   ((took <= 60)) || fail "job $job: the verdict came $took s after the kill"
   nodes_idle "after job $job"
@@ -218,7 +218,7 @@ case_slurmd_stopped() {
   local took=$((SECONDS - t_stop))
   [[ $(decision "$job") == NO-GO ]] || fail "job $job: $(decision "$job") after pn2's slurmd stopped"
   local detail
-  detail=$(json "$STATE/verdicts/$job.json" '[c["detail"] for c in d["checks"] if c["name"] == "completed"][0]')
+  detail=$(check_detail "$job" completed)
   [[ $detail == *"Slurm had its node pn2 (Not responding) down"* || $detail == *"Slurm has the job's node pn2 (Not responding) down"* ]] ||
     fail "job $job: completed: $detail"
   # Slurm requeues a job whose node failed: this test ends it.
