@@ -136,13 +136,26 @@ struct Live {
   RankResult result;
   pid_t pid = -1;
   int out_fd = -1, err_fd = -1, fifo_fd = -1;
-  LineBuffer out_lines, fifo_lines;
+  LineBuffer out_lines, fifo_lines, err_lines;
   int64_t pattern_matches = 0;
+  std::map<int, int64_t> task_matches;  // an srun step's, per task
   bool reaped = false;
   Clock::time_point exited_at;
 };
 
 }  // namespace
+
+std::optional<std::pair<int, std::string>> SplitSrunLabel(const std::string& line, int tasks) {
+  size_t i = 0;
+  while (i < line.size() && i < 8 && line[i] == ' ') ++i;
+  const size_t first = i;
+  int64_t id = 0;
+  while (i < line.size() && i - first < 9 && line[i] >= '0' && line[i] <= '9') id = id * 10 + (line[i++] - '0');
+  if (i == first || i >= line.size() || line[i] != ':' || id >= tasks) return std::nullopt;
+  ++i;
+  if (i < line.size() && line[i] == ' ') ++i;
+  return std::make_pair(static_cast<int>(id), line.substr(i));
+}
 
 std::string TailLines(const std::string& text, size_t lines, size_t bytes) {
   size_t end = text.size();
@@ -178,6 +191,7 @@ GroupResult RunGroup(const GroupSpec& spec) {
     Live& l = live[i];
     l.launch = spec.ranks[i];
     l.result.rank = l.launch.rank;
+    l.result.srun_tasks = l.launch.srun_tasks;
     if (!l.launch.metrics_fifo.empty()) {
       l.fifo_fd = open(l.launch.metrics_fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
       if (l.fifo_fd >= 0) {
@@ -240,7 +254,8 @@ GroupResult RunGroup(const GroupSpec& spec) {
     ++l.result.records;
     g.records.push_back(std::move(rec));
   };
-  auto fifo_line = [&](Live& l, const std::string& line) {
+  // `task`: the srun task whose line it is (its rank, whatever the record says).
+  auto fifo_line = [&](Live& l, const std::string& line, std::optional<int> task) {
     if (spec.loss_pattern || line.find_first_not_of(" \t\r") == std::string::npos) return;
     Result<MetricRecord> r = ParseMetricLine(line);
     if (!r.ok()) {
@@ -249,16 +264,31 @@ GroupResult RunGroup(const GroupSpec& spec) {
       }
       return;
     }
+    if (task) r->rank = *task;
     take_record(l, std::move(r).value());
   };
   auto out_line = [&](Live& l, const std::string& line) {
+    std::optional<int> task;
+    std::string text = line;
+    if (l.launch.srun_tasks > 0) {
+      auto split = SplitSrunLabel(line, l.launch.srun_tasks);
+      if (!split) return;
+      task = split->first;
+      text = std::move(split->second);
+      if (!spec.loss_pattern) return fifo_line(l, text, task);
+    }
     if (!spec.loss_pattern) return;
-    std::optional<double> loss = MatchLoss(*spec.loss_pattern, line);
+    std::optional<double> loss = MatchLoss(*spec.loss_pattern, text);
     if (!loss) return;
     MetricRecord rec;
-    rec.step = spec.first_step + l.pattern_matches++;
+    rec.step = spec.first_step + (task ? l.task_matches[*task]++ : l.pattern_matches++);
     rec.loss = *loss;
+    rec.rank = task;
     take_record(l, std::move(rec));
+  };
+  auto err_line = [&](Live& l, const std::string& line) {
+    if (l.launch.srun_tasks <= 0 || l.result.srun_lines.size() >= 1000) return;
+    if (auto t = runner::ParseSrunTaskLine(line)) l.result.srun_lines.push_back(std::move(*t));
   };
   auto drain = [&](Live& l, int* fd, int which) {
     char buf[65536];
@@ -268,15 +298,17 @@ GroupResult RunGroup(const GroupSpec& spec) {
         const size_t k = static_cast<size_t>(n);
         if (which == 0) {
           l.fifo_lines.Append(buf, k);
-          while (auto line = l.fifo_lines.Next()) fifo_line(l, *line);
+          while (auto line = l.fifo_lines.Next()) fifo_line(l, *line, std::nullopt);
         } else if (which == 1) {
-          WriteAll(spec.forward_stdout, buf, k);
+          if (l.launch.srun_tasks <= 0 || spec.loss_pattern) WriteAll(spec.forward_stdout, buf, k);
           KeepTail(&l.result.stdout_tail, buf, k);
           l.out_lines.Append(buf, k);
           while (auto line = l.out_lines.Next()) out_line(l, *line);
         } else {
           WriteAll(spec.forward_stderr, buf, k);
           KeepTail(&l.result.stderr_tail, buf, k);
+          l.err_lines.Append(buf, k);
+          while (auto line = l.err_lines.Next()) err_line(l, *line);
         }
         continue;
       }
@@ -285,6 +317,8 @@ GroupResult RunGroup(const GroupSpec& spec) {
         *fd = -1;
         if (which == 1) {
           if (auto rest = l.out_lines.Rest()) out_line(l, *rest);
+        } else if (auto rest = l.err_lines.Rest()) {
+          err_line(l, *rest);
         }
       }
       break;
@@ -393,7 +427,7 @@ GroupResult RunGroup(const GroupSpec& spec) {
       close(*fd);
       *fd = -1;
     }
-    if (auto rest = l.fifo_lines.Rest()) fifo_line(l, *rest);
+    if (auto rest = l.fifo_lines.Rest()) fifo_line(l, *rest, std::nullopt);
     g.ranks.push_back(l.result);
   }
   for (int fd : keep_open) close(fd);

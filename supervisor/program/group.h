@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "job/subprocess.h"
+#include "runner/node/srun_lines.h"
 #include "supervisor/program/metrics.h"
 
 namespace pilot::supervisor {
@@ -34,6 +35,13 @@ struct RankLaunch {
   std::vector<std::string> argv;  // argv[0] absolute, or looked up in the env's PATH as the user
   std::vector<std::string> env;   // complete
   std::string metrics_fifo;       // created by the caller; "" = none
+  // > 0: the process is one `srun --label` step of this many tasks (ranks
+  // across nodes). Its output lines start with the task's id ("  2: ...");
+  // without a loss pattern each of its stdout lines is a metrics record of
+  // the rank that id names, and stdout is not forwarded (the ranks' own
+  // output goes to their stderr, pilot-program(7)). srun's lines about
+  // tasks that ended badly are kept in RankResult::srun_lines.
+  int srun_tasks = 0;
 };
 
 struct GroupSpec {
@@ -68,6 +76,8 @@ struct RankResult {
   std::string stderr_tail;    // the last lines of its standard error
   std::string stdout_tail;
   int64_t records = 0;
+  int srun_tasks = 0;                            // RankLaunch::srun_tasks
+  std::vector<runner::SrunTaskLine> srun_lines;  // an srun step's, in the order srun wrote them
 };
 
 struct GroupResult {
@@ -87,6 +97,11 @@ struct GroupResult {
 
 // Runs every rank to its end (see above).
 GroupResult RunGroup(const GroupSpec& spec);
+
+// A line of an `srun --label` step of `tasks` tasks split into the task's
+// id and what it wrote; nullopt for a line without a task's label (srun's
+// own messages) or with an id outside 0..tasks-1.
+std::optional<std::pair<int, std::string>> SplitSrunLabel(const std::string& line, int tasks);
 
 // The last `lines` lines of `text`, at most `bytes` bytes.
 std::string TailLines(const std::string& text, size_t lines, size_t bytes = 4096);

@@ -24,6 +24,39 @@ std::string LastWords(const std::string& tail) {
   return t.empty() ? "" : ": " + t;
 }
 
+// The last line task `task` of an srun step of `tasks` tasks wrote to its
+// standard error, without its label (": " + line), or "".
+std::string TaskLastWords(const std::string& tail, int task, int tasks) {
+  std::string last;
+  size_t start = 0;
+  while (start < tail.size()) {
+    size_t nl = tail.find('\n', start);
+    if (nl == std::string::npos) nl = tail.size();
+    auto split = SplitSrunLabel(tail.substr(start, nl - start), tasks);
+    if (split && split->first == task && !Trim(split->second).empty()) last = split->second;
+    start = nl + 1;
+  }
+  if (last.size() > 400) last = last.substr(last.size() - 400);
+  return last.empty() ? "" : ": " + last;
+}
+
+// srun's line about the task that failed first: srun reports the others
+// after it (ended because of it, "Terminated", or failing when their peer
+// went away). A task a signal ended is preferred to one that exited, the
+// peers of a killed rank usually exiting with an error of their own.
+const runner::SrunTaskLine* FirstFailedTask(const std::vector<runner::SrunTaskLine>& lines) {
+  for (int pass = 0; pass < 3; ++pass) {
+    for (const runner::SrunTaskLine& l : lines) {
+      if (l.tasks.empty()) continue;
+      const bool terminated = l.what == "Terminated";
+      const bool exited = l.what.rfind("Exited", 0) == 0;
+      if ((pass == 0 && (terminated || exited)) || (pass == 1 && terminated)) continue;
+      return &l;
+    }
+  }
+  return nullptr;
+}
+
 double RelDiff(double a, double b) {
   const double d = std::fabs(a - b);
   return d / std::max(std::fabs(b), 1e-12);
@@ -81,6 +114,26 @@ std::optional<PhaseProblem> CheckPhase(const GroupResult& g, const PhaseExpect& 
       if (other) continue;
     }
     if (failed == nullptr) failed = &r;
+  }
+  if (failed != nullptr && failed->srun_tasks > 0) {
+    const int64_t at = last_seen + 1;
+    const std::string after = last_seen > 0 ? " after step " + std::to_string(last_seen)
+                                            : std::string(" before its first step");
+    const runner::SrunTaskLine* t = FirstFailedTask(failed->srun_lines);
+    if (t == nullptr) {
+      const std::string status = failed->signal ? "was killed by signal " + std::to_string(failed->signal)
+                                                : "exited with status " + std::to_string(failed->exit_code);
+      return PhaseProblem{LooksOutOfMemory(failed->stderr_tail) ? "oom" : "error", at, std::nullopt,
+                          "srun, which started the ranks of " + who + ", " + status + after +
+                              LastWords(failed->stderr_tail)};
+    }
+    const int rank = t->tasks.front();
+    const std::string words = TaskLastWords(failed->stderr_tail, rank, failed->srun_tasks);
+    const std::string whom = "rank " + std::to_string(rank) + " on " + t->node;
+    if (LooksOutOfMemory(words)) {
+      return PhaseProblem{"oom", at, rank, who + " ran out of memory at step " + std::to_string(at) + " (" + whom + ")" + words};
+    }
+    return PhaseProblem{"error", at, rank, whom + " of " + who + " failed (srun: " + t->what + ")" + after + words};
   }
   if (failed != nullptr) {
     const int64_t at = last_seen + 1;

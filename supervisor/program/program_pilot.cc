@@ -13,6 +13,7 @@
 
 #include "core/atomic_file.h"
 #include "core/strings.h"
+#include "runner/node/hostlist.h"
 #include "supervisor/process.h"
 #include "supervisor/program/group.h"
 #include "supervisor/program/judge.h"
@@ -33,6 +34,17 @@ constexpr const char* kProgramPassThrough[] = {
     "PATH",          "PYTHONPATH",         "VIRTUAL_ENV",     "CONDA_PREFIX", "CONDA_DEFAULT_ENV",
     "LD_LIBRARY_PATH", "HF_HOME",          "HF_DATASETS_CACHE", "TRANSFORMERS_CACHE",
     "TORCH_HOME",    "XDG_CACHE_HOME",     "PYTHONHASHSEED",  "CUBLAS_WORKSPACE_CONFIG"};
+
+// Each task of the srun step that runs the ranks across nodes: torchrun's
+// variables from srun's, the rendezvous at srun's launch node (the first
+// node, where rank 0 runs), and without a loss pattern the records on the
+// task's stdout (srun --label names the rank) and its own output on stderr.
+constexpr const char* kRankScript =
+    "export RANK=\"$SLURM_PROCID\" LOCAL_RANK=\"$SLURM_LOCALID\" GROUP_RANK=\"$SLURM_NODEID\" "
+    "NODE_RANK=\"$SLURM_NODEID\"; "
+    "if [ -n \"$SLURM_LAUNCH_NODE_IPADDR\" ]; then export MASTER_ADDR=\"$SLURM_LAUNCH_NODE_IPADDR\"; fi; "
+    "if [ -n \"$PILOT_METRICS\" ]; then exec 3>&1 1>&2; export PILOT_METRICS=/proc/self/fd/3; fi; "
+    "exec \"$@\"";
 
 void Log(const std::string& line) { std::fprintf(stderr, "pilot: supervisor: %s\n", line.c_str()); }
 
@@ -82,7 +94,16 @@ class ProgramPilot {
     const int gpu_count = CountList(gpus);
     device_ = cfg_.training.device;
     if (device_ == "auto") device_ = gpu_count > 0 ? "cuda" : "cpu";
-    world_ = cfg_.parallel.nproc > 0 ? cfg_.parallel.nproc : (device_ == "cuda" ? std::max(1, gpu_count) : 2);
+    const int per_node = device_ == "cuda" ? std::max(1, gpu_count) : 2;
+    // Ranks across the job's nodes when it has several and the supervisor
+    // starts the ranks (launcher "none" starts its own, on this node).
+    if (cfg_.program.launcher != "none") {
+      Result<std::vector<std::string>> hosts =
+          runner::ExpandHostlist(EnvValue(in_.opts->job_env, "SLURM_JOB_NODELIST"));
+      if (hosts.ok() && hosts->size() > 1) hosts_ = std::move(hosts).value();
+    }
+    const int nodes = std::max<int>(1, static_cast<int>(hosts_.size()));
+    world_ = cfg_.parallel.nproc > 0 ? cfg_.parallel.nproc : per_node * nodes;
     metrics_dir_ = in_.job_dir + "/metrics";
     ::mkdir(metrics_dir_.c_str(), 0711);
     ::chmod(metrics_dir_.c_str(), 0711);
@@ -131,14 +152,24 @@ class ProgramPilot {
     spec.max_records = std::min<int64_t>(
         2000000, 4 * int64_t{cfg_.training.steps} * std::max(1, world) + 1000);
     spec.tick = in_.tick;
-    const bool one_process = cfg_.program.launcher == "none";
+    const bool across = stage == "node" && AcrossNodes();
+    const bool one_process = cfg_.program.launcher == "none" || across;
     const int processes = one_process ? 1 : world;
+    const int local_world = across ? world / static_cast<int>(hosts_.size()) : world;
     const int port = FreePort();
     for (int rank = 0; rank < processes; ++rank) {
       RankLaunch r;
       r.rank = rank;
       r.argv = cfg_.program.command;
-      r.metrics_fifo = MakeFifo(stage + "-" + process + "-" + std::to_string(rank));
+      if (across) {
+        r.srun_tasks = world;
+        r.argv = {"srun", "--nodes=" + std::to_string(hosts_.size()), "--ntasks=" + std::to_string(world),
+                  "--ntasks-per-node=" + std::to_string(local_world), "--distribution=block",
+                  "--kill-on-bad-exit=1", "--wait=60", "--label", "/bin/sh", "-c", kRankScript, "pilot-rank"};
+        r.argv.insert(r.argv.end(), cfg_.program.command.begin(), cfg_.program.command.end());
+      } else {
+        r.metrics_fifo = MakeFifo(stage + "-" + process + "-" + std::to_string(rank));
+      }
       ProgramEnvInput e;
       e.base_env = in_.base_env;
       e.job_env = in_.opts->job_env;
@@ -150,9 +181,10 @@ class ProgramPilot {
       e.rank = rank;
       e.local_rank = rank;
       e.world_size = world;
-      e.local_world_size = world;
+      e.local_world_size = local_world;
+      if (across) e.master_addr = hosts_.front();
       e.master_port = port;
-      e.metrics = r.metrics_fifo;
+      e.metrics = across && !pattern_ ? "stdout" : r.metrics_fifo;
       e.checkpoint_dir = checkpoint_dir;
       e.resume_dir = resume_dir;
       e.seed = in_.lock->seeds.training;
@@ -162,8 +194,10 @@ class ProgramPilot {
       }
       spec.ranks.push_back(std::move(r));
     }
-    Log(stage + " " + process + ": starting " + std::to_string(processes) + " process" +
-        (processes > 1 ? "es" : "") + " of " + Join(cfg_.program.command, " ") + " in " + spec.cwd);
+    Log(stage + " " + process + ": starting " +
+        (across ? std::to_string(world) + " ranks on " + Join(hosts_, ",") + " through srun"
+                : std::to_string(processes) + " process" + (processes > 1 ? "es" : "")) +
+        " of " + Join(cfg_.program.command, " ") + " in " + spec.cwd);
     GroupResult g = RunGroup(spec);
     for (const RankResult& r : g.ranks) {
       ProgramProcess pp;
@@ -263,6 +297,8 @@ class ProgramPilot {
 
   bool Bitwise() const { return device_ == "cpu" && cfg_.training.deterministic; }
 
+  bool AcrossNodes() const { return hosts_.size() > 1; }
+
   int Single() {
     const std::string dir = CheckpointDir("single");
     struct stat st{};
@@ -344,10 +380,11 @@ class ProgramPilot {
     NodeStage n;
     n.world_size = world_;
     n.mode = "program";
-    n.launcher = cfg_.program.launcher == "none" ? "program" : "local";
+    n.launcher = cfg_.program.launcher == "none" ? "program" : AcrossNodes() ? "srun" : "local";
     n.data_ranks = world_;
     n.steps = cfg_.training.steps;
     n.status = "ok";
+    if (AcrossNodes()) n.comm.nodes = static_cast<int>(hosts_.size());
     auto fail = [&](const std::string& phase, const PhaseProblem& p, int code) {
       n.status = "error";
       n.failure = NodeFailure{phase, p.rank ? std::optional<int64_t>(*p.rank) : std::nullopt, p.message};
@@ -355,6 +392,13 @@ class ProgramPilot {
       res_.node = n;
       return code;
     };
+    if (AcrossNodes() && world_ % static_cast<int>(hosts_.size()) != 0) {
+      return fail("train",
+                  PhaseProblem{"error", 1, std::nullopt,
+                               std::to_string(world_) + " ranks (parallel.nproc) do not divide evenly over the job's " +
+                                   std::to_string(hosts_.size()) + " nodes; ask for a multiple of the node count"},
+                  kExitFailed);
+    }
     GroupResult ref = RunPhase("node", "reference", world_, 1, dir, "");
     if (ref.stopped) return kExitError;
     if (auto bad = CheckPhase(ref, Expect("reference", world_))) {
@@ -366,6 +410,11 @@ class ProgramPilot {
       const Throughput t = ThroughputOf(steps, cfg_.training.warmup_steps, cfg_.checkpoint.at_step);
       NodeRankStats rs;
       rs.rank = rank;
+      if (AcrossNodes()) {
+        // srun's block distribution: the first world/nodes ranks on the first node, and so on.
+        rs.node_id = rank / (world_ / static_cast<int>(hosts_.size()));
+        rs.host = hosts_[static_cast<size_t>(rs.node_id)];
+      }
       rs.tokens_per_second = t.tokens_per_second;
       rs.step_ms = t.step_ms;
       rs.data_wait_ms = t.data_wait_ms;
@@ -440,6 +489,7 @@ class ProgramPilot {
   std::optional<std::regex> pattern_;
   std::string device_;
   int world_ = 1;
+  std::vector<std::string> hosts_;  // the job's nodes, when it has several
   std::string metrics_dir_;
   int64_t checkpoint_bytes_ = 0;
 };
@@ -481,6 +531,7 @@ std::vector<std::string> ProgramEnv(const ProgramEnvInput& in) {
   SetEnvValue(&env, "WORLD_SIZE", std::to_string(in.world_size));
   SetEnvValue(&env, "LOCAL_WORLD_SIZE", std::to_string(in.local_world_size));
   SetEnvValue(&env, "GROUP_RANK", "0");
+  SetEnvValue(&env, "NODE_RANK", "0");
   SetEnvValue(&env, "MASTER_ADDR", in.master_addr);
   SetEnvValue(&env, "MASTER_PORT", std::to_string(in.master_port));
   return env;

@@ -40,6 +40,30 @@ as_user() {
      PILOT_POLICY="$POLICY" PATH=/usr/local/bin:/usr/bin:/bin "$@")
 }
 
+# The user's copy of a folder of the source tree.
+user_copy() {  # user_copy SRC_DIR NAME: prints the copy's path
+  local dst=$TMP/$2
+  cp -r "$1" "$dst"
+  chown -R "$TEST_USER" "$dst"
+  echo "$dst"
+}
+
+# A CPU pilot config of a program in the user's folder DIR: 10 steps,
+# checkpoint at 5, bitwise restore; NPROC ranks; PROGRAM_LINES go into
+# [program] after command and workdir.
+program_toml() {  # program_toml FILE NAME DIR NPROC COMMAND_TOML [PROGRAM_LINE...]
+  local file=$1 name=$2 dir=$3 nproc=$4 command=$5
+  shift 5
+  {
+    printf '[run]\nname = "%s"\nseq_len = 16\nmicro_batch = 4\ntarget_steps = 1000\ngpus_per_node = 2\n' "$name"
+    printf '[program]\ncommand = %s\nworkdir = "%s"\n' "$command" "$dir"
+    printf '%s\n' "$@"
+    printf '[training]\nsteps = 10\ndevice = "cpu"\ndeterministic = true\nwarmup_steps = 1\n'
+    printf '[checkpoint]\nat_step = 5\n[parallel]\nnproc = %s\n' "$nproc"
+  } >"$file"
+  chown "$TEST_USER" "$file"
+}
+
 # A user-owned copy of the tiny config, edited by the given sed expressions.
 user_config() {  # user_config NAME [SED_EXPR...]
   local f=$TMP/$1

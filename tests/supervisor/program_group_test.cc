@@ -125,5 +125,84 @@ TEST_F(GroupTest, FinishedButLingeringProcessesAreEndedAfterTheLastStep) {
   EXPECT_FALSE(CheckPhase(g, PhaseExpect{"reference", 1, 2, 1, 5, false}).has_value());
 }
 
+// An `srun --label` step as one process: its stdout lines are the records of
+// the rank each label names, whatever rank the record itself claims.
+TEST_F(GroupTest, AnSrunStepsLabelledLinesAreTheRecordsOfItsTasks) {
+  GroupSpec s = Spec();
+  s.last_step = 2;
+  s.expected_ranks = 3;
+  RankLaunch r = Rank(0, "for i in 1 2; do for t in 0 1 2; do "
+                         "printf ' %s: {\"step\": %s, \"loss\": 2.%s, \"rank\": 9}\\n' $t $i $t; done; done; "
+                         "echo 'srun: Job step created'; echo ' 1: a line of its own' >&2");
+  r.srun_tasks = 3;
+  s.ranks.push_back(r);
+  GroupResult g = RunGroup(s);
+  ASSERT_EQ(g.records.size(), 6u) << g.first_bad_record;
+  EXPECT_EQ(g.bad_records, 0);
+  for (int t = 0; t < 3; ++t) {
+    auto steps = StepsOf(g, t);
+    ASSERT_EQ(steps.size(), 2u) << "rank " << t;
+    EXPECT_DOUBLE_EQ(steps.at(2).loss, 2.0 + 0.1 * t);
+  }
+  EXPECT_FALSE(CheckPhase(g, PhaseExpect{"reference", 1, 2, 3, 5, false}).has_value());
+}
+
+TEST_F(GroupTest, AnSrunStepsLossPatternIsCountedPerTask) {
+  GroupSpec s = Spec();
+  s.loss_pattern.emplace("loss=([0-9.]+)");
+  s.expected_ranks = 2;
+  RankLaunch r = Rank(0, "echo '0: loss=3.5'; echo '1: loss=4.5'; echo '1: loss=4.25'; echo 'loss=9'");
+  r.srun_tasks = 2;
+  s.ranks.push_back(r);
+  GroupResult g = RunGroup(s);
+  ASSERT_EQ(g.records.size(), 3u);
+  EXPECT_EQ(StepsOf(g, 0).size(), 1u);
+  auto one = StepsOf(g, 1);
+  ASSERT_EQ(one.size(), 2u);
+  EXPECT_DOUBLE_EQ(one.at(2).loss, 4.25);
+}
+
+// srun names the node and task that failed first; a task a signal ended
+// is named before the peers that then exited, and before those srun ended.
+TEST_F(GroupTest, AFailedSrunTaskIsNamedWithItsNode) {
+  GroupSpec s = Spec();
+  s.expected_ranks = 4;
+  RankLaunch r = Rank(0, "echo '0: {\"step\": 1, \"loss\": 1}'; echo '2: RuntimeError: Connection reset by peer' >&2; "
+                         "echo 'srun: error: pn1: task 0: Exited with exit code 1' >&2; "
+                         "echo '3: died' >&2; echo 'srun: error: pn2: task 3: Killed' >&2; "
+                         "echo 'srun: error: pn1: task 1: Terminated' >&2; exit 137");
+  r.srun_tasks = 4;
+  s.ranks.push_back(r);
+  GroupResult g = RunGroup(s);
+  ASSERT_EQ(g.ranks[0].srun_lines.size(), 3u);
+  auto p = CheckPhase(g, PhaseExpect{"reference", 1, 5, 4, 60, false});
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->rank, 3);
+  EXPECT_EQ(p->message, "rank 3 on pn2 of the program failed (srun: Killed) after step 1: died");
+}
+
+TEST_F(GroupTest, AnSrunThatStartedNoTaskSaysSo) {
+  GroupSpec s = Spec();
+  s.expected_ranks = 2;
+  RankLaunch r = Rank(0, "echo 'srun: error: Unable to create step for job 7: Requested node configuration is not available' >&2; exit 1");
+  r.srun_tasks = 2;
+  s.ranks.push_back(r);
+  GroupResult g = RunGroup(s);
+  auto p = CheckPhase(g, PhaseExpect{"reference", 1, 5, 2, 60, false});
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->message, "srun, which started the ranks of the program, exited with status 1 before its first step: "
+                        "srun: error: Unable to create step for job 7: Requested node configuration is not available");
+}
+
+TEST(SplitSrunLabel, TheTaskIdAndItsText) {
+  EXPECT_EQ(SplitSrunLabel(" 3: hello", 4), std::make_pair(3, std::string("hello")));
+  EXPECT_EQ(SplitSrunLabel("12: {\"a\": 1}", 16), std::make_pair(12, std::string("{\"a\": 1}")));
+  EXPECT_EQ(SplitSrunLabel("0:", 1), std::make_pair(0, std::string()));
+  EXPECT_FALSE(SplitSrunLabel("4: out of range", 4).has_value());
+  EXPECT_FALSE(SplitSrunLabel("srun: error: pn1: task 0: Killed", 4).has_value());
+  EXPECT_FALSE(SplitSrunLabel("no label", 4).has_value());
+  EXPECT_FALSE(SplitSrunLabel("", 4).has_value());
+}
+
 }  // namespace
 }  // namespace pilot::supervisor
