@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
+#include <map>
 
 #include "core/plan.h"
 #include "core/rfc3339.h"
@@ -579,6 +580,79 @@ void CheckContainerTag(const DecideInput& in, std::vector<Check>* out) {
                            VerifiedBy::kEpilog));
 }
 
+// The versions the ranks of one run must share on every node.
+constexpr const char* kSharedVersions[] = {"runner", "libtorch", "cuda_runtime", "cuda_driver",
+                                           "cudnn",  "nccl",     "rocm"};
+
+std::string GpuInventory(const std::vector<LockGpu>& gpus) {
+  std::map<std::string, int> count;
+  for (const LockGpu& g : gpus) ++count[g.name];
+  std::string out;
+  for (const auto& [name, n] : count) out += (out.empty() ? "" : ", ") + std::to_string(n) + " x " + name;
+  return out.empty() ? "no GPU" : out;
+}
+
+// What `other` pinned that differs from the lock's node (`first`), or "".
+std::string PinsDiffer(const Lock& first, const Lock& other) {
+  std::vector<std::string> why;
+  for (const LockProblem& p : other.problems) why.push_back(p.code + ": " + p.detail);
+  for (const char* key : kSharedVersions) {
+    auto a = first.versions.find(key), b = other.versions.find(key);
+    const std::string va = a == first.versions.end() ? "none" : a->second;
+    const std::string vb = b == other.versions.end() ? "none" : b->second;
+    if (va != vb) why.push_back(std::string(key) + " " + vb + " (" + first.job.host + ": " + va + ")");
+  }
+  if (GpuInventory(first.gpus) != GpuInventory(other.gpus)) {
+    why.push_back(GpuInventory(other.gpus) + " (" + first.job.host + ": " + GpuInventory(first.gpus) + ")");
+  }
+  // Another node pins the job's container image (pyxis) only: the config's
+  // is the first node's to read.
+  if (!other.container.reference.empty() && other.container.digest != first.container.digest) {
+    why.push_back("container " + (other.container.digest.empty() ? "not pinned" : other.container.digest) + " (" +
+                  first.job.host + ": " + (first.container.digest.empty() ? "not pinned" : first.container.digest) + ")");
+  }
+  return Join(why, "; ");
+}
+
+// A job of several nodes: every node must have pinned what the first
+// node's lock holds (the versions the ranks share, the GPUs, the container).
+void CheckNodesPinned(const DecideInput& in, std::vector<Check>* out) {
+  if (in.lock.job.nodes <= 1) return;
+  const std::string first = in.lock.job.host.empty() ? "the first node" : in.lock.job.host;
+  const std::string want = "the same pins as " + first;
+  const std::string nodes = std::to_string(in.lock.job.nodes) + " nodes";
+  if (in.other_nodes.empty()) {
+    out->push_back(MakeCheck("nodes_pinned", CheckStatus::kSkip, nodes, want,
+                             "the other nodes' pins are in their own state directories: not compared here",
+                             VerifiedBy::kProlog));
+    return;
+  }
+  std::vector<std::string> differ, missing;
+  for (const OtherNodePins& n : in.other_nodes) {
+    if (!n.pins) {
+      missing.push_back(n.node + " (" + n.problem + ")");
+      continue;
+    }
+    const std::string d = PinsDiffer(in.lock, *n.pins);
+    if (!d.empty()) differ.push_back(n.node + ": " + d);
+  }
+  if (!differ.empty()) {
+    out->push_back(MakeCheck("nodes_pinned", CheckStatus::kFail,
+                             nodes + ", " + std::to_string(differ.size()) + " different", want,
+                             Join(differ, "; ") + ": the run's ranks would not run the same software on the same "
+                                                  "hardware",
+                             VerifiedBy::kProlog));
+  } else if (!missing.empty()) {
+    out->push_back(MakeCheck("nodes_pinned", CheckStatus::kWarn,
+                             nodes + ", " + std::to_string(missing.size()) + " without a record", want,
+                             "no pins of " + Join(missing, ", "), VerifiedBy::kProlog));
+  } else {
+    out->push_back(MakeCheck("nodes_pinned", CheckStatus::kPass, nodes + ", same pins", want,
+                             "every node pinned the same versions, GPUs and container as " + first,
+                             VerifiedBy::kProlog));
+  }
+}
+
 // The policy's independent_checks pass only when something other than the
 // workload established them: a pass the workload alone vouches for fails.
 void RequireIndependent(const Policy& p, std::vector<Check>* checks) {
@@ -628,6 +702,7 @@ Verdict Decide(const DecideInput& in, const Policy& policy, const HardwareCatalo
 
   std::vector<Check>& checks = v.checks;
   CheckPinning(in, &checks);
+  CheckNodesPinned(in, &checks);
   CheckContainerTag(in, &checks);
   CheckConfig(in, &checks);
   const SingleStage* s = CheckCompleted(in, &checks);

@@ -79,6 +79,14 @@
 
 namespace pilot {
 
+// What the prolog of another node of a job of several pinned there
+// (STATE/nodes/JOBID/NODE.json), as the first node's epilog found it.
+struct OtherNodePins {
+  std::string node;
+  std::optional<Lock> pins;  // nullopt: no readable record (problem says why)
+  std::string problem;
+};
+
 struct DecideInput {
   Lock lock;
   // The prolog's copy of pilot.toml, parsed; nullopt when it could not be
@@ -96,6 +104,11 @@ struct DecideInput {
   // Nodes of the job slurmctld reported down when a pilot of several nodes
   // did not finish ("pn2 (Not responding)"): the completed check names them.
   std::vector<std::string> nodes_down;
+  // A job of several nodes: every other node's pins where the first node
+  // can read them (a state directory the nodes share); empty when it can
+  // read none (each node's own state directory). The nodes_pinned check
+  // compares them with the lock.
+  std::vector<OtherNodePins> other_nodes;
 };
 
 // `now`: Unix seconds of issue.

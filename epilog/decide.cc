@@ -73,6 +73,7 @@ Result<Verdict> DecideForEpilog(const EpilogInputs& in, const Policy& policy) {
   }
   d.container_digest_now = in.container_digest_now;
   d.nodes_down = in.nodes_down;
+  d.other_nodes = in.other_nodes;
   return Decide(d, policy, catalog, in.now_unix);
 }
 

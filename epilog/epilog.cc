@@ -20,6 +20,7 @@
 #include "job/state_layout.h"
 #include "job/subprocess.h"
 #include "job/verdict_history.h"
+#include "runner/node/hostlist.h"
 
 namespace pilot::epilog {
 namespace {
@@ -103,6 +104,53 @@ std::vector<std::string> NodesDown(const JobEnv& job, const EpilogDeps& deps) {
 
 }  // namespace
 
+std::vector<OtherNodePins> OtherNodesPins(const StateLayout& layout, const JobEnv& job) {
+  std::vector<OtherNodePins> out;
+  struct stat sb {};
+  if (job.nodes <= 1 || lstat(layout.NodeRecordsDir(job.job_id).c_str(), &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+    return out;
+  }
+  Result<std::vector<std::string>> hosts = runner::ExpandHostlist(job.node_list);
+  if (!hosts.ok()) return out;
+  for (const std::string& host : *hosts) {
+    if (host == job.host || out.size() >= 4096) continue;
+    OtherNodePins n;
+    n.node = host;
+    const std::string file = layout.NodeRecordFile(job.job_id, host);
+    Result<Lock> pins = ReadLock(file);
+    if (!pins.ok()) {
+      n.problem = pins.status().code() == Code::kNotFound ? "its prolog left no record" : pins.status().Message();
+    } else if (pins->job.id != job.job_id) {
+      n.problem = file + " is job " + std::to_string(pins->job.id) + "'s";
+    } else {
+      n.pins = std::move(pins).value();
+    }
+    out.push_back(std::move(n));
+  }
+  return out;
+}
+
+std::string KeepNodeRecords(const StateLayout& layout, const JobEnv& job) {
+  const std::string dir = layout.NodeRecordsDir(job.job_id);
+  struct stat sb {};
+  if (lstat(dir.c_str(), &sb) != 0) return "";
+  const std::string kept = layout.Job(job.job_id).nodes;
+  std::vector<std::string> notes;
+  Status made = job::MakeRootDir(kept, 0755);
+  Result<std::vector<std::string>> hosts = runner::ExpandHostlist(job.node_list);
+  for (const std::string& host : hosts.ok() ? *hosts : std::vector<std::string>{}) {
+    const std::string from = layout.NodeRecordFile(job.job_id, host);
+    if (lstat(from.c_str(), &sb) != 0) continue;
+    const std::string to = layout.KeptNodeRecordFile(job.job_id, host);
+    if (!made.ok() || rename(from.c_str(), to.c_str()) != 0) {
+      notes.push_back("cannot keep " + from + " in " + kept + ": " + (made.ok() ? std::strerror(errno) : made.Message()));
+      unlink(from.c_str());
+    }
+  }
+  if (rmdir(dir.c_str()) != 0 && errno != ENOENT) notes.push_back("cannot remove " + dir + ": " + std::strerror(errno));
+  return Join(notes, "; ");
+}
+
 EpilogInputs GatherInputs(const Policy& policy, const JobEnv& job, const EpilogDeps& deps) {
   EpilogInputs in;
   in.job = job;
@@ -152,6 +200,7 @@ EpilogInputs GatherInputs(const Policy& policy, const JobEnv& job, const EpilogD
   if (job.nodes > 1 && (!in.results || (in.results->supervisor && in.results->supervisor->stopped))) {
     in.nodes_down = NodesDown(job, deps);
   }
+  in.other_nodes = OtherNodesPins(StateLayout(policy.state_dir, policy.work_root), job);
   if (!in.results || !in.lock) return in;
 
   std::string checkpoint = in.results->single ? in.results->single->checkpoint.path : "";
@@ -267,16 +316,22 @@ Result<EpilogReport> RunEpilog(const Policy& policy, const JobEnv& job, const Ep
   // A job of several nodes runs its pilot on its first (the batch host),
   // whose epilog makes the verdict, the pilot started or not. The others
   // have nothing to judge and must not write a second verdict into a
-  // shared state folder: they remove their own record (the prolog's).
+  // shared state folder. Where the first node's job folder is in sight
+  // (a state directory the nodes share) their record (the prolog's) stays
+  // for that epilog to compare and keep; elsewhere they remove it.
   const job::JobPaths paths = layout.Job(job.job_id);
   if (std::optional<std::string> first = job::FirstNodeIfOther(job)) {
+    struct stat jb {};
+    const bool shared = lstat(paths.dir.c_str(), &jb) == 0 && S_ISDIR(jb.st_mode);
     const std::string record = layout.NodeRecordFile(job.job_id, job.host);
-    if (unlink(record.c_str()) != 0 && errno != ENOENT) {
-      add_note("cannot remove " + record + ": " + std::strerror(errno));
+    if (!shared) {
+      if (unlink(record.c_str()) != 0 && errno != ENOENT) {
+        add_note("cannot remove " + record + ": " + std::strerror(errno));
+      }
+      rmdir(layout.NodeRecordsDir(job.job_id).c_str());  // the last node's removes it
     }
-    rmdir(layout.NodeRecordsDir(job.job_id).c_str());  // the last node's removes it
     add_note("node " + job.host + ": the pilot ran on the job's first node, " + *first +
-             ", whose epilog makes the verdict");
+             ", whose epilog makes the verdict" + (shared ? " and keeps this node's pins" : ""));
     report.skipped = true;
     return report;
   }
@@ -325,6 +380,7 @@ Result<EpilogReport> RunEpilog(const Policy& policy, const JobEnv& job, const Ep
     }
   }
   if (!report.lost) RemoveWork(policy, paths.work, &report);
+  if (const std::string kept = KeepNodeRecords(layout, job); !kept.empty()) add_note(kept);
   if (stored.ok() && stored->kept) return report;  // the first run posted what is stored
 
   if (policy.notify_url.empty()) return report;

@@ -45,12 +45,14 @@
 #include <string>
 #include <vector>
 
+#include "core/decide.h"
 #include "core/lock.h"
 #include "core/policy.h"
 #include "core/results.h"
 #include "core/status.h"
 #include "core/verdict.h"
 #include "job/job_env.h"
+#include "job/state_layout.h"
 #include "job/subprocess.h"
 
 namespace pilot::epilog {
@@ -80,6 +82,9 @@ struct EpilogInputs {
   // slurmctld reports down or not responding ("pn2 (Not responding)"),
   // which is why a job ends that no one cancelled (NodesDown below).
   std::vector<std::string> nodes_down;
+  // A job of several nodes: the other nodes' records where this state
+  // directory holds any (OtherNodesPins below).
+  std::vector<OtherNodePins> other_nodes;
   int64_t now_unix = 0;
 };
 
@@ -87,6 +92,17 @@ struct EpilogInputs {
 // NOT_RESPONDING or FAIL, as "NAME (REASON)" (or "NAME (STATE)" without a
 // reason); at most 64.
 std::vector<std::string> NodesDownIn(const std::string& scontrol_output);
+
+// The records the prologs of the job's other nodes wrote into
+// STATE/nodes/JOBID/, one per node of the job's node list but this one
+// (nullopt pins with the reason where a node's is missing or unreadable);
+// empty when that folder does not exist here (the nodes do not share the
+// state directory) or the job has one node.
+std::vector<OtherNodePins> OtherNodesPins(const job::StateLayout& layout, const job::JobEnv& job);
+
+// Moves those records beside the lock (JobPaths::nodes) and removes the
+// emptied STATE/nodes/JOBID; a note for each that could not be moved.
+std::string KeepNodeRecords(const job::StateLayout& layout, const job::JobEnv& job);
 
 struct EpilogDeps {
   std::function<Result<job::CommandResult>(const job::CommandSpec&)> run = job::RunCommand;

@@ -74,10 +74,18 @@ std::string StateLayout::NodesDir() const { return Join(root_, kNodes); }
 std::string StateLayout::NodeRecordsDir(int64_t job_id) const {
   return Join(NodesDir(), std::to_string(job_id));
 }
-std::string StateLayout::NodeRecordFile(int64_t job_id, std::string_view node) const {
+namespace {
+std::string NodeRecordName(std::string_view node) {
   std::string name = PlainName(node);
   if (name.empty() || name == "." || name == "..") name = "_";
-  return Join(NodeRecordsDir(job_id), name) + std::string(kRecordSuffix);
+  return name + std::string(kRecordSuffix);
+}
+}  // namespace
+std::string StateLayout::NodeRecordFile(int64_t job_id, std::string_view node) const {
+  return Join(NodeRecordsDir(job_id), NodeRecordName(node));
+}
+std::string StateLayout::KeptNodeRecordFile(int64_t job_id, std::string_view node) const {
+  return Join(Job(job_id).nodes, NodeRecordName(node));
 }
 std::string StateLayout::UnstoredDir() const { return Join(OutboxDir(), kUnstored); }
 std::string StateLayout::UnstoredFile(int64_t job_id) const {
@@ -92,6 +100,7 @@ JobPaths StateLayout::Job(int64_t job_id) const {
   p.started = Join(p.dir, kRunnerStarted);
   p.results = Join(p.dir, kResults);
   p.work = work_root_.empty() ? Join(p.dir, kWork) : Join(work_root_, std::to_string(job_id));
+  p.nodes = Join(p.dir, kNodes);
   return p;
 }
 

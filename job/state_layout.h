@@ -36,7 +36,11 @@
 //   STATE/nodes/JOBID/NODE.json      root 0644   what the prolog of another node of a
 //                                                job of several pinned there (the
 //                                                first node holds the job's folder);
-//                                                removed by that node's epilog
+//                                                where the nodes share STATE the first
+//                                                node's epilog compares it with the
+//                                                lock and moves it to
+//   STATE/jobs/JOBID/nodes/NODE.json root 0644   (beside the lock); elsewhere that
+//                                                node's epilog removes it
 //
 // JOBID/ holds one instance of the job (lock.json's "instance"): the prolog
 // moves an older one into the attic before it makes a new one. The
@@ -76,6 +80,7 @@ struct JobPaths {
   std::string started;  // DIR/runner.started
   std::string results;  // DIR/results.json (pilot-supervisor's)
   std::string work;     // DIR/work, or WORK/JOBID when the layout has a work root
+  std::string nodes;    // DIR/nodes: the other nodes' records, kept by the first node's epilog
 };
 
 class StateLayout {
@@ -116,6 +121,8 @@ class StateLayout {
   std::string NodesDir() const;
   std::string NodeRecordsDir(int64_t job_id) const;
   std::string NodeRecordFile(int64_t job_id, std::string_view node) const;
+  // JobPaths::nodes/NODE.json, NODE spelled as for NodeRecordFile.
+  std::string KeptNodeRecordFile(int64_t job_id, std::string_view node) const;
 
   JobPaths Job(int64_t job_id) const;
   std::string VerdictFile(int64_t job_id) const;

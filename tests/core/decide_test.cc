@@ -524,6 +524,62 @@ TEST(Decide, AStoppedPilotDidNotFinish) {
             "no results.json from the supervisor; Slurm has the job's node pn2 (Not responding) down");
 }
 
+// A job of several nodes: every other node's record is held against the
+// first node's lock; what the ranks share must be the same everywhere.
+TEST(Decide, EveryNodeOfAJobPinnedTheSame) {
+  DecideInput in = Good();
+  in.lock.job.nodes = 3;
+  in.lock.job.node_list = "gpu[01-03]";
+  in.lock.versions = {{"libtorch", "2.4.1"}, {"nccl", "2.21.5"}, {"kernel", "6.1.0-27"}};
+  // Not in sight of this node: nothing compared.
+  Verdict v = Decide(in, TestPolicy(), Catalog(), kNow);
+  ASSERT_NE(Find(v, "nodes_pinned"), nullptr);
+  EXPECT_EQ(Find(v, "nodes_pinned")->status, CheckStatus::kSkip);
+  EXPECT_EQ(v.decision, Decision::kGo);
+
+  Lock same = in.lock;
+  same.job.host = "gpu02";
+  same.container = {"", "", "", "none"};  // a node without the pyxis image pins none
+  same.versions["kernel"] = "6.1.0-28";   // not shared by the ranks' software
+  Lock other = same;
+  other.job.host = "gpu03";
+  in.other_nodes = {{"gpu02", same, ""}, {"gpu03", other, ""}};
+  v = Decide(in, TestPolicy(), Catalog(), kNow);
+  EXPECT_EQ(Find(v, "nodes_pinned")->status, CheckStatus::kPass) << Find(v, "nodes_pinned")->detail;
+  EXPECT_EQ(Find(v, "nodes_pinned")->measured, "3 nodes, same pins");
+  EXPECT_EQ(Find(v, "nodes_pinned")->verified_by, VerifiedBy::kProlog);
+
+  // A record missing: a warning that names the node.
+  in.other_nodes[1] = {"gpu03", std::nullopt, "its prolog left no record"};
+  v = Decide(in, TestPolicy(), Catalog(), kNow);
+  EXPECT_EQ(Find(v, "nodes_pinned")->status, CheckStatus::kWarn);
+  EXPECT_EQ(Find(v, "nodes_pinned")->detail, "no pins of gpu03 (its prolog left no record)");
+  EXPECT_EQ(v.decision, Decision::kGo);
+
+  // Another NCCL, other GPUs, another image behind the tag: NO-GO naming each.
+  other.versions["nccl"] = "2.18.1";
+  other.gpus = {{0, "NVIDIA A100-SXM4-80GB", "GPU-9", 80 * kGiB}};
+  other.container = {"ghcr.io/o/i:1", "sha256:" + std::string(64, 'c'), "", "registry"};
+  in.other_nodes[1] = {"gpu03", other, ""};
+  v = Decide(in, TestPolicy(), Catalog(), kNow);
+  EXPECT_EQ(v.decision, Decision::kNoGo);
+  const Check* c = Find(v, "nodes_pinned");
+  EXPECT_EQ(c->status, CheckStatus::kFail);
+  EXPECT_EQ(c->measured, "3 nodes, 1 different");
+  EXPECT_EQ(c->detail, "gpu03: nccl 2.18.1 (gpu01: 2.21.5); 1 x NVIDIA A100-SXM4-80GB (gpu01: 1 x NVIDIA H200); "
+                       "container sha256:" + std::string(64, 'c') + " (gpu01: sha256:" + std::string(64, 'b') +
+                       "): the run's ranks would not run the same software on the same hardware");
+  // A problem its prolog recorded fails it too.
+  same.problems = {{"container_unresolved", "ghcr.io/o/i:1: registry unreachable"}};
+  in.other_nodes = {{"gpu02", same, ""}};
+  v = Decide(in, TestPolicy(), Catalog(), kNow);
+  EXPECT_NE(Find(v, "nodes_pinned")->detail.find("gpu02: container_unresolved: ghcr.io/o/i:1: registry unreachable"),
+            std::string::npos);
+  // One node: no such check.
+  in.lock.job.nodes = 1;
+  EXPECT_EQ(Find(Decide(in, TestPolicy(), Catalog(), kNow), "nodes_pinned"), nullptr);
+}
+
 // The runner was killed (SIGKILL during its checkpoint save, say): the
 // supervisor recorded the signal and no stage results; the verdict names
 // the kill, on the supervisor's word.

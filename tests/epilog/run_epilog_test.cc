@@ -124,30 +124,79 @@ TEST_F(RunEpilogTest, ARerunKeepsTheFirstAndANewInstanceMovesIt) {
 
 // A job of several nodes: the first node's epilog makes the verdict even
 // when the pilot never started there (no runner.started: a lock that could
-// not be written); the other nodes' epilogs make none and remove their own
-// record.
+// not be written); the other nodes' epilogs make none. In a state directory
+// the nodes share (the first node's job folder in sight) another node's
+// record stays for the first node's epilog, which compares it with the
+// lock and keeps it beside it; elsewhere its own epilog removes it.
 TEST_F(RunEpilogTest, OnlyTheJobsFirstNodeMakesTheVerdict) {
   job_.nodes = 2;
   job_.node_list = "pn[1-2]";
   job_.host = "pn2";
   const job::StateLayout layout(policy_.state_dir);
+  // The first node's prolog made the job's folder and lock.
+  fs::create_directories(layout.Job(42).dir);
+  Lock lock;
+  lock.instance = "i1";
+  lock.job.id = 42;
+  lock.job.nodes = 2;
+  lock.job.host = "pn1";
+  lock.versions = {{"libtorch", "2.4.1"}};
+  Write(layout.Job(42).lock, LockToJson(lock), 0644);
   fs::create_directories(layout.NodeRecordsDir(42));
-  Write(layout.NodeRecordFile(42, "pn2"), "{}", 0644);
+  Lock pins;
+  pins.job.id = 42;
+  pins.job.host = "pn2";
+  pins.seeds.source = "job_id";
+  pins.container.method = "none";
+  pins.created = "2026-11-30T00:00:00Z";
+  Write(layout.NodeRecordFile(42, "pn2"), LockToJson(pins), 0644);
   auto other = epilog::RunEpilog(policy_, job_, Deps("i1", "2026-11-30T00:00:00Z"));
   ASSERT_TRUE(other.ok()) << other.status().ToString();
   EXPECT_TRUE(other->skipped);
-  EXPECT_NE(other->note.find("node pn2: the pilot ran on the job's first node, pn1"), std::string::npos)
+  EXPECT_NE(other->note.find("node pn2: the pilot ran on the job's first node, pn1, whose epilog makes the "
+                             "verdict and keeps this node's pins"),
+            std::string::npos)
       << other->note;
   EXPECT_FALSE(fs::exists(layout.VerdictFile(42)));
-  EXPECT_FALSE(fs::exists(layout.NodeRecordsDir(42))) << "its record and the emptied folder are gone";
+  EXPECT_TRUE(fs::exists(layout.NodeRecordFile(42, "pn2")));
 
   job_.host = "pn1";
+  // What the first node's decision gets: pn2's record (and nothing of its own).
+  std::vector<OtherNodePins> seen = epilog::OtherNodesPins(layout, job_);
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].node, "pn2");
+  ASSERT_TRUE(seen[0].pins.has_value()) << seen[0].problem;
+  EXPECT_EQ(seen[0].pins->job.host, "pn2");
   auto first = epilog::RunEpilog(policy_, job_, Deps("i1", "2026-11-30T00:00:00Z"));
   ASSERT_TRUE(first.ok()) << first.status().ToString();
   EXPECT_FALSE(first->skipped);
   EXPECT_EQ(first->verdict_path, layout.VerdictFile(42));
+  EXPECT_FALSE(fs::exists(layout.NodeRecordsDir(42)));
+  Result<Lock> kept = ReadLock(layout.KeptNodeRecordFile(42, "pn2"));
+  ASSERT_TRUE(kept.ok()) << kept.status().ToString() << first->note;
+  EXPECT_EQ(kept->job.host, "pn2");
+  EXPECT_TRUE(epilog::OtherNodesPins(layout, job_).empty()) << "kept, not read again";
+  // A node whose prolog wrote nothing is named.
+  fs::create_directories(layout.NodeRecordsDir(42));
+  seen = epilog::OtherNodesPins(layout, job_);
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_FALSE(seen[0].pins.has_value());
+  EXPECT_EQ(seen[0].problem, "its prolog left no record");
+  fs::remove(layout.NodeRecordsDir(42));
+
+  // A job whose folder this node cannot see: its record is its own to remove.
+  job_.job_id = 44;
+  job_.host = "pn2";
+  fs::create_directories(layout.NodeRecordsDir(44));
+  Write(layout.NodeRecordFile(44, "pn2"), "{}", 0644);
+  auto alone = epilog::RunEpilog(policy_, job_, Deps("i1", "2026-11-30T00:00:00Z"));
+  ASSERT_TRUE(alone.ok());
+  EXPECT_TRUE(alone->skipped);
+  EXPECT_FALSE(fs::exists(layout.NodeRecordsDir(44))) << "its record and the emptied folder are gone";
+
   // Without a node list, the node where the pilot started judges it.
   job_.job_id = 43;
+  job_.host = "pn1";
   job_.node_list = "";
   auto unknown = epilog::RunEpilog(policy_, job_, Deps("i1", "2026-11-30T00:00:00Z"));
   ASSERT_TRUE(unknown.ok());
