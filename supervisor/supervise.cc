@@ -21,7 +21,9 @@
 #include "pilot/version.h"
 #include "supervisor/device_memory.h"
 #include "supervisor/process.h"
+#include "runner/node/hostlist.h"
 #include "supervisor/program/program_pilot.h"
+#include "supervisor/work_on_nodes.h"
 #include "supervisor/workload_env.h"
 
 namespace pilot::supervisor {
@@ -279,6 +281,23 @@ class Supervisor {
   }
 
   int Node() {
+    // Ranks across nodes (srun) write their reports and shards into the
+    // work folder: every node must have it.
+    Result<std::vector<std::string>> hosts = runner::ExpandHostlist(EnvValue(o_.job_env, "SLURM_JOB_NODELIST"));
+    if (cfg_ && cfg_->parallel.launcher != "local" && hosts.ok() && hosts->size() > 1) {
+      WorkOnNodesInput w{o_.run_as, env_.env, *hosts, out_};
+      if (std::optional<std::string> missing = WorkFolderMissing(w, Log)) {
+        NodeStage n;
+        n.status = "error";
+        n.mode = cfg_->parallel.mode;
+        n.launcher = "srun";
+        n.world_size = cfg_->parallel.nproc;
+        n.failure = NodeFailure{"train", std::nullopt, *missing};
+        res_.node = n;
+        Log("problem: " + *missing);
+        return kExitFailed;
+      }
+    }
     std::vector<std::string> argv = BaseArgs();
     for (const char* a : {"--stage", "node"}) argv.push_back(a);
     if (res_.single && res_.single->tokens_per_second > 0) {

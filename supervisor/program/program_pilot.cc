@@ -17,6 +17,7 @@
 #include "supervisor/process.h"
 #include "supervisor/program/group.h"
 #include "supervisor/program/judge.h"
+#include "supervisor/work_on_nodes.h"
 #include "supervisor/workload_env.h"
 
 namespace pilot::supervisor {
@@ -398,6 +399,12 @@ class ProgramPilot {
                                std::to_string(world_) + " ranks (parallel.nproc) do not divide evenly over the job's " +
                                    std::to_string(hosts_.size()) + " nodes; ask for a multiple of the node count"},
                   kExitFailed);
+    }
+    if (AcrossNodes()) {
+      WorkOnNodesInput w{in_.opts->run_as, in_.base_env, hosts_, in_.out};
+      if (std::optional<std::string> missing = WorkFolderMissing(w, Log)) {
+        return fail("train", PhaseProblem{"error", 1, std::nullopt, *missing}, kExitFailed);
+      }
     }
     GroupResult ref = RunPhase("node", "reference", world_, 1, dir, "");
     if (ref.stopped) return kExitError;

@@ -23,12 +23,17 @@
 # output: GO, the ranks on pn1 and pn2, pn2's slurmd launched tasks of it;
 # then rank 2 killed on pn2 in a long node stage: NO-GO naming both.
 #
+# work_not_shared: the job's folders hidden from pn2 (a tmpfs over the state
+# directory's jobs/ in pn2's slurmd's mount namespace): the node stage ends
+# before its ranks start, NO-GO naming pn2 and the work folder; both idle.
+#
 # slurmd_stopped: pn2's slurmd stopped during the node stage: slurmctld
 # takes pn2 down after SlurmdTimeout and ends the job; the first node's
 # epilog makes a NO-GO saying the pilot was ended, pn1 is idle, and pn2
 # returns when its slurmd does (nothing of ours drained either).
 #
-#   multinode.sh cluster|pilots|rank_killed|program|slurmd_stopped      (environment as for e2e.sh)
+#   multinode.sh cluster|pilots|rank_killed|program|work_not_shared|slurmd_stopped
+#                                                   (environment as for e2e.sh)
 set -euo pipefail
 SRC=${PILOT_SOURCE_DIR:?}
 BUILD=${PILOT_BUILD_DIR:?}
@@ -286,6 +291,26 @@ case_program() {
   note "program: job $job NO-GO $((SECONDS - t0)) s after the kill: $got"
 }
 
+case_work_not_shared() {
+  up_two_nodes
+  local cfg job got t0 pid
+  pid=$(cat "$CLUSTER/run/slurmd-pn2.pid")
+  install -d -m 0755 "$STATE/jobs"
+  nsenter -t "$pid" -m mount -t tmpfs -o mode=0755 pilot-hidden "$STATE/jobs" ||
+    fail "cannot hide $STATE/jobs from pn2"
+  cfg=$(mn_config ddp)
+  t0=$SECONDS
+  job=$(submit_wait -N2 --ntasks-per-node=2 --pilot="$cfg" --pilot-stage=node)
+  wait_verdict "$job"
+  nsenter -t "$pid" -m umount "$STATE/jobs" || true
+  [[ $(decision "$job") == NO-GO ]] || fail "job $job: $(decision "$job") without its work folder on pn2"
+  got=$(check_detail "$job" node_stage)
+  [[ $got == "the work folder $STATE/jobs/$job/work is not a folder the job's user can write on pn2: "* ]] ||
+    fail "job $job: node_stage: $got"
+  nodes_idle "after job $job"
+  note "work_not_shared: job $job NO-GO in $((SECONDS - t0)) s: $got"
+}
+
 case_slurmd_stopped() {
   up_two_nodes
   local JOB PID i t_stop
@@ -316,6 +341,6 @@ case_slurmd_stopped() {
   note "slurmd_stopped: job $job NO-GO $took s after the stop: $detail; pn2 back when its slurmd was"
 }
 
-[[ $# -eq 1 ]] && declare -F "case_$1" >/dev/null || { echo "usage: $(basename "$0") cluster|pilots|rank_killed|program|slurmd_stopped" >&2; exit 2; }
+[[ $# -eq 1 ]] && declare -F "case_$1" >/dev/null || { echo "usage: $(basename "$0") cluster|pilots|rank_killed|program|work_not_shared|slurmd_stopped" >&2; exit 2; }
 "case_$1"
 echo "PASS: $1"
