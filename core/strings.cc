@@ -122,6 +122,18 @@ std::string Join(const std::vector<std::string>& items, std::string_view sep) {
   return out;
 }
 
+std::vector<std::string_view> SplitLines(std::string_view text) {
+  std::vector<std::string_view> lines;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t nl = text.find('\n', start);
+    if (nl == std::string_view::npos) nl = text.size();
+    lines.push_back(text.substr(start, nl - start));
+    start = nl + 1;
+  }
+  return lines;
+}
+
 std::string_view Trim(std::string_view s) {
   const char* ws = " \t\r\n\f\v";
   const size_t b = s.find_first_not_of(ws);

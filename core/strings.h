@@ -45,6 +45,10 @@ std::string FormatGiB(int64_t bytes);
 // Items joined by `sep`.
 std::string Join(const std::vector<std::string>& items, std::string_view sep);
 
+// The lines of `text`, without their '\n' (a last line without one
+// included, no empty line after a final '\n'); views into `text`.
+std::vector<std::string_view> SplitLines(std::string_view text);
+
 // Leading and trailing ASCII whitespace removed.
 std::string_view Trim(std::string_view s);
 

@@ -55,12 +55,9 @@ std::string FirstLine(std::string_view s) {
 
 std::vector<std::string> NodesDownIn(const std::string& out) {
   std::vector<std::string> down;
-  size_t at = 0;
-  while (at < out.size() && down.size() < 64) {
-    size_t nl = out.find('\n', at);
-    if (nl == std::string::npos) nl = out.size();
-    const std::string line = " " + out.substr(at, nl - at);
-    at = nl + 1;
+  for (std::string_view text : SplitLines(out)) {
+    if (down.size() >= 64) break;
+    const std::string line = " " + std::string(text);
     // KEY=VALUE up to the next space.
     auto field = [&line](const std::string& key) -> std::string {
       const size_t k = line.find(" " + key + "=");
@@ -155,7 +152,8 @@ EpilogInputs GatherInputs(const Policy& policy, const JobEnv& job, const EpilogD
   EpilogInputs in;
   in.job = job;
   in.now_unix = deps.now_unix();
-  job::JobPaths paths = StateLayout(policy.state_dir, policy.work_root).Job(job.job_id);
+  const StateLayout layout(policy.state_dir, policy.work_root);
+  job::JobPaths paths = layout.Job(job.job_id);
   in.config_copy = paths.config;
 
   Result<Lock> lock = ReadLock(paths.lock);
@@ -200,7 +198,7 @@ EpilogInputs GatherInputs(const Policy& policy, const JobEnv& job, const EpilogD
   if (job.nodes > 1 && (!in.results || (in.results->supervisor && in.results->supervisor->stopped))) {
     in.nodes_down = NodesDown(job, deps);
   }
-  in.other_nodes = OtherNodesPins(StateLayout(policy.state_dir, policy.work_root), job);
+  in.other_nodes = OtherNodesPins(layout, job);
   if (!in.results || !in.lock) return in;
 
   std::string checkpoint = in.results->single ? in.results->single->checkpoint.path : "";

@@ -12,14 +12,10 @@ namespace pilot::supervisor {
 
 std::vector<std::string> FailedNodesOf(const std::string& srun_stderr) {
   std::vector<std::string> nodes;
-  size_t start = 0;
-  while (start < srun_stderr.size()) {
-    size_t nl = srun_stderr.find('\n', start);
-    if (nl == std::string::npos) nl = srun_stderr.size();
-    if (auto t = runner::ParseSrunTaskLine(srun_stderr.substr(start, nl - start))) {
+  for (std::string_view line : SplitLines(srun_stderr)) {
+    if (auto t = runner::ParseSrunTaskLine(std::string(line))) {
       if (std::find(nodes.begin(), nodes.end(), t->node) == nodes.end()) nodes.push_back(t->node);
     }
-    start = nl + 1;
   }
   return nodes;
 }

@@ -28,13 +28,9 @@ std::string LastWords(const std::string& tail) {
 // standard error, without its label (": " + line), or "".
 std::string TaskLastWords(const std::string& tail, int task, int tasks) {
   std::string last;
-  size_t start = 0;
-  while (start < tail.size()) {
-    size_t nl = tail.find('\n', start);
-    if (nl == std::string::npos) nl = tail.size();
-    auto split = SplitSrunLabel(tail.substr(start, nl - start), tasks);
+  for (std::string_view line : SplitLines(tail)) {
+    auto split = SplitSrunLabel(std::string(line), tasks);
     if (split && split->first == task && !Trim(split->second).empty()) last = split->second;
-    start = nl + 1;
   }
   if (last.size() > 400) last = last.substr(last.size() - 400);
   return last.empty() ? "" : ": " + last;
@@ -115,14 +111,15 @@ std::optional<PhaseProblem> CheckPhase(const GroupResult& g, const PhaseExpect& 
     }
     if (failed == nullptr) failed = &r;
   }
+  const int64_t at = last_seen + 1;
+  const std::string status = failed == nullptr ? ""
+                             : failed->signal  ? "was killed by signal " + std::to_string(failed->signal)
+                                               : "exited with status " + std::to_string(failed->exit_code);
+  const std::string after = last_seen > 0 ? " after step " + std::to_string(last_seen)
+                                          : std::string(" before its first step");
   if (failed != nullptr && failed->srun_tasks > 0) {
-    const int64_t at = last_seen + 1;
-    const std::string after = last_seen > 0 ? " after step " + std::to_string(last_seen)
-                                            : std::string(" before its first step");
     const runner::SrunTaskLine* t = FirstFailedTask(failed->srun_lines);
     if (t == nullptr) {
-      const std::string status = failed->signal ? "was killed by signal " + std::to_string(failed->signal)
-                                                : "exited with status " + std::to_string(failed->exit_code);
       return PhaseProblem{LooksOutOfMemory(failed->stderr_tail) ? "oom" : "error", at, std::nullopt,
                           "srun, which started the ranks of " + who + ", " + status + after +
                               LastWords(failed->stderr_tail)};
@@ -136,18 +133,13 @@ std::optional<PhaseProblem> CheckPhase(const GroupResult& g, const PhaseExpect& 
     return PhaseProblem{"error", at, rank, whom + " of " + who + " failed (srun: " + t->what + ")" + after + words};
   }
   if (failed != nullptr) {
-    const int64_t at = last_seen + 1;
-    const std::string status = failed->signal ? "was killed by signal " + std::to_string(failed->signal)
-                                              : "exited with status " + std::to_string(failed->exit_code);
     if (LooksOutOfMemory(failed->stderr_tail)) {
       return PhaseProblem{"oom", at, failed->rank,
                           who + " ran out of memory at step " + std::to_string(at) + " (rank " +
                               std::to_string(failed->rank) + ")" + LastWords(failed->stderr_tail)};
     }
     return PhaseProblem{"error", at, failed->rank,
-                        who + " (rank " + std::to_string(failed->rank) + ") " + status +
-                            (last_seen > 0 ? " after step " + std::to_string(last_seen)
-                                           : std::string(" before its first step")) +
+                        who + " (rank " + std::to_string(failed->rank) + ") " + status + after +
                             LastWords(failed->stderr_tail)};
   }
   if (g.dropped_records > 0) {
