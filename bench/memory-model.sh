@@ -26,6 +26,12 @@
 # checks after the reference (recompute, calibrations): their steady steps
 # are the truth, and the checks only cost time.
 #
+# PILOT_MM_ALLOC_TRACE=1 records every process's allocator events
+# (pilot-runner's PILOT_RUNNER_ALLOC_TRACE: each request, free and page
+# mapping) and packs them with the runs' results.json files into
+# $OUT/memory-model/alloc-traces.tar.xz (.tar.gz without xz), after each run (a call stopped at
+# its time limit keeps the runs it finished).
+#
 # Usage: bench/memory-model.sh            (on the GPU machine; builds build-gpu)
 #        PILOT_MM_SHAPES="calib mb2" bench/memory-model.sh   (only these shapes;
 #            calls may share $OUT)
@@ -177,7 +183,12 @@ for s in "${runs[@]}"; do
     checks=(--set training.recompute_check_steps=0 --set training.memory_calibration_steps=0)
   [[ $cap != 0 ]] && echo "$cap" >"$out/$name.cap"
   t0=$SECONDS
-  timeout 180 "$runner" run --config configs/gpt-1b.toml --set run.grad_accum=1 \
+  trace_env=()
+  if [[ ${PILOT_MM_ALLOC_TRACE:-0} == 1 ]]; then
+    mkdir -p "$work/traces/$name"
+    trace_env=(env "PILOT_RUNNER_ALLOC_TRACE=$work/traces/$name")
+  fi
+  timeout 180 "${trace_env[@]}" "$runner" run --config configs/gpt-1b.toml --set run.grad_accum=1 \
     --set run.micro_batch="$mb" --set run.seq_len="$seq" \
     --set training.activation_checkpointing="$ac" --set training.steps=12 \
     --set checkpoint.at_step=3 --set training.warmup_steps=2 \
@@ -200,5 +211,13 @@ except Exception as e:
     print(f"memory-model: {sys.argv[2]} exit {sys.argv[3]}: no results ({e})")
 PY
   rm -rf "$work/ck-$name"
+  if [[ ${PILOT_MM_ALLOC_TRACE:-0} == 1 ]]; then
+    cp "$work/$name/results.json" "$work/traces/$name/results.json" 2>/dev/null
+    if command -v xz >/dev/null; then
+      tar -C "$work/traces" -cJf "$out/alloc-traces.tar.xz" .
+    else
+      tar -C "$work/traces" -czf "$out/alloc-traces.tar.gz" .
+    fi
+  fi
 done
 echo "memory-model: predictions: bench/memory-model.sh predict $out (where pilot is built)"

@@ -125,6 +125,7 @@ void RecomputeCheckRun(Session& s, const std::string& ckpt, SingleStage* st, FIL
     }
     ReleaseCachedMemory(s.device());
     s.model().SetActivationCheckpointing(!on);
+    NoteAllocTrace("recompute_check");
     LoopHooks hooks;
     hooks.process = "recompute_check";
     // The steps after a cached-memory release map device memory again:
@@ -224,6 +225,7 @@ void MemoryCalibrationRun(Session& s, const std::string& ckpt, int micro_batch, 
     Synchronize(dev);
     ReleaseCachedMemory(dev);
     s.model().SetActivationCheckpointing(checkpointing);
+    NoteAllocTrace("memory_calibration micro_batch " + std::to_string(mc.micro_batch));
     Loader loader(TokenSource::WithMicroBatch(s.data(), mc.micro_batch), at * accum,
                   (at + k) * accum, c.data.loader_threads, c.data.prefetch, dev);
     // Forward and backward of the steps after the first (which meets cold

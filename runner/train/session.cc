@@ -24,6 +24,7 @@ Result<std::unique_ptr<Session>> Session::Create(const Config& cfg, const Pins& 
   if (t.seq_len == 0) t.seq_len = cfg.run.seq_len;
   if (t.micro_batch == 0) t.micro_batch = cfg.run.micro_batch;
   PILOT_ASSIGN_OR_RETURN(s->dev_, ResolveDevice(t.device));
+  StartAllocTrace(s->dev_);
   if (t.memory_cap_mb > 0) PILOT_RETURN_IF_ERROR(LimitDeviceMemory(s->dev_, int64_t{t.memory_cap_mb} << 20));
   if (t.precision == "fp16" && !s->dev_.is_cuda()) {
     return Status::Invalid("training.precision", "fp16 needs a CUDA device")
@@ -90,6 +91,8 @@ Result<StepResult> Session::Step(Loader& loader, int64_t step, StepTimer* timer)
   StepResult out;
   current_step_ = step;
   phase_ = "forward";
+  NoteAllocTrace("step " + std::to_string(step) + " checkpointing " +
+                 std::to_string(model_->ActivationCheckpointing() ? 1 : 0));
   ZeroGrad(params);
   if (timer) timer->Mark(0);
   at::Tensor loss_sum;
