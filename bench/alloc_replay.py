@@ -5,10 +5,19 @@ how close the model is: the addresses it gives each request (relative to its
 segment) and the bytes it maps, against the trace's own.
 
     bench/alloc_replay.py TRACE [--limit MIB] [--verbose]
+    bench/alloc_replay.py TRACE --needs
 
 With --limit the replay is held to MIB of mapped memory (the allocator's
 memory fraction), as under training.memory_cap_mb: it reports the releases
 (cached pages unmapped to make room) and any out-of-memory.
+
+--needs prints, as one JSON object, what the trace's process needed (up to
+its first "# empty_cache" line: the steps, not the checks after them), found
+by bisection to 2 MiB on the limit: to run at all (no request fails), at
+full speed (nothing released from the second half of its steps on), and
+what it mapped with nothing limiting it; bytes. This is the measurement
+bench/memory-model.sh compares pilot plan's replay with; it shares no code
+with it.
 """
 import argparse
 import bisect
@@ -324,12 +333,81 @@ def replay(events, limit=None, verbose=False):
     return al, real_peak
 
 
+def requests(events):
+    """The process's requests up to its first empty_cache: ('a', bytes) and
+    ('f', index of the request freed), and where its second half of steps
+    begins."""
+    ops, live, steps = [], {}, []
+    for k, a, s, st in events:
+        if k == "#":
+            if a == "empty_cache":
+                break
+            if a.startswith("step "):
+                steps.append(len(ops))
+            continue
+        if k == "a":
+            live[a] = len(ops)
+            ops.append(("a", s))
+        elif k == "f" and a in live:
+            ops.append(("f", live.pop(a)))
+    late = steps[len(steps) // 2] if steps else len(ops)
+    return ops, late
+
+
+def run(ops, limit, late):
+    """(failed, releases at or after op `late`, mapped peak, allocated peak)"""
+    al = Allocator(limit)
+    blocks = {}
+    late_releases = 0
+    for i, (k, v) in enumerate(ops):
+        if k == "a":
+            before = al.retries
+            b = al.malloc(v, 0)
+            if b is None:
+                return True, late_releases, al.peak_mapped, al.peak_allocated
+            if al.retries > before and i >= late:
+                late_releases += 1
+                if limit is not None:
+                    return False, late_releases, al.peak_mapped, al.peak_allocated
+            blocks[i] = b
+        else:
+            b = blocks.pop(v, None)
+            if b is not None:
+                al.free(b)
+    return False, late_releases, al.peak_mapped, al.peak_allocated
+
+
+def needs(ops, late):
+    _, _, unlimited, allocated = run(ops, None, late)
+
+    def least(lo, ok):
+        hi = max(lo + SMALL_GRANULE, unlimited)
+        while not ok(hi):
+            hi += LARGE_GRANULE
+        while hi - lo > SMALL_GRANULE:
+            mid = lo + (hi - lo) // 2
+            if ok(mid):
+                hi = mid
+            else:
+                lo = mid
+        return hi, lo
+
+    to_run, lo = least(allocated - 1, lambda m: not run(ops, m, len(ops))[0])
+    full, _ = least(lo, lambda m: run(ops, m, late)[:2] == (False, 0))
+    return {"to_run": to_run, "full_speed": full, "unlimited": unlimited, "allocated": allocated}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("trace")
     ap.add_argument("--limit", type=float, help="MiB the allocator may map")
+    ap.add_argument("--needs", action="store_true")
     ap.add_argument("--verbose", action="store_true")
     a = ap.parse_args()
+    if a.needs:
+        import json
+        print(json.dumps(needs(*requests(read_trace(a.trace)))))
+        return 0
     replay(read_trace(a.trace), int(a.limit * 2**20) if a.limit else None, a.verbose)
 
 

@@ -35,9 +35,10 @@
 # Usage: bench/memory-model.sh            (on the GPU machine; builds build-gpu)
 #        PILOT_MM_SHAPES="calib mb2" bench/memory-model.sh   (only these shapes;
 #            calls may share $OUT)
-#        bench/memory-model.sh predict [DIR] [PILOT]
+#        bench/memory-model.sh predict [DIR] [PILOT] [TRACES]
 #            (anywhere `pilot` is built; DIR defaults to $OUT/memory-model,
-#            PILOT to build/cli/pilot)
+#            PILOT to build/cli/pilot; TRACES, the unpacked
+#            alloc-traces.tar.xz, adds the replay's table)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/pilot-bench-out}/memory-model
@@ -131,9 +132,52 @@ PY
   done
 }
 
+# Each traced run's processes (TRACES/NAME/alloc-PID.trace, the unpacked
+# alloc-traces.tar.xz) against calib's replayed prediction for NAME: what
+# each process needed, by bench/alloc_replay.py --needs on its own trace (at
+# full speed and to run at all, plus the runtime's memory its results
+# measured), and the device bytes it used, against pilot plan's
+# memory_replay (the most a replayed process needed at full speed, plus
+# calib's runtime; the range of what they mapped unlimited).
+replayed() {
+  local dir=$1 traces=$2 t name
+  for t in "$traces"/*/; do
+    name=$(basename "$t")
+    [[ -f $dir/plan-calib-$name.json && -f $dir/$name.json ]] || continue
+    for f in "$t"alloc-*.trace; do
+      python3 bench/alloc_replay.py "$f" --needs >"$f.needs" || continue
+      python3 - "$f" "$f.needs" "$dir/$name.json" "$dir/plan-calib-$name.json" "$name" <<'PY'
+import json, sys
+trace, needs, res, plan, name = sys.argv[1:6]
+first = next((int(l.split()[2]) for l in open(trace) if l.startswith("# step ")), 0)
+n = json.load(open(needs))
+s = json.load(open(res))["stages"]["single"]
+m = s["memory"] if first == 1 else (s.get("memory_resumed") or {})
+dev, rsv = m.get("device_used_bytes"), m.get("peak_reserved_bytes")
+runtime = dev - rsv if dev and rsv else 0
+p = json.load(open(plan))
+r = p.get("memory_replay")
+G = 2**30
+if not r:
+    print(f"| {name} | no replay: {p.get('memory_replay_why_not')} |")
+    sys.exit(0)
+pr = r["runtime_bytes"]
+pred = r["full_speed_bytes"]["most"] + pr
+need = n["full_speed"] + runtime
+lo, hi = r["unlimited_bytes"]["least"] + pr, r["unlimited_bytes"]["most"] + pr
+near = min(max(dev or 0, lo), hi)
+print(f"| {name} | {'reference' if first == 1 else 'restored'} | {need / G:.2f} | {(n['to_run'] + runtime) / G:.2f} | "
+      f"{pred / G:.2f} ({(r['full_speed_bytes']['least'] + pr) / G:.2f}) | {(pred / need - 1) * 100:+.1f}% | "
+      f"{(dev or 0) / G:.2f} | {lo / G:.2f} to {hi / G:.2f} | {((near / dev - 1) * 100 if dev else float('nan')):+.1f}% |")
+PY
+    done
+  done
+}
+
 if [[ ${1:-} == predict ]]; then
   dir=${2:-$out}
   pilot=${3:-build/cli/pilot}
+  traces=${4:-}
   echo "| basis | shape | micro-batch | seq_len | recompute | allocated GiB | device GiB | predicted GiB | error |"
   echo "|---|---|---|---|---|---|---|---|---|"
   predict "$dir" "$pilot" calib false memory
@@ -142,6 +186,12 @@ if [[ ${1:-} == predict ]]; then
   echo "| shape | micro-batch | seq_len | recompute | step ms | predicted step ms | tokens/s | predicted tokens/s | error |"
   echo "|---|---|---|---|---|---|---|---|---|"
   predict "$dir" "$pilot" calib false throughput
+  if [[ -n $traces ]]; then
+    echo
+    echo "| shape | process | needs at full speed GiB | needs to run GiB | predicted GiB (least) | error | device GiB | predicted unlimited GiB | error |"
+    echo "|---|---|---|---|---|---|---|---|---|"
+    replayed "$dir" "$traces"
+  fi
   if compgen -G "$dir/*-cap*.json" >/dev/null; then
     echo
     echo "| shape | status under the cap | cap GiB | predicted device GiB | allocated GiB | reserved GiB | device GiB | device GiB uncapped | step ms | step ms uncapped | change | restore equal |"

@@ -53,8 +53,16 @@ void PrintPlan(std::ostream& out, const PilotInput& in, const Plan& p,
       << " GPUs, seq_len " << q.seq_len << ", micro_batch " << q.micro_batch << " x "
       << p.grad_accum
       << (q.activation_checkpointing ? ", activation checkpointing" : "") << "\n";
-  if (!p.options.empty()) {
+  if (p.replay) {
+    const ReplayPrediction& r = *p.replay;
+    out << "predicted from: " << r.basis << "\n";
+    out << "memory replay: " << GiB(r.least.at_full_speed) << " to " << GiB(r.most.at_full_speed)
+        << " mapped at full speed, " << GiB(r.least.to_run) << " to " << GiB(r.most.to_run)
+        << " to run at all, " << GiB(r.least.unlimited) << " to " << GiB(r.most.unlimited)
+        << " unlimited, + runtime " << GiB(b.runtime_bytes) << "\n";
+  } else if (!p.options.empty()) {
     out << "predicted from: " << p.options[0].memory.basis << " memory model\n";
+    if (!p.replay_why.empty()) out << "memory replay: not applied: " << p.replay_why << "\n";
   }
   out << "\n";
   out << Pad("GPU", 12) << Pad("memory", 10) << Pad("predicted", 10) << Pad("free", 5)
@@ -120,6 +128,20 @@ void PrintPlanJson(std::ostream& out, const PilotInput& in, const Plan& p,
                        {"workspace_bytes", b.workspace_bytes},
                        {"runtime_bytes", b.runtime_bytes}};
   j["memory_calibration"] = calibration;
+  if (p.replay) {
+    const ReplayPrediction& r = *p.replay;
+    auto range = [](int64_t least, int64_t most) { return Json{{"least", least}, {"most", most}}; };
+    j["memory_replay"] = {{"basis", r.basis},
+                          {"histories", r.histories},
+                          {"full_speed_bytes", range(r.least.at_full_speed, r.most.at_full_speed)},
+                          {"to_run_bytes", range(r.least.to_run, r.most.to_run)},
+                          {"unlimited_bytes", range(r.least.unlimited, r.most.unlimited)},
+                          {"allocated_bytes", range(r.least.allocated, r.most.allocated)},
+                          {"runtime_bytes", b.runtime_bytes}};
+  } else {
+    j["memory_replay"] = nullptr;
+  }
+  j["memory_replay_why_not"] = p.replay_why;
   j["what_if"] = {{"mode", q.mode},
                   {"nodes", p.nodes},
                   {"gpus_per_node", p.gpus_per_node},

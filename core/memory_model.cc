@@ -398,6 +398,13 @@ MemoryPrediction PredictPeak(const MemoryBreakdown& b, const Workload& w, const 
   return p;
 }
 
+void ApplyReplay(MemoryPrediction* p, const ReplayPrediction& r) {
+  p->replay = r;
+  p->total_bytes = p->runtime_bytes + r.most.at_full_speed;
+  p->workspace_bytes = std::max<int64_t>(0, r.most.at_full_speed - p->static_bytes - p->activation_bytes);
+  p->basis = r.basis;
+}
+
 FitResult FitOn(const MemoryPrediction& p, const GpuType& gpu, const Policy& policy) {
   FitResult f;
   const double mem = static_cast<double>(gpu.memory_bytes);

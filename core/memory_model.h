@@ -69,6 +69,7 @@
 
 #include "core/config.h"
 #include "core/hardware.h"
+#include "core/memory_replay.h"
 #include "core/policy.h"
 #include "core/results.h"
 
@@ -216,6 +217,12 @@ struct MemoryPrediction {
   // "..., calibrated by the recompute check and memory_calibration_other"
   // with two.
   std::string basis;
+  // Set when total_bytes comes from replaying the pilot's own allocator
+  // requests at the query's shape (core/memory_replay.h): total_bytes is
+  // then runtime_bytes plus the most any replayed process needed at full
+  // speed, workspace_bytes what that is above the model's static and
+  // activation bytes, and basis the replay's.
+  std::optional<ReplayPrediction> replay;
 };
 
 MemoryPrediction PredictPeak(const MemoryBreakdown& b, const Workload& w, const MemoryQuery& q);
@@ -224,6 +231,9 @@ MemoryPrediction PredictPeak(const MemoryBreakdown& b, const Workload& w, const 
 // (layers - 1) x max(0, 4 d_model x tokens - one layer's gradient bytes in
 // the query's layout), bytes; 0 without checkpointing or an unknown model.
 double CheckpointStartExtraBytes(const MemoryBreakdown& b, const Workload& w, const MemoryQuery& q);
+
+// Makes `r` the prediction's total (see MemoryPrediction::replay).
+void ApplyReplay(MemoryPrediction* p, const ReplayPrediction& r);
 
 // Does `p` fit on `gpu` with policy headroom? Fills a HardwareFit-like view.
 struct FitResult {

@@ -86,6 +86,21 @@ Result<Plan> MakePlan(const SingleStage& s, const Config& cfg, const HardwareCat
     }
   }
 
+  // The memory a process of this shape needs, replayed from the pilot's
+  // own allocator requests where they model the run: one process per GPU,
+  // at the pilot's depth.
+  if (mq.mode != "single") {
+    plan.replay_why = "the replay models one process per GPU, not " + mq.mode + " over " +
+                      std::to_string(mq.gpus) + " GPUs";
+  } else if (s.reduced_depth) {
+    plan.replay_why = "the single stage ran at reduced depth";
+  } else {
+    plan.replay = PredictByReplay(
+        s, cfg.training.alloc_conf,
+        ReplayQuery{mq.seq_len, mq.micro_batch, mq.activation_checkpointing}, &plan.replay_why);
+  }
+  if (s.device != "cuda") plan.replay_why.clear();
+
   std::vector<std::string> names = cfg.hardware.candidates;
   if (!q.gpu_type.empty() && std::find(names.begin(), names.end(), q.gpu_type) == names.end()) {
     names.push_back(q.gpu_type);
@@ -98,6 +113,7 @@ Result<Plan> MakePlan(const SingleStage& s, const Config& cfg, const HardwareCat
     GpuOption o;
     o.gpu = *g;
     o.memory = PredictPeak(plan.breakdown, plan.workload, mq);
+    if (plan.replay) ApplyReplay(&o.memory, *plan.replay);
     o.fit = FitOn(o.memory, *g, policy);
     o.throughput = ProjectThroughput(shaped, plan.workload, *g, cat, policy);
     if (!shape_model) {
@@ -162,6 +178,21 @@ Result<Plan> MakePlan(const SingleStage& s, const Config& cfg, const HardwareCat
       for (const std::string& a : step.assumptions) plan.notes.push_back("throughput: " + a);
     }
     plan.notes.push_back("scaling: " + o.scaling.basis);
+  }
+  if (plan.replay) {
+    const ReplayPrediction& r = *plan.replay;
+    plan.notes.push_back(
+        "memory: " + r.basis + "; they needed " + FormatGiB(r.least.at_full_speed) + " to " +
+        FormatGiB(r.most.at_full_speed) + " of mapped device memory at full speed (" +
+        FormatGiB(r.least.to_run) + " to " + FormatGiB(r.most.to_run) + " to run at all, " +
+        FormatGiB(r.least.unlimited) + " to " + FormatGiB(r.most.unlimited) +
+        " with nothing limiting them), plus the runtime's " + FormatGiB(plan.breakdown.runtime_bytes) +
+        ": the prediction is the most, with the allocator's settings as the pilot ran them");
+    plan.notes.push_back(
+        "memory: replayed without evaluation and checkpoint saves (their requests come between steps); "
+        "requests sized by seq_len alone (position embeddings) keep the pilot's size");
+  } else if (!plan.replay_why.empty()) {
+    plan.notes.push_back("memory: not replayed: " + plan.replay_why + "; the model's estimate below");
   }
   plan.notes.push_back("memory: " + plan.breakdown.source + " activations");
   if (mq.activation_checkpointing != plan.breakdown.activation_checkpointing) {

@@ -55,6 +55,11 @@ struct Plan {
   // The pilot's step moved to the query's shape on the GPU it ran on
   // (core/step_time.h); nullopt when the results hold no step timings.
   std::optional<StepTimeEstimate> step_time;
+  // The replay of the pilot's allocator requests at the query's shape
+  // (core/memory_replay.h), which every option's memory then uses; when it
+  // does not apply, why (empty for a CPU pilot).
+  std::optional<ReplayPrediction> replay;
+  std::string replay_why;
   std::vector<std::string> notes;  // assumptions, for people
 };
 

@@ -316,6 +316,28 @@ std::string ProjectedAgainstMeasured(const Results& r, const Plan& p, const Poli
                 static_cast<double>(*s.memory_resumed->device_used_bytes)));
     }
   }
+  // The replay at the pilot's own shape, with nothing limiting it: what its
+  // processes mapped, plus the runtime's memory, against what they used.
+  if (s.memory.device_used_bytes && own.seq_len > 0 && own.micro_batch > 0 && !s.reduced_depth) {
+    if (const std::optional<ReplayPrediction> rp = PredictByReplay(
+            s, r.alloc_conf, ReplayQuery{own.seq_len, own.micro_batch, own.activation_checkpointing})) {
+      const int64_t lo = p.breakdown.runtime_bytes + rp->least.unlimited;
+      const int64_t hi = p.breakdown.runtime_bytes + rp->most.unlimited;
+      auto nearest = [&](int64_t measured) {
+        return static_cast<double>(measured < lo ? lo : measured > hi ? hi : measured);
+      };
+      const std::string range = G(lo) + " to " + G(hi);
+      const std::string what = "device memory at the pilot's shape, " + std::to_string(rp->histories) +
+                               " processes replayed with nothing limiting them";
+      row(what, range, G(s.memory.device_used_bytes),
+          Error(nearest(*s.memory.device_used_bytes), static_cast<double>(*s.memory.device_used_bytes)));
+      if (s.memory_resumed && s.memory_resumed->device_used_bytes) {
+        row(what + ", resumed process", range, G(s.memory_resumed->device_used_bytes),
+            Error(nearest(*s.memory_resumed->device_used_bytes),
+                  static_cast<double>(*s.memory_resumed->device_used_bytes)));
+      }
+    }
+  }
   if (r.node && r.node->status == "ok" && r.node->world_size > 1 && r.node->scaling.efficiency &&
       !p.options.empty()) {
     const GpuOption& o = p.options[static_cast<size_t>(std::max(0, p.chosen))];

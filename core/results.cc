@@ -165,6 +165,17 @@ void Fields(V& v, S& s, std::type_identity<MemoryCalibrationCheck>) {
 }
 
 template <class V, class S>
+void Fields(V& v, S& s, std::type_identity<AllocRecording>) {
+  v("process", s.process,
+    OneOf{{"reference", "memory_calibration", "memory_calibration_other", "recompute_check"}});
+  v("micro_batch", s.micro_batch, IntRange{1, 1 << 20});
+  v("seq_len", s.seq_len, IntRange{1, 1 << 24});
+  v("grad_accum", s.grad_accum, IntRange{1, 1 << 20});
+  v("activation_checkpointing", s.activation_checkpointing);
+  v("requests", s.requests);
+}
+
+template <class V, class S>
 void Fields(V& v, S& s, std::type_identity<FailureInfo>) {
   v("kind", s.kind);
   v("step", s.step);
@@ -201,6 +212,7 @@ void Fields(V& v, S& s, std::type_identity<SingleStage>) {
   v("memory_calibration_other", s.memory_calibration_other, kMayBeAbsent);
   v("memory_calibration_smallest", s.memory_calibration_smallest, kMayBeAbsent);
   v("reduced_depth", s.reduced_depth, kMayBeAbsent);
+  v("allocator_requests", s.allocator_requests, kMayBeAbsent);
   v("failure", s.failure);
 }
 

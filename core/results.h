@@ -223,6 +223,21 @@ struct ReducedDepth {
   bool operator==(const ReducedDepth&) const = default;
 };
 
+// What one part of the single stage's process asked of the CUDA caching
+// allocator (core/alloc_replay.h's text form), for the memory model's
+// replay (core/memory_replay.h): the reference process from its start
+// through its first steady step, and the last two steps of each memory
+// calibration and of the recompute check.
+struct AllocRecording {
+  std::string process;  // "reference" | "memory_calibration" | "memory_calibration_other" | "recompute_check"
+  int micro_batch = 0;
+  int seq_len = 0;
+  int grad_accum = 1;
+  bool activation_checkpointing = false;
+  std::string requests;
+  bool operator==(const AllocRecording&) const = default;
+};
+
 struct SingleStage {
   std::string status;              // "ok" | "oom" | "error"
   std::string device;              // "cuda" | "cpu"
@@ -258,6 +273,9 @@ struct SingleStage {
   std::optional<MemoryCalibrationCheck> memory_calibration_smallest;
   // Null when the stage ran the config's depth (and in older files).
   std::optional<ReducedDepth> reduced_depth;
+  // The allocator's requests (on a GPU with torch 2.2 or later; empty on a
+  // CPU and in older files).
+  std::vector<AllocRecording> allocator_requests;
   std::optional<FailureInfo> failure;
   bool operator==(const SingleStage&) const = default;
 };

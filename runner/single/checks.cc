@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "runner/ckpt/checkpoint.h"
+#include "runner/train/alloc_trace.h"
 #include "runner/train/device.h"
 #include "runner/train/format.h"
 #include "runner/train/session.h"
@@ -126,6 +127,7 @@ void RecomputeCheckRun(Session& s, const std::string& ckpt, SingleStage* st, FIL
     ReleaseCachedMemory(s.device());
     s.model().SetActivationCheckpointing(!on);
     NoteAllocTrace("recompute_check");
+    const bool recording = StartAllocRecording(s.device());
     LoopHooks hooks;
     hooks.process = "recompute_check";
     // The steps after a cached-memory release map device memory again:
@@ -140,8 +142,13 @@ void RecomputeCheckRun(Session& s, const std::string& ckpt, SingleStage* st, FIL
     r = RunSteps(s, at + 1, at + k, hooks, &recs, metrics);
     s.model().SetActivationCheckpointing(on);
     if (!r.ok()) {
+      StopAllocRecording();
       rc.detail = r.Message();
       return;
+    }
+    if (recording) {
+      KeepAllocRecording("recompute_check", c.training.micro_batch, c.training.seq_len, c.run.grad_accum, !on,
+                         false, &st->allocator_requests);
     }
     rc.fits_without = true;
     double sum = 0;
@@ -165,6 +172,7 @@ void RecomputeCheckRun(Session& s, const std::string& ckpt, SingleStage* st, FIL
                  rc.peak_bytes_without ? FormatBytes(static_cast<double>(*rc.peak_bytes_without)).c_str()
                                        : "n/a");
   } catch (const std::exception& e) {
+    StopAllocRecording();
     s.model().SetActivationCheckpointing(on);
     Recover(s);
     const bool oom = IsOutOfMemory(e);
@@ -194,7 +202,8 @@ void RecomputeCheckRun(Session& s, const std::string& ckpt, SingleStage* st, FIL
 // depend on them). The same steps at micro-batch 1 give the step-time model
 // its point where a micro-batch is too small to fill the device.
 void MemoryCalibrationRun(Session& s, const std::string& ckpt, int micro_batch, bool checkpointing,
-                          const std::optional<int64_t>& peak, MemoryCalibrationCheck& mc) {
+                          const std::optional<int64_t>& peak, MemoryCalibrationCheck& mc,
+                          const char* record_as = nullptr, std::vector<AllocRecording>* recordings = nullptr) {
   const Config& c = s.cfg();
   mc.seq_len = c.training.seq_len;
   mc.activation_checkpointing = checkpointing;
@@ -226,6 +235,7 @@ void MemoryCalibrationRun(Session& s, const std::string& ckpt, int micro_batch, 
     ReleaseCachedMemory(dev);
     s.model().SetActivationCheckpointing(checkpointing);
     NoteAllocTrace("memory_calibration micro_batch " + std::to_string(mc.micro_batch));
+    const bool recording = record_as != nullptr && StartAllocRecording(dev);
     Loader loader(TokenSource::WithMicroBatch(s.data(), mc.micro_batch), at * accum,
                   (at + k) * accum, c.data.loader_threads, c.data.prefetch, dev);
     // Forward and backward of the steps after the first (which meets cold
@@ -242,6 +252,7 @@ void MemoryCalibrationRun(Session& s, const std::string& ckpt, int micro_batch, 
       }
       Result<StepResult> sr = s.Step(loader, step, timer);
       if (!sr.ok()) {
+        StopAllocRecording();
         mc.status = "error";
         mc.detail = sr.status().Message();
         return;
@@ -258,6 +269,10 @@ void MemoryCalibrationRun(Session& s, const std::string& ckpt, int micro_batch, 
       }
     }
     mc.status = "ok";
+    if (recording) {
+      KeepAllocRecording(record_as, mc.micro_batch, c.training.seq_len, static_cast<int>(accum), checkpointing,
+                         false, recordings);
+    }
     if (!timers.empty()) {
       double fb_ms = 0;
       for (auto& t : timers) fb_ms += t->ElapsedMs(0, 1);
@@ -285,6 +300,7 @@ void MemoryCalibrationRun(Session& s, const std::string& ckpt, int micro_batch, 
                        : "n/a");
     }
   } catch (const std::exception& e) {
+    StopAllocRecording();
     Recover(s);
     mc.status = IsOutOfMemory(e) ? "oom" : "error";
     mc.detail = IsOutOfMemory(e) ? "the smaller micro-batch does not fit in device memory"
@@ -329,7 +345,8 @@ void RunChecks(Session& s, const RunOptions& opts, const std::string& checkpoint
   RecomputeCheckRun(s, checkpoint, st, metrics);
   const bool on = s.cfg().training.activation_checkpointing;
   const int half = std::max(1, s.cfg().training.micro_batch / 2);
-  MemoryCalibrationRun(s, checkpoint, half, on, PeakOf(st->memory), st->memory_calibration.emplace());
+  MemoryCalibrationRun(s, checkpoint, half, on, PeakOf(st->memory), st->memory_calibration.emplace(),
+                       "memory_calibration", &st->allocator_requests);
   // Micro-batch 1, when the calibration ran above it: the step-time model's
   // third point, below which no micro-batch exists (core/step_time.h).
   if (st->memory_calibration->status == "ok" && half > 1) {
@@ -340,7 +357,8 @@ void RunChecks(Session& s, const RunOptions& opts, const std::string& checkpoint
   const RecomputeCheck& rc = st->recompute_check;
   const std::optional<int64_t>& other = on ? rc.peak_bytes_without : rc.peak_bytes_with;
   if (rc.ran && other && rc.detail.empty()) {
-    MemoryCalibrationRun(s, checkpoint, half, !on, other, st->memory_calibration_other.emplace());
+    MemoryCalibrationRun(s, checkpoint, half, !on, other, st->memory_calibration_other.emplace(),
+                         "memory_calibration_other", &st->allocator_requests);
   }
   InstrumentationCheckRun(s, opts.overhead_steps, st, metrics);
 }

@@ -29,6 +29,7 @@
 #include "runner/single/checks.h"
 #include "runner/single/depth.h"
 #include "runner/single/stage.h"
+#include "runner/train/alloc_trace.h"
 #include "runner/train/device.h"
 #include "runner/train/format.h"
 #include "runner/train/loop.h"
@@ -145,6 +146,14 @@ int RunSingle(const RunOptions& o, const Config& cfg, const Pins& pins, SingleSt
         std::fprintf(stderr, "pilot: single: reduced depth: %s\n", st->reduced_depth->detail.c_str());
       }
     }
+    // The reference's allocator requests, from before its model is built
+    // through its first steady step that is not the checkpoint's (the
+    // memory model's replay, core/memory_replay.h).
+    const int record_to = cfg.checkpoint.at_step == 2 ? 3 : 2;
+    bool recording = false;
+    if (Result<at::Device> d = ResolveDevice(cfg.training.device); d.ok()) {
+      recording = StartAllocRecording(*d, record_to);
+    }
     Result<std::unique_ptr<Session>> made = Session::Create(run_cfg, pins);
     if (!made.ok()) {
       std::fprintf(stderr, "%s\n", made.status().ToString().c_str());
@@ -199,6 +208,10 @@ int RunSingle(const RunOptions& o, const Config& cfg, const Pins& pins, SingleSt
       return Status::Ok();
     };
     Status run = RunSteps(*s, 1, n, hooks, &records, metrics);
+    if (recording) {
+      KeepAllocRecording("reference", c.training.micro_batch, c.training.seq_len, c.run.grad_accum,
+                         c.training.activation_checkpointing, true, &st->allocator_requests);
+    }
     if (!run.ok()) {
       std::fprintf(stderr, "%s\n", run.ToString().c_str());
       st->status = "error";

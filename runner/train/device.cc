@@ -1,4 +1,5 @@
-// Device queries: the only file that speaks CUDA and NVML directly.
+// Device queries: with alloc_trace.cc, the only file that speaks CUDA and
+// NVML directly.
 #include "runner/train/device.h"
 
 #include <dlfcn.h>
@@ -9,8 +10,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
@@ -28,6 +27,7 @@
 #endif
 
 #include "core/strings.h"
+#include "runner/train/alloc_trace.h"
 #include "runner/train/format.h"
 
 namespace pilot::runner {
@@ -283,62 +283,6 @@ MemoryStats Snapshot(const at::Device& dev, int64_t step) {
   }
 #endif
   return m;
-}
-
-#if defined(PILOT_RUNNER_CUDA) && (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 2))
-#define PILOT_RUNNER_ALLOC_TRACE 1
-#endif
-
-namespace {
-// The trace's file: written by the tracker, which the allocator calls with
-// its own lock held (one line per event, no torch call), and by
-// NoteAllocTrace; stdio's lock orders the lines of the two.
-std::FILE* g_alloc_trace = nullptr;
-}  // namespace
-
-void StartAllocTrace(const at::Device& dev) {
-#ifdef PILOT_RUNNER_ALLOC_TRACE
-  static bool started = false;
-  const char* dir = std::getenv(kAllocTraceEnv);
-  if (started || !dev.is_cuda() || dir == nullptr || *dir == '\0') return;
-  started = true;
-  const std::string path = std::string(dir) + "/alloc-" + std::to_string(::getpid()) + ".trace";
-  g_alloc_trace = std::fopen(path.c_str(), "we");
-  if (g_alloc_trace == nullptr) {
-    std::fprintf(stderr, "pilot: %s: %s: %s\n", kAllocTraceEnv, path.c_str(), std::strerror(errno));
-    return;
-  }
-  // The allocator sets itself up at its first allocation; trackers attach
-  // to the devices it has set up.
-  (void)at::empty({1}, at::TensorOptions().dtype(at::kByte).device(dev));
-  using Entry = c10::cuda::CUDACachingAllocator::TraceEntry;
-  c10::cuda::CUDACachingAllocator::attachAllocatorTraceTracker([](const Entry& e) {
-    char kind = 0;
-    switch (e.action_) {
-      case Entry::Action::ALLOC: kind = 'a'; break;
-      case Entry::Action::FREE_REQUESTED: kind = 'r'; break;
-      case Entry::Action::FREE_COMPLETED: kind = 'f'; break;
-      case Entry::Action::SEGMENT_ALLOC: kind = 's'; break;
-      case Entry::Action::SEGMENT_FREE: kind = 'x'; break;
-      case Entry::Action::SEGMENT_MAP: kind = 'm'; break;
-      case Entry::Action::SEGMENT_UNMAP: kind = 'u'; break;
-      case Entry::Action::OOM: kind = 'o'; break;
-      default: return;
-    }
-    std::fprintf(g_alloc_trace, "%c %lld %lld %llu\n", kind, static_cast<long long>(e.addr_),
-                 static_cast<long long>(e.size_),
-                 static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(e.stream_)));
-  });
-  std::fprintf(g_alloc_trace, "# pid %d device %d\n", static_cast<int>(::getpid()), IndexOf(dev));
-#else
-  (void)dev;
-#endif
-}
-
-void NoteAllocTrace(const std::string& line) {
-  if (g_alloc_trace == nullptr) return;
-  std::fprintf(g_alloc_trace, "# %s\n", line.c_str());
-  std::fflush(g_alloc_trace);
 }
 
 void ReleaseCachedMemory(const at::Device& dev) {

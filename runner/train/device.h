@@ -58,18 +58,6 @@ MemoryStats Snapshot(const at::Device& dev, int64_t step);
 // The allocator's peak allocated bytes since ResetPeak, without waiting for
 // the device (the allocator counts on the host's timeline). CUDA only.
 std::optional<int64_t> PeakAllocatedSoFar(const at::Device& dev);
-// PILOT_RUNNER_ALLOC_TRACE=DIR, on a CUDA device: StartAllocTrace writes
-// the caching allocator's events of this process, from then on, to
-// DIR/alloc-PID.trace, one line each: "a|r|f ADDR BYTES STREAM" (allocated,
-// free asked for, freed), "m|u ADDR BYTES STREAM" (device pages mapped,
-// unmapped), "s|x ADDR BYTES STREAM" (a segment allocated, freed), "o FREE
-// BYTES STREAM" (out of memory), with NoteAllocTrace's lines ("# ...")
-// between them: how the allocator was asked and what it mapped, step by
-// step (bench/alloc_replay.py). Once per process; nothing on a CPU, without
-// the variable, or where this torch cannot trace its allocator (before 2.2).
-inline constexpr const char* kAllocTraceEnv = "PILOT_RUNNER_ALLOC_TRACE";
-void StartAllocTrace(const at::Device& dev);
-void NoteAllocTrace(const std::string& line);
 // Returns cached blocks to the driver (CUDA) so another process can use them.
 void ReleaseCachedMemory(const at::Device& dev);
 std::string DeviceName(const at::Device& dev);

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "runner/train/alloc_trace.h"
 #include "runner/train/head_loss.h"
 
 namespace pilot::runner {
@@ -93,6 +94,7 @@ Result<StepResult> Session::Step(Loader& loader, int64_t step, StepTimer* timer)
   phase_ = "forward";
   NoteAllocTrace("step " + std::to_string(step) + " checkpointing " +
                  std::to_string(model_->ActivationCheckpointing() ? 1 : 0));
+  MarkAllocRecording(AllocOp::kStep);
   ZeroGrad(params);
   if (timer) timer->Mark(0);
   at::Tensor loss_sum;
@@ -102,16 +104,19 @@ Result<StepResult> Session::Step(Loader& loader, int64_t step, StepTimer* timer)
     PILOT_ASSIGN_OR_RETURN(Batch b, loader.Next(&wait));
     out.data_wait_ms += wait;
     phase_ = "forward";
+    MarkAllocRecording(AllocOp::kForward);
     at::Tensor loss = model_->Loss(b.x, b.y);  // () float32
     at::Tensor scaled = accum > 1 ? loss / static_cast<double>(accum) : loss;
     if (fp16) scaled = scaled * scaler_.scale;
     phase_ = "backward";
+    MarkAllocRecording(AllocOp::kBackward);
     scaled.backward();
     at::Tensor l = loss.detach();
     loss_sum = loss_sum.defined() ? loss_sum + l : l;
   }
   if (timer) timer->Mark(1);
   phase_ = "optimizer";
+  MarkAllocRecording(AllocOp::kOptimizer);
   bool finite = true;
   if (fp16) finite = scaler_.Unscale(params);
   out.grad_norm = GradNorm(params);
