@@ -411,6 +411,7 @@ std::optional<ReplayPrediction> PredictByReplay(const SingleStage& s, const std:
   const std::vector<Insertion> insertions = FirstStepInsertions(*ref_ops, ref_segs, ref_ids);
 
   ReplayPrediction p;
+  p.recorded_grad_accum = big->grad_accum;
   constexpr int kSteps = 8;
   const int first_jitters[] = {0, -2, 2, -4, 4, -8, 8};
   const int restored_jitters[] = {0, -2, 2};

@@ -59,6 +59,7 @@ struct ReplayPrediction {
   AllocatorNeed most;   // the most each figure came to over the histories
   AllocatorNeed least;  // the least
   int histories = 0;
+  int recorded_grad_accum = 1;  // micro-batches per step in the recordings
   // What was replayed and from which recordings, for people.
   std::string basis;
 };

@@ -191,14 +191,26 @@ Result<Plan> MakePlan(const SingleStage& s, const Config& cfg, const HardwareCat
     plan.notes.push_back(
         "memory: replayed without evaluation and checkpoint saves (their requests come between steps); "
         "requests sized by seq_len alone (position embeddings) keep the pilot's size");
+    if (r.recorded_grad_accum != plan.grad_accum) {
+      plan.notes.push_back("memory: replayed with the recorded steps' " + std::to_string(r.recorded_grad_accum) +
+                           " micro-batch(es) per step, not " + std::to_string(plan.grad_accum) +
+                           ": the micro-batches after a step's first add to its gradients in place");
+    }
   } else if (!plan.replay_why.empty()) {
     plan.notes.push_back("memory: not replayed: " + plan.replay_why + "; the model's estimate below");
   }
-  plan.notes.push_back("memory: " + plan.breakdown.source + " activations");
+  // The memory model's own notes; where the replay predicts, they explain
+  // the estimate shown beside it, not the prediction.
+  const std::string model = plan.replay ? "memory model (not the prediction): " : "memory: ";
+  if (plan.replay) {
+    plan.notes.push_back(model + "estimate " +
+                         FormatGiB(PredictPeak(plan.breakdown, plan.workload, mq).total_bytes) + " per GPU");
+  }
+  plan.notes.push_back(model + plan.breakdown.source + " activations");
   if (mq.activation_checkpointing != plan.breakdown.activation_checkpointing) {
     const auto& other = plan.breakdown.other_setting;
     const std::string what =
-        std::string("memory: activation checkpointing ") + (mq.activation_checkpointing ? "on" : "off");
+        model + "activation checkpointing " + (mq.activation_checkpointing ? "on" : "off");
     const std::string workspace =
         "workspace " + FormatFixed(100 * plan.breakdown.workspace_fraction, 1) +
         "% as the pilot's own steps (the checks reserve more: " +
@@ -220,12 +232,12 @@ Result<Plan> MakePlan(const SingleStage& s, const Config& cfg, const HardwareCat
   }
   if (mq.activation_checkpointing) {
     if (const double extra = CheckpointStartExtraBytes(plan.breakdown, plan.workload, mq); extra > 0) {
-      plan.notes.push_back("memory: checkpointed: the layer inputs outgrow a layer's gradients at this shape: "
+      plan.notes.push_back(model + "checkpointed: the layer inputs outgrow a layer's gradients at this shape: "
                            "the start of backward holds " + FormatGiB(static_cast<int64_t>(extra)) +
                            " more than its end");
     }
   }
-  for (const auto& n : plan.breakdown.notes) plan.notes.push_back("memory: " + n);
+  for (const auto& n : plan.breakdown.notes) plan.notes.push_back(model + n);
   if (s.device == "cuda") {
     plan.notes.push_back(cfg.training.alloc_conf.empty()
                              ? "memory: measured with the job environment's allocator settings"
@@ -241,10 +253,10 @@ Result<Plan> MakePlan(const SingleStage& s, const Config& cfg, const HardwareCat
         FormatGiB(static_cast<int64_t>(extra)) + " more per GPU at its peak");
   }
   if (plan.workload.precision != "fp32") {
-    plan.notes.push_back("memory: attention linear in seq_len (flash/memory-efficient SDPA for " +
+    plan.notes.push_back(model + "attention linear in seq_len (flash/memory-efficient SDPA for " +
                          plan.workload.precision + " on GPUs)");
   } else {
-    plan.notes.push_back("memory: fp32 uses the math SDPA path: attention grows with seq_len^2");
+    plan.notes.push_back(model + "fp32 uses the math SDPA path: attention grows with seq_len^2");
   }
   return plan;
 }
