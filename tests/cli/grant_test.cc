@@ -15,9 +15,11 @@
 
 #include "core/crypto.h"
 #include "core/json_util.h"
+#include "core/memory_replay.h"
 #include "core/results.h"
 #include "core/rfc3339.h"
 #include "core/verdict.h"
+#include "tests/core/toy_requests.h"
 
 namespace pilot {
 namespace {
@@ -302,6 +304,70 @@ TEST_F(GrantTest, PlanAndReportFromResults) {
   EXPECT_EQ(html.find("<script"), std::string::npos);
   EXPECT_EQ(html.find("src=\"http"), std::string::npos);
   EXPECT_EQ(html.find("href=\"http"), std::string::npos);
+}
+
+// A GPU pilot's recorded allocator requests: plan replays them at the
+// what-if's shape for one process per GPU and says why not for several;
+// report holds the replay at the pilot's shape against its device bytes.
+TEST_F(GrantTest, PlanAndReportReplayTheRecordedRequests) {
+  const std::string fx = std::string(PILOT_SOURCE_DIR) + "/tests/report/fixtures";
+  const std::string cfg = std::string(PILOT_SOURCE_DIR) + "/configs/tiny-cpu.toml";
+  Result<Results> r = ReadResultsFile(fx + "/results.json");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  r->alloc_conf = "expandable_segments:True";
+  SingleStage& s = *r->single;  // as if measured on a GPU
+  s.device = "cuda";
+  s.memory.peak_allocated_bytes = 400 << 20;
+  s.memory.peak_reserved_bytes = 420 << 20;
+  s.memory.device_used_bytes = 900 << 20;
+  const int64_t tokens = int64_t{s.shape.seq_len} * s.shape.micro_batch;
+  AllocRecording ref{"reference", s.shape.micro_batch, s.shape.seq_len, 1, false,
+                     EncodeAllocOps(toy::Toy(tokens, 2))};
+  AllocRecording half{"memory_calibration", s.shape.micro_batch / 2, s.shape.seq_len, 1, false,
+                      EncodeAllocOps(TrimRecording(toy::Toy(tokens / 2, 3), false, false, 2))};
+  s.allocator_requests = {ref, half};
+  Write(dir_ + "/gpu.json", ResultsToJson(*r));
+  const std::string plan = "plan --policy " + dir_ + "/pilot.conf --config " + cfg + " ";
+
+  Ran one = RunPilot(plan + "--gpus-per-node 1 --micro-batch 8 " + dir_ + "/gpu.json");
+  ASSERT_EQ(one.rc, 0) << one.output;
+  EXPECT_NE(one.output.find("predicted from: replayed 10 processes through the allocator's model: the "
+                            "reference and memory_calibration steps (micro-batches 4 and 2, activation "
+                            "checkpointing off) moved to 8 x 64 tokens"),
+            std::string::npos)
+      << one.output;
+  EXPECT_NE(one.output.find("memory replay: "), std::string::npos) << one.output;
+  EXPECT_NE(one.output.find("memory model (not the prediction): estimate"), std::string::npos) << one.output;
+  Ran js = RunPilot(plan + "--json --gpus-per-node 1 --micro-batch 8 " + dir_ + "/gpu.json");
+  ASSERT_EQ(js.rc, 0) << js.output;
+  Json j = Json::parse(js.output);
+  ASSERT_TRUE(j["memory_replay"].is_object()) << js.output;
+  EXPECT_EQ(j["memory_replay"]["histories"], 10);
+  EXPECT_EQ(j["memory_replay_why_not"], "");
+  const int64_t most = j["memory_replay"]["full_speed_bytes"]["most"].get<int64_t>();
+  EXPECT_LE(j["memory_replay"]["full_speed_bytes"]["least"].get<int64_t>(), most);
+  EXPECT_EQ(j["options"][0]["predicted_bytes"].get<int64_t>(),
+            most + j["memory_replay"]["runtime_bytes"].get<int64_t>());
+
+  // The config's two GPUs per node: DDP, which the replay does not model.
+  Ran two = RunPilot(plan + dir_ + "/gpu.json");
+  ASSERT_EQ(two.rc, 0) << two.output;
+  EXPECT_NE(two.output.find("memory replay: not applied: the replay models one process per GPU, not ddp "
+                            "over 2 GPUs"),
+            std::string::npos)
+      << two.output;
+
+  Ran h = RunPilot("report --policy " + dir_ + "/pilot.conf --config " + cfg + " -o " + dir_ +
+                   "/gpu.html " + dir_ + "/gpu.json");
+  ASSERT_EQ(h.rc, 0) << h.output;
+  const std::string html = Slurp(dir_ + "/gpu.html");
+  const size_t at = html.find("<h2>Projected against measured</h2>");
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_NE(html.find("device memory at the pilot&#39;s shape, 10 processes replayed with nothing limiting "
+                      "them",
+                      at),
+            std::string::npos)
+      << html.substr(at, 800);
 }
 
 // plan uses the runner's memory calibration from results.json, and
