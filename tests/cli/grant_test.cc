@@ -81,6 +81,30 @@ class GrantTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
+  // The report fixture's results as if measured on a GPU.
+  static Results OnAGpu() {
+    Result<Results> r = ReadResultsFile(std::string(PILOT_SOURCE_DIR) + "/tests/report/fixtures/results.json");
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    SingleStage& s = *r->single;
+    s.device = "cuda";
+    s.memory.peak_allocated_bytes = 400 << 20;
+    s.memory.peak_reserved_bytes = 420 << 20;
+    s.memory.device_used_bytes = 900 << 20;
+    return *std::move(r);
+  }
+  // pilot report of `results` (written to DIR/gpu.json) with `cfg`: its
+  // HTML from the "Projected against measured" heading on.
+  std::string Projected(const Results& results, const std::string& cfg) {
+    Write(dir_ + "/gpu.json", ResultsToJson(results));
+    Ran h = RunPilot("report --policy " + dir_ + "/pilot.conf --config " + cfg + " -o " + dir_ +
+                     "/gpu.html " + dir_ + "/gpu.json");
+    EXPECT_EQ(h.rc, 0) << h.output;
+    const std::string html = Slurp(dir_ + "/gpu.html");
+    const size_t at = html.find("<h2>Projected against measured</h2>");
+    EXPECT_NE(at, std::string::npos);
+    return at == std::string::npos ? "" : html.substr(at);
+  }
+
   Verdict Good(int64_t id) {
     Verdict v;
     v.job = {id, "alice", "gpt-1b", std::string(64, 'a')};
@@ -310,23 +334,17 @@ TEST_F(GrantTest, PlanAndReportFromResults) {
 // what-if's shape for one process per GPU and says why not for several;
 // report holds the replay at the pilot's shape against its device bytes.
 TEST_F(GrantTest, PlanAndReportReplayTheRecordedRequests) {
-  const std::string fx = std::string(PILOT_SOURCE_DIR) + "/tests/report/fixtures";
   const std::string cfg = std::string(PILOT_SOURCE_DIR) + "/configs/tiny-cpu.toml";
-  Result<Results> r = ReadResultsFile(fx + "/results.json");
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  r->alloc_conf = "expandable_segments:True";
-  SingleStage& s = *r->single;  // as if measured on a GPU
-  s.device = "cuda";
-  s.memory.peak_allocated_bytes = 400 << 20;
-  s.memory.peak_reserved_bytes = 420 << 20;
-  s.memory.device_used_bytes = 900 << 20;
+  Results r = OnAGpu();
+  SingleStage& s = *r.single;
+  r.alloc_conf = "expandable_segments:True";
   const int64_t tokens = int64_t{s.shape.seq_len} * s.shape.micro_batch;
   AllocRecording ref{"reference", s.shape.micro_batch, s.shape.seq_len, 1, false,
                      EncodeAllocOps(toy::Toy(tokens, 2))};
   AllocRecording half{"memory_calibration", s.shape.micro_batch / 2, s.shape.seq_len, 1, false,
                       EncodeAllocOps(TrimRecording(toy::Toy(tokens / 2, 3), false, false, 2))};
   s.allocator_requests = {ref, half};
-  Write(dir_ + "/gpu.json", ResultsToJson(*r));
+  Write(dir_ + "/gpu.json", ResultsToJson(r));
   const std::string plan = "plan --policy " + dir_ + "/pilot.conf --config " + cfg + " ";
 
   Ran one = RunPilot(plan + "--gpus-per-node 1 --micro-batch 8 " + dir_ + "/gpu.json");
@@ -357,31 +375,19 @@ TEST_F(GrantTest, PlanAndReportReplayTheRecordedRequests) {
             std::string::npos)
       << two.output;
 
-  Ran h = RunPilot("report --policy " + dir_ + "/pilot.conf --config " + cfg + " -o " + dir_ +
-                   "/gpu.html " + dir_ + "/gpu.json");
-  ASSERT_EQ(h.rc, 0) << h.output;
-  const std::string html = Slurp(dir_ + "/gpu.html");
-  const size_t at = html.find("<h2>Projected against measured</h2>");
-  ASSERT_NE(at, std::string::npos);
-  EXPECT_NE(html.find("device memory at the pilot&#39;s shape, 10 processes replayed with nothing limiting "
-                      "them",
-                      at),
+  const std::string projected = Projected(r, cfg);
+  EXPECT_NE(projected.find("device memory at the pilot&#39;s shape, 10 processes replayed with nothing "
+                           "limiting them"),
             std::string::npos)
-      << html.substr(at, 800);
+      << projected.substr(0, 800);
 }
 
 // plan uses the runner's memory calibration from results.json, and
 // --calibrate overrides it; the output names the mode.
 TEST_F(GrantTest, PlanUsesTheCalibrationInTheResults) {
-  const std::string fx = std::string(PILOT_SOURCE_DIR) + "/tests/report/fixtures";
   const std::string cfg = std::string(PILOT_SOURCE_DIR) + "/configs/tiny-cpu.toml";
-  Result<Results> r = ReadResultsFile(fx + "/results.json");
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  SingleStage& s = *r->single;  // as if measured on a GPU
-  s.device = "cuda";
-  s.memory.peak_allocated_bytes = 400 << 20;
-  s.memory.peak_reserved_bytes = 420 << 20;
-  s.memory.device_used_bytes = 900 << 20;
+  Results r = OnAGpu();
+  SingleStage& s = *r.single;
   MemoryCalibrationCheck c;
   c.status = "ok";
   c.micro_batch = s.shape.micro_batch / 2;
@@ -389,7 +395,10 @@ TEST_F(GrantTest, PlanUsesTheCalibrationInTheResults) {
   c.steps = 2;
   c.peak_allocated_bytes = 300 << 20;
   s.memory_calibration = c;
-  Write(dir_ + "/gpu.json", ResultsToJson(*r));
+  const std::string projected = Projected(r, cfg);
+  EXPECT_NE(projected.find("device memory at the pilot&#39;s shape (calibrated)"), std::string::npos)
+      << projected.substr(0, 400);
+  EXPECT_NE(projected.find("<td>0.88 GiB</td>"), std::string::npos) << projected.substr(0, 400);
   const std::string plan = "plan --policy " + dir_ + "/pilot.conf --config " + cfg + " ";
   Ran p = RunPilot(plan + dir_ + "/gpu.json");
   ASSERT_EQ(p.rc, 0) << p.output;
@@ -400,15 +409,6 @@ TEST_F(GrantTest, PlanUsesTheCalibrationInTheResults) {
       << p.output;
   EXPECT_NE(p.output.find("predicted from: calibrated memory model"), std::string::npos)
       << p.output;
-  Ran h = RunPilot("report --policy " + dir_ + "/pilot.conf --config " + cfg + " -o " + dir_ +
-                   "/gpu.html " + dir_ + "/gpu.json");
-  ASSERT_EQ(h.rc, 0) << h.output;
-  const std::string html = Slurp(dir_ + "/gpu.html");
-  const size_t at = html.find("<h2>Projected against measured</h2>");
-  ASSERT_NE(at, std::string::npos);
-  EXPECT_NE(html.find("device memory at the pilot&#39;s shape (calibrated)", at), std::string::npos)
-      << html.substr(at, 400);
-  EXPECT_NE(html.find("<td>0.88 GiB</td>", at), std::string::npos) << html.substr(at, 400);
   Ran on = RunPilot(plan + "--recompute on " + dir_ + "/gpu.json");
   ASSERT_EQ(on.rc, 0) << on.output;
   EXPECT_NE(on.output.find("predicted from: calibrated, activation checkpointing on by rule"),
@@ -418,7 +418,7 @@ TEST_F(GrantTest, PlanUsesTheCalibrationInTheResults) {
   s.shape.micro_batch = 1;  // another pilot at micro-batch 1
   s.memory.peak_allocated_bytes = 250 << 20;
   s.memory_calibration.reset();
-  Write(dir_ + "/other.json", ResultsToJson(*r));
+  Write(dir_ + "/other.json", ResultsToJson(r));
   Ran o = RunPilot(plan + "--calibrate " + dir_ + "/other.json " + dir_ + "/gpu.json");
   ASSERT_EQ(o.rc, 0) << o.output;
   EXPECT_NE(
