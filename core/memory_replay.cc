@@ -25,26 +25,21 @@ std::vector<std::pair<size_t, size_t>> Split(const std::vector<AllocOp>& ops) {
   return segs;
 }
 
-// The allocation ids each op range makes, and for each id its segment and
-// whether anything frees it.
+// The allocation id each kAlloc makes, and whether anything frees it.
 struct Ids {
-  std::vector<int> segment_of;  // by id
-  std::vector<bool> freed;      // by id
-  std::vector<int64_t> id_at;   // by op index: the id a kAlloc makes, else -1
+  std::vector<bool> freed;     // by id
+  std::vector<int64_t> id_at;  // by op index: the id a kAlloc makes, else -1
 };
 
-Ids IdsOf(const std::vector<AllocOp>& ops, const std::vector<std::pair<size_t, size_t>>& segs) {
+Ids IdsOf(const std::vector<AllocOp>& ops) {
   Ids ids;
   ids.id_at.assign(ops.size(), -1);
-  for (size_t s = 0; s < segs.size(); ++s) {
-    for (size_t i = segs[s].first; i < segs[s].second; ++i) {
-      if (ops[i].kind == AllocOp::kAlloc) {
-        ids.id_at[i] = static_cast<int64_t>(ids.segment_of.size());
-        ids.segment_of.push_back(static_cast<int>(s));
-        ids.freed.push_back(false);
-      } else if (ops[i].kind == AllocOp::kFree) {
-        ids.freed[static_cast<size_t>(ops[i].value)] = true;
-      }
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].kind == AllocOp::kAlloc) {
+      ids.id_at[i] = static_cast<int64_t>(ids.freed.size());
+      ids.freed.push_back(false);
+    } else if (ops[i].kind == AllocOp::kFree) {
+      ids.freed[static_cast<size_t>(ops[i].value)] = true;
     }
   }
   return ids;
@@ -74,9 +69,9 @@ Template TemplateOf(const std::vector<AllocOp>& ops, const std::vector<std::pair
     const int index = static_cast<int>(local.size());
     local[ids.id_at[i]] = index;
   }
-  std::map<int64_t, bool> freed_here;
+  std::set<int64_t> freed_here;
   for (size_t i = begin; i < end; ++i) {
-    if (ops[i].kind == AllocOp::kFree && local.count(ops[i].value)) freed_here[ops[i].value] = true;
+    if (ops[i].kind == AllocOp::kFree && local.count(ops[i].value)) freed_here.insert(ops[i].value);
   }
   for (size_t i = begin; i < end; ++i) {
     if (ops[i].kind == AllocOp::kAlloc && !freed_here.count(ids.id_at[i])) {
@@ -316,13 +311,13 @@ void Widen(AllocatorNeed* most, AllocatorNeed* least, const AllocatorNeed& n, bo
 
 std::vector<AllocOp> TrimRecording(const std::vector<AllocOp>& ops, bool keep_setup, bool keep_first, int last) {
   const auto segs = Split(ops);
-  const Ids ids = IdsOf(ops, segs);
+  const Ids ids = IdsOf(ops);
   std::vector<bool> keep(segs.size(), false);
   keep[0] = keep_setup;
   if (segs.size() > 1) keep[1] = keep_first;
   for (size_t s = segs.size(); s > 1 && last > 0; --s, --last) keep[s - 1] = true;
   std::vector<AllocOp> out;
-  std::vector<int64_t> renamed(ids.segment_of.size(), -1);
+  std::vector<int64_t> renamed(ids.freed.size(), -1);
   int64_t made = 0;
   for (size_t s = 0; s < segs.size(); ++s) {
     if (!keep[s]) continue;
@@ -398,9 +393,9 @@ std::optional<ReplayPrediction> PredictByReplay(const SingleStage& s, const std:
   if (ref_segs.size() < 3 || big_segs.size() < 3 || small_segs.size() < 3) {
     return fail("a recording holds fewer than two steps");
   }
-  const Ids ref_ids = IdsOf(*ref_ops, ref_segs);
-  const Template a = TemplateOf(*small_ops, small_segs, IdsOf(*small_ops, small_segs), small_segs.size() - 1);
-  const Template b = TemplateOf(*big_ops, big_segs, IdsOf(*big_ops, big_segs), big_segs.size() - 1);
+  const Ids ref_ids = IdsOf(*ref_ops);
+  const Template a = TemplateOf(*small_ops, small_segs, IdsOf(*small_ops), small_segs.size() - 1);
+  const Template b = TemplateOf(*big_ops, big_segs, IdsOf(*big_ops), big_segs.size() - 1);
   const int64_t na = int64_t{small->micro_batch} * small->seq_len;
   const int64_t nb = int64_t{big->micro_batch} * big->seq_len;
   const int64_t nq = int64_t{q.micro_batch} * q.seq_len;
