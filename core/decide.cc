@@ -731,7 +731,9 @@ Verdict Decide(const DecideInput& in, const Policy& policy, const HardwareCatalo
     std::optional<NodeMeasurement> node;
     if (in.results->node) node = NodeMeasurementFrom(*in.results->node);
     // The runner's own calibration (a smaller micro-batch) when it has one.
-    Result<Plan> p = MakePlan(*s, *cfg, catalog, policy, {}, CalibrationFrom(*s), node);
+    PlanQuery verdict_plan;
+    verdict_plan.replay_memory = false;
+    Result<Plan> p = MakePlan(*s, *cfg, catalog, policy, verdict_plan, CalibrationFrom(*s), node);
     if (p.ok()) plan = std::move(*p);
   }
   v.hardware = FitHardware(plan ? &*plan : nullptr, cfg, catalog);

@@ -405,9 +405,13 @@ std::optional<ReplayPrediction> PredictByReplay(const SingleStage& s, const std:
                                    ref_ops->begin() + static_cast<std::ptrdiff_t>(ref_segs[0].second));
   const std::vector<Insertion> insertions = FirstStepInsertions(*ref_ops, ref_segs, ref_ids);
 
+  constexpr int kSteps = 8;
+  if (const size_t events = setup.size() + insertions.size() + kSteps * step->size(); events > kMaxReplayedOps) {
+    return fail("a process of this shape would make " + std::to_string(events) +
+                " allocator events; the replay replays at most " + std::to_string(kMaxReplayedOps));
+  }
   ReplayPrediction p;
   p.recorded_grad_accum = big->grad_accum;
-  constexpr int kSteps = 8;
   const int first_jitters[] = {0, -2, 2, -4, 4, -8, 8};
   const int restored_jitters[] = {0, -2, 2};
   for (bool restored : {false, true}) {

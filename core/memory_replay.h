@@ -48,6 +48,10 @@ inline constexpr const char* kReplayedAllocConf = "expandable_segments:True";
 // Most tokens one recording may hold (a pilot's step makes a few thousand
 // requests).
 inline constexpr size_t kMaxRecordedOps = size_t{4} << 20;
+// Most events one replayed process may hold (setup and eight steps; a
+// 1.3B-parameter GPT's is about 45,000): what bounds a replay's time, about
+// a second per 100,000 on one core.
+inline constexpr size_t kMaxReplayedOps = size_t{1} << 20;
 
 struct ReplayQuery {
   int seq_len = 0;

@@ -89,7 +89,9 @@ Result<Plan> MakePlan(const SingleStage& s, const Config& cfg, const HardwareCat
   // The memory a process of this shape needs, replayed from the pilot's
   // own allocator requests where they model the run: one process per GPU,
   // at the pilot's depth.
-  if (mq.mode != "single") {
+  if (!q.replay_memory) {
+    plan.replay_why = "not asked for (the verdict's plan uses the memory model)";
+  } else if (mq.mode != "single") {
     plan.replay_why = "the replay models one process per GPU, not " + mq.mode + " over " +
                       std::to_string(mq.gpus) + " GPUs";
   } else if (s.reduced_depth) {

@@ -30,6 +30,11 @@ struct PlanQuery {
   int grad_accum = 0;     // run.grad_accum
   std::string mode;       // "ddp" | "sharded"; "" = parallel.mode
   std::optional<bool> activation_checkpointing;  // training.activation_checkpointing
+  // Replay the pilot's allocator requests where they apply
+  // (core/memory_replay.h). Decide does not: the epilog's time is bounded
+  // and a replay takes about a second (a user's recordings, up to the
+  // replay's own limit, more).
+  bool replay_memory = true;
 };
 
 struct GpuOption {

@@ -116,6 +116,28 @@ TEST(MemoryReplay, ItSaysWhyItCannotReplay) {
   EXPECT_EQ(why(short_one, kReplayedAllocConf), "a recording holds fewer than two steps");
 }
 
+// A process too large to replay in bounded time (a user writes their own
+// results.json) is refused before any replay.
+TEST(MemoryReplay, AProcessTooLargeIsNotReplayed) {
+  std::vector<AllocOp> ops = {{AllocOp::kAlloc, 4096}};
+  int64_t made = 1;
+  for (int step = 0; step < 2; ++step) {
+    ops.push_back({AllocOp::kStep, 0});
+    for (int i = 0; i < 70000; ++i) {
+      ops.push_back({AllocOp::kAlloc, 512});
+      ops.push_back({AllocOp::kFree, made++});
+    }
+  }
+  SingleStage s = Pilot();
+  s.allocator_requests[0].requests = EncodeAllocOps(ops);
+  s.allocator_requests[1].requests = EncodeAllocOps(TrimRecording(ops, false, false, 2));
+  std::string why;
+  EXPECT_FALSE(PredictByReplay(s, kReplayedAllocConf, {kSeq, 8, false}, &why).has_value());
+  EXPECT_NE(why.find("would make 1120009 allocator events; the replay replays at most 1048576"),
+            std::string::npos)
+      << why;
+}
+
 TEST(MemoryReplay, TrimmingKeepsTheNamedStepsAndTheirOwnFrees) {
   // setup: a0; step 1: a1, frees a0; step 2: a2, frees a1; step 3: a3, frees a2.
   const std::vector<AllocOp> ops = {
@@ -158,6 +180,14 @@ TEST(MemoryReplay, ThePlanPredictsWhatTheReplayNeeds) {
   bool noted = false;
   for (const std::string& n : plan->notes) noted |= n.find("memory: replayed 10 processes") == 0;
   EXPECT_TRUE(noted);
+
+  // The verdict's plan does not replay (the epilog's time is bounded).
+  PlanQuery verdict = q;
+  verdict.replay_memory = false;
+  Result<Plan> model = MakePlan(s, cfg, cat, Policy{}, verdict);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  EXPECT_FALSE(model->replay.has_value());
+  EXPECT_EQ(model->replay_why, "not asked for (the verdict's plan uses the memory model)");
 
   // Over eight GPUs the layout is DDP's, which the replay does not model.
   cfg.run.gpus_per_node = 8;
