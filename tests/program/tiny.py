@@ -54,6 +54,8 @@ def parse(argv):
     ap.add_argument("--device", default=os.environ.get("PILOT_DEVICE") or "cpu")
     ap.add_argument("--lr", type=float, default=1e-2)
     ap.add_argument("--fault", choices=sorted(FAULTS))
+    ap.add_argument("--progress", metavar="PATH",
+                    help="after each step, write its number to PATH.RANK (for tests that act mid-run)")
     return ap.parse_args(argv)
 
 
@@ -196,6 +198,11 @@ def main(argv=None):
         report(loss, tokens=seq * args.micro_batch, model=model, optimizer=opt, lr=lr,
                grad_norm=grad_norm, seq_len=seq, micro_batch=args.micro_batch)
         print("step %d loss %.6f" % (step, loss.item()), flush=True)
+        if args.progress:
+            tmp = "%s.%d.tmp" % (args.progress, rank)
+            with open(tmp, "w") as f:
+                f.write("%d\n" % step)
+            os.replace(tmp, "%s.%d" % (args.progress, rank))
         if slurm_pilot.checkpoint_due(step) and fault != "no_checkpoint":
             save_checkpoint(slurm_pilot.checkpoint_dir(), step, rank, world, model, opt, sched,
                             device, fault)

@@ -235,8 +235,8 @@ case_rank_killed() {
 # eval.restore_tolerance: at four CPU ranks a resumed process's loss can
 # differ from the reference's in its last bit now and then (the same
 # happens with the four ranks on one machine).
-mn_program_config() {
-  program_toml "$1/mn.toml" mn-program "$1" 4 '["python3", "tiny.py"]' 'step_timeout = 60'
+mn_program_config() {  # mn_program_config DIR STEPS [COMMAND_TOML]
+  program_toml "$1/mn.toml" mn-program "$1" 4 "${3:-[\"python3\", \"tiny.py\"]}" 'step_timeout = 60'
   sed -i -e 's/^gpus_per_node = 2$/gpus_per_node = 2\nnodes = 2/' -e "s/^steps = 10$/steps = $2/" \
     -e 's/^deterministic = true$/deterministic = false/' "$1/mn.toml"
   grep -q '^nodes = 2' "$1/mn.toml" && grep -q "^steps = $2\$" "$1/mn.toml" || fail "could not edit $1/mn.toml"
@@ -271,8 +271,9 @@ case_program() {
   nodes_idle "after program job $job"
   note "program: job $job GO in $((SECONDS - t0)) s: 4 ranks of tiny.py on pn1 and pn2 through srun"
 
-  # Rank 2 killed on pn2: the verdict names it and its node.
-  cfg=$(mn_program_config "$dir" 200000)
+  # Rank 2 killed on pn2 a few steps into the node stage: the verdict names
+  # it, its node and the last step it reported.
+  cfg=$(mn_program_config "$dir" 200000 "[\"python3\", \"tiny.py\", \"--progress\", \"$dir/progress\"]")
   out=$(as_user sbatch --parsable -o "$TMP/slurm-%j.out" --export=ALL,GLOO_SOCKET_IFNAME=eth0 -N2 \
           --ntasks-per-node=2 --pilot="$cfg" --pilot-stage=node --wrap true)
   job=${out%%;*}
@@ -280,7 +281,13 @@ case_program() {
   pid=""
   for ((i = 0; i < 600 && ${#pid} == 0; i++)); do pid=$(program_rank_pid pn2 2); [[ -n $pid ]] || sleep 0.5; done
   [[ -n $pid ]] || fail "job $job: no rank 2 of tiny.py on pn2 within 300 s"
-  sleep 3  # into its steps
+  # Into its steps: its third written (the records before it reached the
+  # supervisor through srun meanwhile).
+  for ((i = 0; i < 600; i++)); do
+    [[ $(cat "$dir/progress.2" 2>/dev/null || echo 0) -ge 3 ]] && break
+    sleep 0.5
+  done
+  [[ $(cat "$dir/progress.2" 2>/dev/null || echo 0) -ge 3 ]] || fail "job $job: rank 2 wrote no third step within 300 s"
   kill -9 "$pid"
   t0=$SECONDS
   wait_verdict "$job" 120
