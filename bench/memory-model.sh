@@ -32,6 +32,11 @@
 # $OUT/memory-model/alloc-traces.tar.xz (.tar.gz without xz), after each run (a call stopped at
 # its time limit keeps the runs it finished).
 #
+# PILOT_MM_CONFIG names another config (default configs/gpt-1b.toml; for
+# example bench/llama-1b.toml, the Llama family), and PILOT_MM_SHAPE_LIST
+# replaces the shapes below ("name mb seq recompute;...": calib must be one,
+# the basis of every prediction). Give both to the predict step too.
+#
 # Usage: bench/memory-model.sh            (on the GPU machine; builds build-gpu)
 #        PILOT_MM_SHAPES="calib mb2" bench/memory-model.sh   (only these shapes;
 #            calls may share $OUT)
@@ -42,12 +47,22 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/pilot-bench-out}/memory-model
+config=${PILOT_MM_CONFIG:-configs/gpt-1b.toml}
 # name micro_batch seq_len recompute
 shapes=("calib 8 2048 false" "mb2 2 2048 false" "mb12 12 2048 false"
         "seq1024 8 1024 false" "seq4096 4 4096 false" "ac8 8 2048 true" "ac16 16 2048 true"
         "mb16seq1024 16 1024 false" "ac4seq4096 4 4096 true" "ac16seq1024 16 1024 true"
         "ac12 12 2048 true" "ac8seq4096 8 4096 true"
         "ac10 10 2048 true" "ac14 14 2048 true")
+default_shapes=" calib mb2 mb12 seq1024 seq4096 ac8 ac16 mb16seq1024 ac4seq4096 ac16seq1024 ac12 ac8seq4096 "
+if [[ -n ${PILOT_MM_SHAPE_LIST:-} ]]; then
+  IFS=';' read -ra shapes <<<"$PILOT_MM_SHAPE_LIST"
+  default_shapes=" "
+  for s in "${shapes[@]}"; do
+    read -r name _ <<<"$s"
+    default_shapes+="$name "
+  done
+fi
 
 # Every shape predicted from FROM.json (pilot plan --json): device bytes
 # and tokens/s on the H200 against the shape's own measurements. KIND is
@@ -63,7 +78,7 @@ predict() {
     [[ -f $dir/$name.json ]] || { echo "memory-model: $name: no results"; continue; }
     local rc=off
     [[ $ac == true ]] && rc=on
-    "$pilot" plan --json --policy "$policy" --config configs/gpt-1b.toml --nodes 1 --gpus-per-node 1 \
+    "$pilot" plan --json --policy "$policy" --config "$config" --nodes 1 --gpus-per-node 1 \
       --gpu H200-141 --micro-batch "$mb" --seq-len "$seq" --grad-accum 1 --recompute "$rc" \
       "$dir/$from.json" >"$dir/plan-$from-$name.json" 2>&1
     python3 - "$dir/plan-$from-$name.json" "$dir/$name.json" "$from" "$name" "$mb" "$seq" "$rc" "$kind" <<'PY'
@@ -181,7 +196,7 @@ if [[ ${1:-} == predict ]]; then
   echo "| basis | shape | micro-batch | seq_len | recompute | allocated GiB | device GiB | predicted GiB | error |"
   echo "|---|---|---|---|---|---|---|---|---|"
   predict "$dir" "$pilot" calib false memory
-  predict "$dir" "$pilot" ac8 true memory
+  [[ -f $dir/ac8.json ]] && predict "$dir" "$pilot" ac8 true memory
   echo
   echo "| shape | micro-batch | seq_len | recompute | step ms | predicted step ms | tokens/s | predicted tokens/s | error |"
   echo "|---|---|---|---|---|---|---|---|---|"
@@ -212,7 +227,7 @@ if ! scripts/gpu-build build-gpu >"$out/build-$gpus.log" 2>&1; then
   exit 1
 fi
 runner=build-gpu/runner/pilot-runner
-only=" ${PILOT_MM_SHAPES:-calib mb2 mb12 seq1024 seq4096 ac8 ac16 mb16seq1024 ac4seq4096 ac16seq1024 ac12 ac8seq4096} "
+only=" ${PILOT_MM_SHAPES:-$default_shapes} "
 runs=()
 for s in "${shapes[@]}"; do
   read -r name mb seq ac <<<"$s"
@@ -238,7 +253,7 @@ for s in "${runs[@]}"; do
     mkdir -p "$work/traces/$name"
     trace_env=(env "PILOT_RUNNER_ALLOC_TRACE=$work/traces/$name")
   fi
-  timeout 180 "${trace_env[@]}" "$runner" run --config configs/gpt-1b.toml --set run.grad_accum=1 \
+  timeout 180 "${trace_env[@]}" "$runner" run --config "$config" --set run.grad_accum=1 \
     --set run.micro_batch="$mb" --set run.seq_len="$seq" \
     --set training.activation_checkpointing="$ac" --set training.steps=12 \
     --set checkpoint.at_step=3 --set training.warmup_steps=2 \
