@@ -5,7 +5,9 @@
 #include <optional>
 
 #include "cli/options.h"
-#include "core/config.h"
+#include "core/config/config.h"
+#include "core/config/config_schema.h"
+#include "core/config/load.h"
 
 namespace pilot::cli {
 

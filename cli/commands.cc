@@ -4,8 +4,8 @@
 #include <boost/program_options.hpp>
 #include <exception>
 
-#include "core/status.h"
-#include "core/strings.h"
+#include "core/base/status.h"
+#include "core/base/strings.h"
 #include "pilot/version.h"
 
 namespace pilot::cli {

@@ -3,9 +3,9 @@
 
 #include "cli/options.h"
 #include "cli/verdict_store.h"
-#include "core/crypto.h"
-#include "core/http.h"
-#include "core/outbox.h"
+#include "core/base/crypto.h"
+#include "core/base/http.h"
+#include "core/records/outbox.h"
 #include "job/state_layout.h"
 #include "job/verdict_history.h"
 

@@ -1,6 +1,6 @@
 // pilot grant JOBID --nodes N [...]: turn a GO verdict into a Slurm
 // reservation (root). Refuses with every reason; records the grant.
-#include "core/grant.h"
+#include "core/decide/grant.h"
 
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -12,8 +12,8 @@
 
 #include "cli/options.h"
 #include "cli/verdict_store.h"
-#include "core/atomic_file.h"
-#include "core/crypto.h"
+#include "core/base/atomic_file.h"
+#include "core/base/crypto.h"
 #include "job/state_layout.h"
 
 namespace pilot::cli {

@@ -8,8 +8,8 @@
 
 #include "cli/options.h"
 #include "cli/verdict_store.h"
-#include "core/atomic_file.h"
-#include "core/crypto.h"
+#include "core/base/atomic_file.h"
+#include "core/base/crypto.h"
 
 namespace pilot::cli {
 namespace {

@@ -1,6 +1,6 @@
 #include "cli/options.h"
 
-#include "core/status.h"
+#include "core/base/status.h"
 
 namespace pilot::cli {
 

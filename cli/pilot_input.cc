@@ -1,11 +1,12 @@
 #include "cli/pilot_input.h"
+#include "core/config/load.h"
 
 #include <unistd.h>
 
 #include <filesystem>
 
 #include "cli/verdict_store.h"
-#include "core/atomic_file.h"
+#include "core/base/atomic_file.h"
 #include "job/safe_read.h"
 #include "job/state_layout.h"
 

@@ -18,12 +18,12 @@
 #include <optional>
 #include <string>
 
-#include "core/config.h"
-#include "core/hardware.h"
-#include "core/policy.h"
-#include "core/results.h"
-#include "core/status.h"
-#include "core/verdict.h"
+#include "core/config/config.h"
+#include "core/records/hardware.h"
+#include "core/records/policy.h"
+#include "core/records/results.h"
+#include "core/base/status.h"
+#include "core/records/verdict.h"
 
 namespace pilot::cli {
 

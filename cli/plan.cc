@@ -1,7 +1,7 @@
 // pilot plan JOBID|RESULTS.json [what-if flags]: hardware and budget what-ifs.
-#include "core/plan.h"
+#include "core/models/plan.h"
 
-#include "core/json_util.h"
+#include "core/base/json_util.h"
 
 #include <cstdio>
 #include <optional>

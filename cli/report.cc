@@ -1,13 +1,13 @@
 // pilot report JOBID|RESULTS.json [-o FILE]: the HTML report with plots.
-#include "core/report.h"
+#include "core/decide/report.h"
 
 #include <ctime>
 #include <fstream>
 
 #include "cli/options.h"
 #include "cli/pilot_input.h"
-#include "core/atomic_file.h"
-#include "core/rfc3339.h"
+#include "core/base/atomic_file.h"
+#include "core/base/rfc3339.h"
 
 namespace pilot::cli {
 

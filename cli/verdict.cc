@@ -7,10 +7,10 @@
 
 #include "cli/options.h"
 #include "cli/verdict_store.h"
-#include "core/atomic_file.h"
-#include "core/json_util.h"
-#include "core/strings.h"
-#include "core/verdict.h"
+#include "core/base/atomic_file.h"
+#include "core/base/json_util.h"
+#include "core/base/strings.h"
+#include "core/records/verdict.h"
 #include "job/state_layout.h"
 
 namespace pilot::cli {

@@ -7,8 +7,8 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "core/crypto.h"
-#include "core/rfc3339.h"
+#include "core/base/crypto.h"
+#include "core/base/rfc3339.h"
 #include "job/env_names.h"
 #include "job/state_layout.h"
 

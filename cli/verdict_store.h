@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "cli/commands.h"
-#include "core/policy.h"
-#include "core/status.h"
-#include "core/verdict.h"
+#include "core/records/policy.h"
+#include "core/base/status.h"
+#include "core/records/verdict.h"
 
 namespace pilot::cli {
 

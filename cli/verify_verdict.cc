@@ -5,10 +5,10 @@
 
 #include "cli/options.h"
 #include "cli/verdict_store.h"
-#include "core/atomic_file.h"
-#include "core/crypto.h"
-#include "core/rfc3339.h"
-#include "core/verdict.h"
+#include "core/base/atomic_file.h"
+#include "core/base/crypto.h"
+#include "core/base/rfc3339.h"
+#include "core/records/verdict.h"
 
 namespace pilot::cli {
 

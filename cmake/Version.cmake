@@ -29,5 +29,5 @@ if(GIT_FOUND AND EXISTS "${CMAKE_SOURCE_DIR}/.git")
     endif()
   endforeach()
 endif()
-configure_file(${CMAKE_SOURCE_DIR}/core/version.h.in
+configure_file(${CMAKE_SOURCE_DIR}/core/base/version.h.in
                ${CMAKE_BINARY_DIR}/generated/pilot/version.h @ONLY)

@@ -1,10 +1,11 @@
 // From what the epilog gathered to core's DecideInput, and the decision.
 #include <pwd.h>
 
-#include "core/atomic_file.h"
-#include "core/decide.h"
-#include "core/hardware.h"
-#include "core/verify_report.h"
+#include "core/base/atomic_file.h"
+#include "core/config/load.h"
+#include "core/decide/decide.h"
+#include "core/records/hardware.h"
+#include "core/records/verify_report.h"
 #include "epilog/epilog.h"
 
 namespace pilot::epilog {

@@ -9,18 +9,18 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "core/atomic_file.h"
-#include "core/checkpoint_meta.h"
-#include "core/crypto.h"
-#include "core/strings.h"
-#include "core/verify_report.h"
+#include "core/base/atomic_file.h"
+#include "core/records/checkpoint_meta.h"
+#include "core/base/crypto.h"
+#include "core/base/strings.h"
+#include "core/records/verify_report.h"
 #include "job/remove_tree.h"
 #include "job/reserve.h"
 #include "job/state_dir.h"
 #include "job/state_layout.h"
 #include "job/subprocess.h"
 #include "job/verdict_history.h"
-#include "runner/node/hostlist.h"
+#include "core/records/hostlist.h"
 
 namespace pilot::epilog {
 namespace {
@@ -107,7 +107,7 @@ std::vector<OtherNodePins> OtherNodesPins(const StateLayout& layout, const JobEn
   if (job.nodes <= 1 || lstat(layout.NodeRecordsDir(job.job_id).c_str(), &sb) != 0 || !S_ISDIR(sb.st_mode)) {
     return out;
   }
-  Result<std::vector<std::string>> hosts = runner::ExpandHostlist(job.node_list);
+  Result<std::vector<std::string>> hosts = pilot::ExpandHostlist(job.node_list);
   if (!hosts.ok()) return out;
   for (const std::string& host : *hosts) {
     if (host == job.host || out.size() >= 4096) continue;
@@ -134,7 +134,7 @@ std::string KeepNodeRecords(const StateLayout& layout, const JobEnv& job) {
   const std::string kept = layout.Job(job.job_id).nodes;
   std::vector<std::string> notes;
   Status made = job::MakeRootDir(kept, 0755);
-  Result<std::vector<std::string>> hosts = runner::ExpandHostlist(job.node_list);
+  Result<std::vector<std::string>> hosts = pilot::ExpandHostlist(job.node_list);
   for (const std::string& host : hosts.ok() ? *hosts : std::vector<std::string>{}) {
     const std::string from = layout.NodeRecordFile(job.job_id, host);
     if (lstat(from.c_str(), &sb) != 0) continue;

@@ -45,12 +45,12 @@
 #include <string>
 #include <vector>
 
-#include "core/decide.h"
-#include "core/lock.h"
-#include "core/policy.h"
-#include "core/results.h"
-#include "core/status.h"
-#include "core/verdict.h"
+#include "core/decide/decide.h"
+#include "core/records/lock.h"
+#include "core/records/policy.h"
+#include "core/records/results.h"
+#include "core/base/status.h"
+#include "core/records/verdict.h"
 #include "job/job_env.h"
 #include "job/state_layout.h"
 #include "job/subprocess.h"

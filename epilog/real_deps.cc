@@ -3,9 +3,9 @@
 #include <ctime>
 #include <memory>
 
-#include "core/http.h"
-#include "core/oci.h"
-#include "core/outbox.h"
+#include "core/base/http.h"
+#include "core/base/oci.h"
+#include "core/records/outbox.h"
 #include "epilog/epilog.h"
 #include "job/state_layout.h"
 

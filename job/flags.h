@@ -10,8 +10,8 @@
 #include <optional>
 #include <string>
 
-#include "core/policy.h"
-#include "core/status.h"
+#include "core/records/policy.h"
+#include "core/base/status.h"
 #include "job/job_env.h"
 
 namespace pilot::job {

@@ -1,13 +1,14 @@
 #include "job/job_env.h"
+#include "core/config/load.h"
 
 #include <cerrno>
 #include <cstdlib>
 #include <limits>
 #include <vector>
 
-#include "core/atomic_file.h"
+#include "core/base/atomic_file.h"
 #include "job/env_names.h"
-#include "runner/node/hostlist.h"
+#include "core/records/hostlist.h"
 
 namespace pilot::job {
 namespace {
@@ -70,7 +71,7 @@ Result<JobEnv> ReadJobEnv(const Lookup& env) {
 
 std::optional<std::string> FirstNode(const JobEnv& job) {
   if (job.host.empty() || job.node_list.empty()) return std::nullopt;
-  Result<std::vector<std::string>> hosts = runner::ExpandHostlist(job.node_list);
+  Result<std::vector<std::string>> hosts = pilot::ExpandHostlist(job.node_list);
   if (!hosts.ok() || hosts->empty()) return std::nullopt;
   return hosts->front();
 }

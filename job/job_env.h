@@ -17,8 +17,9 @@
 #include <optional>
 #include <string>
 
-#include "core/config.h"
-#include "core/status.h"
+#include "core/config/config.h"
+#include "core/config/load.h"
+#include "core/base/status.h"
 
 namespace pilot::job {
 

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <vector>
 
-#include "core/atomic_file.h"
+#include "core/base/atomic_file.h"
 
 namespace pilot::job {
 namespace {

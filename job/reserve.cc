@@ -10,7 +10,7 @@
 #include <cstring>
 #include <string>
 
-#include "core/atomic_file.h"
+#include "core/base/atomic_file.h"
 
 namespace pilot::job {
 namespace {

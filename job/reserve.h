@@ -25,7 +25,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/status.h"
+#include "core/base/status.h"
 #include "job/state_layout.h"
 
 namespace pilot::job {

@@ -23,7 +23,7 @@
 #include <optional>
 #include <string>
 
-#include "core/status.h"
+#include "core/base/status.h"
 
 namespace pilot::job {
 

@@ -12,7 +12,7 @@
 
 #include <string>
 
-#include "core/status.h"
+#include "core/base/status.h"
 #include "job/state_layout.h"
 
 namespace pilot::job {

@@ -26,7 +26,7 @@
 //   STATE/verdicts/history/JOBID-INSTANCE.json
 //                                    root 0644   a replaced verdict, never overwritten
 //                                                (JOBID-INSTANCE.N.json for the Nth clash)
-//   STATE/outbox/                    root 0700   verdicts not yet posted (core/outbox.h)
+//   STATE/outbox/                    root 0700   verdicts not yet posted (core/records/outbox.h)
 //   STATE/grants/                    root 0755   made by `pilot grant`
 //   STATE/grants/JOBID.json          root 0644   one granted reservation
 //   STATE/reserve                    root 0600   space kept free for locks and verdicts
@@ -111,7 +111,7 @@ class StateLayout {
   std::string ReserveFile() const;
   // OUTBOX/unstored and OUTBOX/unstored/JOBID.json: a signed verdict the
   // epilog could not store in VerdictsDir(); `pilot flush` stores it. Not
-  // a file the outbox posts (core/outbox.h lists only its own folder).
+  // a file the outbox posts (core/records/outbox.h lists only its own folder).
   std::string UnstoredDir() const;
   std::string UnstoredFile(int64_t job_id) const;
 

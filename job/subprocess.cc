@@ -16,7 +16,7 @@
 #include <cstring>
 #include <sstream>
 
-#include "core/crypto.h"
+#include "core/base/crypto.h"
 
 namespace pilot::job {
 namespace {

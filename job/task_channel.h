@@ -16,7 +16,7 @@
 #include <array>
 #include <optional>
 
-#include "core/status.h"
+#include "core/base/status.h"
 
 namespace pilot::job {
 

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/atomic_file.h"
+#include "core/base/atomic_file.h"
 #include "job/state_dir.h"
 
 namespace pilot::job {

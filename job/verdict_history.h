@@ -16,8 +16,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/status.h"
-#include "core/verdict.h"
+#include "core/base/status.h"
+#include "core/records/verdict.h"
 #include "job/reserve.h"
 #include "job/state_layout.h"
 

@@ -15,12 +15,13 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/atomic_file.h"
-#include "core/config.h"
-#include "core/crypto.h"
-#include "core/json_util.h"
-#include "core/rfc3339.h"
-#include "core/strings.h"
+#include "core/base/atomic_file.h"
+#include "core/config/config.h"
+#include "core/config/load.h"
+#include "core/base/crypto.h"
+#include "core/base/json_util.h"
+#include "core/base/rfc3339.h"
+#include "core/base/strings.h"
 #include "job/reserve.h"
 #include "job/state_dir.h"
 #include "job/state_layout.h"

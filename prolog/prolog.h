@@ -41,10 +41,10 @@
 #include <functional>
 #include <string>
 
-#include "core/lock.h"
-#include "core/oci.h"
-#include "core/policy.h"
-#include "core/status.h"
+#include "core/records/lock.h"
+#include "core/base/oci.h"
+#include "core/records/policy.h"
+#include "core/base/status.h"
 #include "job/job_env.h"
 #include "job/subprocess.h"
 

@@ -2,8 +2,8 @@
 #include <ctime>
 #include <memory>
 
-#include "core/http.h"
-#include "core/oci.h"
+#include "core/base/http.h"
+#include "core/base/oci.h"
 #include "prolog/prolog.h"
 
 namespace pilot::prolog {

@@ -2,7 +2,7 @@
 // EXIT STATUS. Every entry point of the runner returns one of these.
 #pragma once
 
-#include "core/status.h"
+#include "core/base/status.h"
 
 namespace pilot::runner {
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "core/policy.h"
+#include "core/records/policy.h"
 #include "spank_plugin/impl_api.h"
 #include "spank_plugin/pilot_spank.h"
 

@@ -1,6 +1,6 @@
 #include "spank_plugin/plugin_args.h"
 
-#include "core/strings.h"
+#include "core/base/strings.h"
 #include "job/state_layout.h"
 
 namespace pilot::spank {

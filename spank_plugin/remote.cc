@@ -32,7 +32,7 @@
 #include <string>
 #include <vector>
 
-#include "core/lock.h"
+#include "core/records/lock.h"
 #include "job/state_layout.h"
 #include "job/task_channel.h"
 #include "spank_plugin/pilot_spank.h"

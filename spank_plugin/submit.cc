@@ -8,7 +8,8 @@
 #include <filesystem>
 #include <string>
 
-#include "core/config.h"
+#include "core/config/config.h"
+#include "core/config/load.h"
 #include "spank_plugin/pilot_spank.h"
 
 namespace pilot::spank {

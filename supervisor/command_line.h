@@ -18,7 +18,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/status.h"
+#include "core/base/status.h"
 #include "supervisor/supervise.h"
 
 namespace pilot::supervisor {

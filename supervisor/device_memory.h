@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/results.h"
+#include "core/records/results.h"
 
 namespace pilot::supervisor {
 

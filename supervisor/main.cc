@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "core/policy.h"
+#include "core/records/policy.h"
 #include "job/task_channel.h"
 #include "pilot/version.h"
 #include "supervisor/cgroup.h"

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "core/status.h"
+#include "core/base/status.h"
 #include "job/subprocess.h"
 
 namespace pilot::supervisor {

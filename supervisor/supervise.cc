@@ -6,22 +6,23 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "core/atomic_file.h"
-#include "core/checkpoint_meta.h"
-#include "core/config.h"
-#include "core/crypto.h"
-#include "core/lock.h"
-#include "core/restore_check.h"
-#include "core/results.h"
-#include "core/rfc3339.h"
-#include "core/strings.h"
+#include "core/base/atomic_file.h"
+#include "core/records/checkpoint_meta.h"
+#include "core/config/config.h"
+#include "core/config/load.h"
+#include "core/base/crypto.h"
+#include "core/records/lock.h"
+#include "core/decide/restore_check.h"
+#include "core/records/results.h"
+#include "core/base/rfc3339.h"
+#include "core/base/strings.h"
 #include "job/job_env.h"
 #include "job/reserve.h"
 #include "job/state_layout.h"
 #include "pilot/version.h"
 #include "supervisor/device_memory.h"
 #include "supervisor/process.h"
-#include "runner/node/hostlist.h"
+#include "core/records/hostlist.h"
 #include "supervisor/program/program_pilot.h"
 #include "supervisor/work_on_nodes.h"
 #include "supervisor/workload_env.h"
@@ -283,7 +284,7 @@ class Supervisor {
   int Node() {
     // Ranks across nodes (srun) write their reports and shards into the
     // work folder: every node must have it.
-    Result<std::vector<std::string>> hosts = runner::ExpandHostlist(EnvValue(o_.job_env, "SLURM_JOB_NODELIST"));
+    Result<std::vector<std::string>> hosts = pilot::ExpandHostlist(EnvValue(o_.job_env, "SLURM_JOB_NODELIST"));
     if (cfg_ && cfg_->parallel.launcher != "local" && hosts.ok() && hosts->size() > 1) {
       WorkOnNodesInput w{o_.run_as, env_.env, *hosts, out_};
       if (std::optional<std::string> missing = WorkFolderMissing(w, Log)) {

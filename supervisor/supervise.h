@@ -8,11 +8,11 @@
 //               the supervisor hashes its manifest.json, as the user)
 //   2. restore  RUNNER run --resume-from CKPT: a fresh process restores K
 //               and resumes to N; the supervisor compares its losses with
-//               the reference's from step 1's report (core/restore_check.h)
+//               the reference's from step 1's report (core/decide/restore_check.h)
 //   3. node     RUNNER run --stage node (stage "all" after 1-2 passed, or
 //               stage "node")
 // Each report arrives on a pipe only the supervisor reads and is parsed
-// strictly (core/results.h); the supervisor's own clock, exit statuses and
+// strictly (core/records/results.h); the supervisor's own clock, exit statuses and
 // NVML samples go into results.json's "supervisor" member.
 //
 // Thread-safety: process-level (forks).
@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "core/policy.h"
+#include "core/records/policy.h"
 #include "job/subprocess.h"
 
 namespace pilot::supervisor {

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 
-#include "core/strings.h"
-#include "runner/node/srun_lines.h"
+#include "core/base/strings.h"
+#include "core/records/srun_lines.h"
 #include "supervisor/workload_env.h"
 
 namespace pilot::supervisor {
@@ -13,7 +13,7 @@ namespace pilot::supervisor {
 std::vector<std::string> FailedNodesOf(const std::string& srun_stderr) {
   std::vector<std::string> nodes;
   for (std::string_view line : SplitLines(srun_stderr)) {
-    if (auto t = runner::ParseSrunTaskLine(std::string(line))) {
+    if (auto t = pilot::ParseSrunTaskLine(std::string(line))) {
       if (std::find(nodes.begin(), nodes.end(), t->node) == nodes.end()) nodes.push_back(t->node);
     }
   }

@@ -5,7 +5,7 @@
 
 #include <sstream>
 
-#include "core/strings.h"
+#include "core/base/strings.h"
 
 namespace pilot::runner {
 namespace po = boost::program_options;

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "core/status.h"
+#include "core/base/status.h"
 #include "runner/run_options.h"
 
 namespace pilot::runner {

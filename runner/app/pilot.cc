@@ -8,8 +8,8 @@
 #include <memory>
 #include <optional>
 
-#include "core/atomic_file.h"
-#include "core/results.h"
+#include "core/base/atomic_file.h"
+#include "core/records/results.h"
 #include "pilot/version.h"
 #include "runner/exit_codes.h"
 #include "runner/node/stage.h"

@@ -11,8 +11,8 @@
 #include <future>
 #include <map>
 
-#include "core/atomic_file.h"
-#include "core/crypto.h"
+#include "core/base/atomic_file.h"
+#include "core/base/crypto.h"
 #include "runner/ckpt/dir_commit.h"
 #include "runner/ckpt/safetensors.h"
 #include "runner/train/device.h"

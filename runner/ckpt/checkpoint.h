@@ -13,7 +13,7 @@
 //     COMPLETE                     written last; without it the checkpoint
 //                                  does not exist
 //
-// Save: first the free space (core/disk_space.h): the checkpoint's size
+// Save: first the free space (core/base/disk_space.h): the checkpoint's size
 // (its tensors' bytes, headers and small files) must fit in root's
 // filesystem together with what the caller writes next (SaveRoom::after),
 // else the save fails before its first byte, naming the figures. Then
@@ -31,20 +31,20 @@
 #include <string>
 #include <vector>
 
-#include "core/checkpoint_meta.h"
-#include "core/disk_space.h"
-#include "core/status.h"
+#include "core/records/checkpoint_meta.h"
+#include "core/base/disk_space.h"
+#include "core/base/status.h"
 #include "runner/train/model.h"
 #include "runner/train/optim.h"
 
 namespace pilot::runner {
 
 
-// state.json: core's record (core/checkpoint_meta.h), written and read by
+// state.json: core's record (core/records/checkpoint_meta.h), written and read by
 // its field list.
 using TrainState = CheckpointState;
 
-// manifest.json: core's record (core/checkpoint_meta.h).
+// manifest.json: core's record (core/records/checkpoint_meta.h).
 using ManifestFile = CheckpointFile;
 using Manifest = CheckpointManifest;
 

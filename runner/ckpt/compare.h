@@ -12,13 +12,13 @@
 #include <string>
 #include <vector>
 
-#include "core/restore_check.h"
-#include "core/status.h"
+#include "core/decide/restore_check.h"
+#include "core/base/status.h"
 #include "runner/train/model.h"
 
 namespace pilot::runner {
 
-// The loss comparison is core's (core/restore_check.h): the supervisor,
+// The loss comparison is core's (core/decide/restore_check.h): the supervisor,
 // which has no torch, makes it too.
 using ::pilot::CompareLosses;
 using ::pilot::LossDiff;

@@ -8,7 +8,7 @@
 //
 // Commit: fsync the temp directory, remove a stale target of the same
 // name, rename the temp directory into place, fsync the parent, then write
-// the COMPLETE marker atomically (core/atomic_file.h: fsynced, and the
+// the COMPLETE marker atomically (core/base/atomic_file.h: fsynced, and the
 // target directory with it). A checkpoint without COMPLETE does not exist
 // (readers check it first). On any failure, and on Abort, the temp
 // directory is removed (after the rename, the renamed one: a directory
@@ -23,8 +23,8 @@
 #include <string_view>
 #include <utility>
 
-#include "core/atomic_file.h"
-#include "core/status.h"
+#include "core/base/atomic_file.h"
+#include "core/base/status.h"
 
 namespace pilot::runner {
 

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/atomic_file.h"
+#include "core/base/atomic_file.h"
 #include "runner/ckpt/checkpoint.h"
 #include "runner/ckpt/dir_commit.h"
 #include "runner/ckpt/safetensors.h"
@@ -89,7 +89,7 @@ Result<NodeCheckpointIo> SaveNodeCheckpoint(const std::string& root, NodeEngine&
   }
   comm.StoreSet(key + std::to_string(comm.rank()), st.ok() ? files.dump() : "error: " + st.ToString());
   if (comm.rank() == 0) {
-    // manifest.json: core's record (core/checkpoint_meta.h).
+    // manifest.json: core's record (core/records/checkpoint_meta.h).
     NodeCheckpointManifest m;
     std::string failed;
     for (int r = 0; r < comm.world(); ++r) {

@@ -31,8 +31,8 @@
 #include <map>
 #include <string>
 
-#include "core/checkpoint_meta.h"
-#include "core/status.h"
+#include "core/records/checkpoint_meta.h"
+#include "core/base/status.h"
 #include "runner/ckpt/checkpoint.h"
 #include "runner/node/comm.h"
 #include "runner/node/engine.h"
@@ -58,7 +58,7 @@ struct NodeCheckpointIo {
 // Collective save of step `info.step` under `root`. Before any rank writes,
 // rank 0 checks that every rank's files (world times its own, which are
 // all the same size) fit in root's filesystem together with `room.after`
-// (core/disk_space.h); when they do not, every rank returns kIoError and
+// (core/base/disk_space.h); when they do not, every rank returns kIoError and
 // nothing is written (rank 0's status carries the figures and a hint).
 Result<NodeCheckpointIo> SaveNodeCheckpoint(const std::string& root, NodeEngine& e, Comm& comm,
                                             const NodeCheckpointInfo& info, const SaveRoom& room = {});

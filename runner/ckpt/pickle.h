@@ -22,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/status.h"
+#include "core/base/status.h"
 
 namespace pilot::runner {
 

@@ -13,12 +13,12 @@
 #include <map>
 #include <string>
 
-#include "core/status.h"
+#include "core/base/status.h"
 
 namespace pilot::runner {
 
 struct FileReading {
-  std::string format;            // as ProgramFile::format (core/verify_report.h)
+  std::string format;            // as ProgramFile::format (core/records/verify_report.h)
   bool readable = false;         // read and checked independently
   bool failed = false;           // it claims a known format and fails its check
   int64_t tensors = 0;

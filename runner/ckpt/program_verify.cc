@@ -15,9 +15,9 @@
 #include <map>
 #include <set>
 
-#include "core/atomic_file.h"
-#include "core/crypto.h"
-#include "core/verify_report.h"
+#include "core/base/atomic_file.h"
+#include "core/base/crypto.h"
+#include "core/records/verify_report.h"
 #include "runner/ckpt/program_files.h"
 #include "runner/exit_codes.h"
 

@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "core/status.h"
+#include "core/base/status.h"
 #include "runner/ckpt/safetensors_header.h"
 #include "runner/train/model.h"
 

@@ -10,9 +10,9 @@
 #include <filesystem>
 #include <set>
 
-#include "core/atomic_file.h"
-#include "core/crypto.h"
-#include "core/verify_report.h"
+#include "core/base/atomic_file.h"
+#include "core/base/crypto.h"
+#include "core/records/verify_report.h"
 #include "runner/ckpt/checkpoint.h"
 #include "runner/ckpt/safetensors.h"
 #include "runner/exit_codes.h"

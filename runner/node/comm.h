@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "core/status.h"
-#include "runner/node/hostlist.h"
+#include "core/base/status.h"
+#include "core/records/hostlist.h"
 
 namespace pilot::runner {
 

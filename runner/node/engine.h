@@ -53,7 +53,7 @@
 #include <string>
 #include <vector>
 
-#include "core/status.h"
+#include "core/base/status.h"
 #include "runner/node/comm.h"
 #include "runner/train/data.h"
 #include "runner/train/inputs.h"

@@ -31,11 +31,11 @@ struct LauncherKind {
 // A new launcher is one new file plus one schema value:
 //   1. runner/node/<name>_launcher.cc: a class implementing Launcher (start
 //      the ranks with the request's arguments and environment, add each
-//      rank's PILOT_* or scheduler variables that runner/node/hostlist.h
+//      rank's PILOT_* or scheduler variables that core/records/hostlist.h
 //      reads, name the failed rank) and its Make<Name>Launcher(); the
 //      library picks the file up by its folder.
 //   2. Its row here (with the maker's declaration above), and its value in
-//      parallel.launcher's choices (core/config_schema.cc) and in
+//      parallel.launcher's choices (core/config/config_schema.cc) and in
 //      pilot.toml(5).
 constexpr LauncherKind kLaunchers[] = {
     {"srun", InSlurmJob, MakeSrunLauncher},

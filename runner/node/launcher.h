@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "core/rank_report.h"
+#include "core/records/rank_report.h"
 
 namespace pilot::runner {
 

@@ -1,5 +1,5 @@
 // parallel.launcher = "local": the ranks as child processes of this one,
-// on this machine, with the PILOT_* rank variables (runner/node/hostlist.h)
+// on this machine, with the PILOT_* rank variables (core/records/hostlist.h)
 // and a rendezvous on the loopback interface.
 #include <netinet/in.h>
 #include <signal.h>
@@ -9,7 +9,7 @@
 
 #include <cstdlib>
 
-#include "runner/node/hostlist.h"
+#include "core/records/hostlist.h"
 #include "runner/node/launcher.h"
 
 namespace pilot::runner {

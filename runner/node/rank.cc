@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "core/atomic_file.h"
-#include "core/rank_report.h"
+#include "core/base/atomic_file.h"
+#include "core/records/rank_report.h"
 #include "runner/ckpt/checkpoint.h"
 #include "runner/ckpt/compare.h"
 #include "runner/ckpt/node_checkpoint.h"
@@ -30,7 +30,7 @@
 #include "runner/exit_codes.h"
 #include "runner/node/comm.h"
 #include "runner/node/engine.h"
-#include "runner/node/hostlist.h"
+#include "core/records/hostlist.h"
 #include "runner/node/rank.h"
 #include "runner/node/stage.h"
 #include "runner/train/device.h"

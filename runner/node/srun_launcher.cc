@@ -1,6 +1,6 @@
 // parallel.launcher = "srun": the ranks as one job step of the allocation
 // the runner runs in. Slurm sets each task's SLURM_* variables, from which
-// runner/node/hostlist.h derives the rank and the rendezvous.
+// core/records/hostlist.h derives the rank and the rendezvous.
 //
 // srun's stderr (its own lines and the tasks' stderr it forwards) passes
 // through a pipe: a thread copies it to ours as it comes and keeps srun's
@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "runner/node/launcher.h"
-#include "runner/node/srun_lines.h"
+#include "core/records/srun_lines.h"
 
 namespace pilot::runner {
 namespace {

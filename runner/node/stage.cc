@@ -17,9 +17,9 @@
 #include <set>
 #include <thread>
 
-#include "core/atomic_file.h"
+#include "core/base/atomic_file.h"
 #include "runner/ckpt/compare.h"
-#include "runner/node/hostlist.h"
+#include "core/records/hostlist.h"
 #include "runner/node/launcher.h"
 #include "runner/node/stage.h"
 

@@ -28,8 +28,8 @@
 #include <optional>
 #include <string>
 
-#include "core/config.h"
-#include "core/results_node.h"
+#include "core/config/config.h"
+#include "core/records/results_node.h"
 #include "runner/exit_codes.h"
 #include "runner/run_options.h"
 

@@ -183,7 +183,7 @@ void RecomputeCheckRun(Session& s, const std::string& ckpt, SingleStage* st, FIL
   }
 }
 
-// The memory model's second point (core/memory_model.h, "calibrated"): a
+// The memory model's second point (core/models/memory_model.h, "calibrated"): a
 // few steps at `micro_batch` (about half the run's), with the run's seq_len, precision
 // and activation checkpointing, from the checkpoint state. The last step is
 // measured like the steady step (synchronise, reset the peak, step,
@@ -194,7 +194,7 @@ void RecomputeCheckRun(Session& s, const std::string& ckpt, SingleStage* st, FIL
 // seq_len (the calibration varies the micro-batch only): skipped. On a CPU
 // the allocator figures do not exist; the process's peak resident set is
 // recorded as such. The forward and backward of the steps after the first
-// are timed (the step-time model's second point, core/step_time.h). The
+// are timed (the step-time model's second point, core/models/step_time.h). The
 // session keeps its dtype; `checkpointing` is the setting the steps run
 // at (the pilot's, or for memory_calibration_other the one its recompute
 // check measured), restored afterwards; its weights are whatever the steps
@@ -348,12 +348,12 @@ void RunChecks(Session& s, const RunOptions& opts, const std::string& checkpoint
   MemoryCalibrationRun(s, checkpoint, half, on, PeakOf(st->memory), st->memory_calibration.emplace(),
                        "memory_calibration", &st->allocator_requests);
   // Micro-batch 1, when the calibration ran above it: the step-time model's
-  // third point, below which no micro-batch exists (core/step_time.h).
+  // third point, below which no micro-batch exists (core/models/step_time.h).
   if (st->memory_calibration->status == "ok" && half > 1) {
     MemoryCalibrationRun(s, checkpoint, 1, on, PeakOf(st->memory), st->memory_calibration_smallest.emplace());
   }
   // The other setting's second point, when its recompute check measured the
-  // first: the memory model's line for that layout (core/memory_model.h).
+  // first: the memory model's line for that layout (core/models/memory_model.h).
   const RecomputeCheck& rc = st->recompute_check;
   const std::optional<int64_t>& other = on ? rc.peak_bytes_without : rc.peak_bytes_with;
   if (rc.ran && other && rc.detail.empty()) {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/results.h"
+#include "core/records/results.h"
 #include "runner/run_options.h"
 #include "runner/train/loop.h"
 #include "runner/train/session.h"

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <string>
 
-#include "core/memory_model.h"
-#include "core/strings.h"
+#include "core/models/memory_model.h"
+#include "core/base/strings.h"
 #include "runner/train/model.h"
 
 namespace pilot::runner {

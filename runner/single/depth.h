@@ -6,7 +6,7 @@
 // mode runs the config's depth: one GPU must hold its state.
 //
 // "Fits": the memory model's analytic prediction of one process's peak
-// (core/memory_model.h: parameters, gradients and optimizer state,
+// (core/models/memory_model.h: parameters, gradients and optimizer state,
 // activations, assumed workspace and runtime) within (1 - headroom) of the
 // memory one process may use: the device's, or training.memory_cap_mb when
 // smaller (a CPU has only the cap).
@@ -17,8 +17,8 @@
 #include <cstdint>
 #include <optional>
 
-#include "core/config.h"
-#include "core/results.h"
+#include "core/config/config.h"
+#include "core/records/results.h"
 
 namespace pilot::runner {
 

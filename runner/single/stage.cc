@@ -18,9 +18,9 @@
 #include <cstring>
 #include <filesystem>
 
-#include "core/atomic_file.h"
-#include "core/checkpoint_meta.h"
-#include "core/restore_check.h"
+#include "core/base/atomic_file.h"
+#include "core/records/checkpoint_meta.h"
+#include "core/decide/restore_check.h"
 #include "pilot/version.h"
 #include "runner/ckpt/checkpoint.h"
 #include "runner/ckpt/compare.h"
@@ -148,7 +148,7 @@ int RunSingle(const RunOptions& o, const Config& cfg, const Pins& pins, SingleSt
     }
     // The reference's allocator requests, from before its model is built
     // through its first steady step that is not the checkpoint's (the
-    // memory model's replay, core/memory_replay.h).
+    // memory model's replay, core/models/memory_replay.h).
     const int record_to = cfg.checkpoint.at_step == 2 ? 3 : 2;
     bool recording = false;
     if (Result<at::Device> d = ResolveDevice(cfg.training.device); d.ok()) {

@@ -12,8 +12,8 @@
 
 #include <cstdio>
 
-#include "core/config.h"
-#include "core/results.h"
+#include "core/config/config.h"
+#include "core/records/results.h"
 #include "runner/run_options.h"
 #include "runner/train/inputs.h"
 

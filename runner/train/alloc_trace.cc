@@ -2,7 +2,7 @@
 // CUDA directly.
 #include "runner/train/alloc_trace.h"
 
-#include "core/memory_replay.h"
+#include "core/models/memory_replay.h"
 
 #include <torch/version.h>
 #include <unistd.h>

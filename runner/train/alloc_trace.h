@@ -3,7 +3,7 @@
 // mapped. Two uses:
 //
 //   - recordings kept in results.json (stages.single.allocator_requests)
-//     for the memory model's replay (core/memory_replay.h): the single
+//     for the memory model's replay (core/models/memory_replay.h): the single
 //     stage records the reference process from its start through its first
 //     steady step, and the last two steps of each memory calibration and of
 //     the recompute check, with the step's phases marked;
@@ -28,8 +28,8 @@
 #include <string>
 #include <vector>
 
-#include "core/alloc_replay.h"
-#include "core/results.h"
+#include "core/models/alloc_replay.h"
+#include "core/records/results.h"
 
 namespace pilot::runner {
 

@@ -11,7 +11,7 @@
 #include <chrono>
 #include <cstring>
 
-#include "core/crypto.h"
+#include "core/base/crypto.h"
 
 namespace pilot::runner {
 namespace {

@@ -28,8 +28,8 @@
 #include <thread>
 #include <vector>
 
-#include "core/config.h"
-#include "core/status.h"
+#include "core/config/config.h"
+#include "core/base/status.h"
 
 namespace pilot::runner {
 

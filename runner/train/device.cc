@@ -26,7 +26,7 @@
 #include <cuda_runtime_api.h>
 #endif
 
-#include "core/strings.h"
+#include "core/base/strings.h"
 #include "runner/train/alloc_trace.h"
 #include "runner/train/format.h"
 

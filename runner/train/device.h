@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "core/results.h"
+#include "core/records/results.h"
 
 namespace pilot::runner {
 

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <ctime>
 
-#include "core/rfc3339.h"
+#include "core/base/rfc3339.h"
 
 namespace pilot::runner {
 namespace {

@@ -1,10 +1,11 @@
 // The config and the lock a run starts from.
 #include "runner/train/inputs.h"
+#include "core/config/load.h"
 
 #include <cstdlib>
 #include <utility>
 
-#include "core/lock.h"
+#include "core/records/lock.h"
 #include "runner/train/data.h"
 
 namespace pilot::runner {

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "core/config.h"
-#include "core/status.h"
+#include "core/config/config.h"
+#include "core/base/status.h"
 
 namespace pilot::runner {
 

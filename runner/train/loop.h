@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "core/results.h"
-#include "core/status.h"
+#include "core/records/results.h"
+#include "core/base/status.h"
 #include "runner/train/device.h"
 #include "runner/train/session.h"
 

@@ -10,7 +10,7 @@
 #include <cmath>
 #include <functional>
 
-#include "core/memory_model.h"
+#include "core/models/memory_model.h"
 #include "runner/train/head_loss.h"
 
 namespace pilot::runner {

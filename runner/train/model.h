@@ -25,8 +25,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/config.h"
-#include "core/status.h"
+#include "core/config/config.h"
+#include "core/base/status.h"
 
 namespace pilot::runner {
 
@@ -84,7 +84,7 @@ int64_t CountParameters(const Model& w);
 
 // The parameters BuildModel makes for `cfg` at sequence length `seq_len`
 // (positions up to model.max_seq_len or it), counted without building it:
-// NonLayerParameters (core/memory_model.h) plus model.layers blocks. 0 for
+// NonLayerParameters (core/models/memory_model.h) plus model.layers blocks. 0 for
 // an unknown kind.
 int64_t BuiltinParameters(const ModelConfig& cfg, int seq_len);
 

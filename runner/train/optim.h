@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "core/config.h"
+#include "core/config/config.h"
 #include "runner/train/model.h"
 
 namespace pilot::runner {

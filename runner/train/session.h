@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "core/config.h"
-#include "core/results.h"
-#include "core/status.h"
+#include "core/config/config.h"
+#include "core/records/results.h"
+#include "core/base/status.h"
 #include "runner/train/data.h"
 #include "runner/train/device.h"
 #include "runner/train/inputs.h"

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "core/status.h"
+#include "core/base/status.h"
 #include "runner/train/session.h"
 
 namespace pilot::runner {

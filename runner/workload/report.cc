@@ -5,7 +5,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "core/atomic_file.h"
+#include "core/base/atomic_file.h"
 
 namespace pilot::runner {
 

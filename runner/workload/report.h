@@ -8,8 +8,8 @@
 
 #include <string>
 
-#include "core/results.h"
-#include "core/status.h"
+#include "core/records/results.h"
+#include "core/base/status.h"
 #include "runner/run_options.h"
 
 namespace pilot::runner {

@@ -20,8 +20,8 @@
 #include <cstdio>
 #include <memory>
 
-#include "core/config.h"
-#include "core/results.h"
+#include "core/config/config.h"
+#include "core/records/results.h"
 #include "runner/run_options.h"
 #include "runner/train/inputs.h"
 
@@ -42,7 +42,7 @@ class Workload {
   virtual int RunResumed(const RunOptions& opts) = 0;
 
   // One rank of one node-stage phase (the rank variables are in the
-  // environment, runner/node/hostlist.h).
+  // environment, core/records/hostlist.h).
   virtual int RunNodeRank(const RunOptions& opts) = 0;
 };
 

@@ -288,7 +288,7 @@ GroupResult RunGroup(const GroupSpec& spec) {
   };
   auto err_line = [&](Live& l, const std::string& line) {
     if (l.launch.srun_tasks <= 0 || l.result.srun_lines.size() >= 1000) return;
-    if (auto t = runner::ParseSrunTaskLine(line)) l.result.srun_lines.push_back(std::move(*t));
+    if (auto t = pilot::ParseSrunTaskLine(line)) l.result.srun_lines.push_back(std::move(*t));
   };
   auto drain = [&](Live& l, int* fd, int which) {
     char buf[65536];

@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "job/subprocess.h"
-#include "runner/node/srun_lines.h"
+#include "core/records/srun_lines.h"
 #include "supervisor/program/metrics.h"
 
 namespace pilot::supervisor {
@@ -77,7 +77,7 @@ struct RankResult {
   std::string stdout_tail;
   int64_t records = 0;
   int srun_tasks = 0;                            // RankLaunch::srun_tasks
-  std::vector<runner::SrunTaskLine> srun_lines;  // an srun step's, in the order srun wrote them
+  std::vector<pilot::SrunTaskLine> srun_lines;  // an srun step's, in the order srun wrote them
 };
 
 struct GroupResult {

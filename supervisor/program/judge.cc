@@ -4,7 +4,7 @@
 #include <cmath>
 #include <map>
 
-#include "core/strings.h"
+#include "core/base/strings.h"
 
 namespace pilot::supervisor {
 namespace {
@@ -40,9 +40,9 @@ std::string TaskLastWords(const std::string& tail, int task, int tasks) {
 // after it (ended because of it, "Terminated", or failing when their peer
 // went away). A task a signal ended is preferred to one that exited, the
 // peers of a killed rank usually exiting with an error of their own.
-const runner::SrunTaskLine* FirstFailedTask(const std::vector<runner::SrunTaskLine>& lines) {
+const pilot::SrunTaskLine* FirstFailedTask(const std::vector<pilot::SrunTaskLine>& lines) {
   for (int pass = 0; pass < 3; ++pass) {
-    for (const runner::SrunTaskLine& l : lines) {
+    for (const pilot::SrunTaskLine& l : lines) {
       if (l.tasks.empty()) continue;
       const bool terminated = l.what == "Terminated";
       const bool exited = l.what.rfind("Exited", 0) == 0;
@@ -118,7 +118,7 @@ std::optional<PhaseProblem> CheckPhase(const GroupResult& g, const PhaseExpect& 
   const std::string after = last_seen > 0 ? " after step " + std::to_string(last_seen)
                                           : std::string(" before its first step");
   if (failed != nullptr && failed->srun_tasks > 0) {
-    const runner::SrunTaskLine* t = FirstFailedTask(failed->srun_lines);
+    const pilot::SrunTaskLine* t = FirstFailedTask(failed->srun_lines);
     if (t == nullptr) {
       return PhaseProblem{LooksOutOfMemory(failed->stderr_tail) ? "oom" : "error", at, std::nullopt,
                           "srun, which started the ranks of " + who + ", " + status + after +

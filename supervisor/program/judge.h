@@ -10,7 +10,7 @@
 #include <optional>
 #include <string>
 
-#include "core/results.h"
+#include "core/records/results.h"
 #include "supervisor/program/group.h"
 
 namespace pilot::supervisor {

@@ -5,7 +5,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
-#include "core/strings.h"
+#include "core/base/strings.h"
 
 namespace pilot::supervisor {
 namespace {

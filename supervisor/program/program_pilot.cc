@@ -11,9 +11,9 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "core/atomic_file.h"
-#include "core/strings.h"
-#include "runner/node/hostlist.h"
+#include "core/base/atomic_file.h"
+#include "core/base/strings.h"
+#include "core/records/hostlist.h"
 #include "supervisor/process.h"
 #include "supervisor/program/group.h"
 #include "supervisor/program/judge.h"
@@ -100,7 +100,7 @@ class ProgramPilot {
     // starts the ranks (launcher "none" starts its own, on this node).
     if (cfg_.program.launcher != "none") {
       Result<std::vector<std::string>> hosts =
-          runner::ExpandHostlist(EnvValue(in_.opts->job_env, "SLURM_JOB_NODELIST"));
+          pilot::ExpandHostlist(EnvValue(in_.opts->job_env, "SLURM_JOB_NODELIST"));
       if (hosts.ok() && hosts->size() > 1) hosts_ = std::move(hosts).value();
     }
     const int nodes = std::max<int>(1, static_cast<int>(hosts_.size()));

@@ -22,9 +22,9 @@
 #include <string>
 #include <vector>
 
-#include "core/config.h"
-#include "core/lock.h"
-#include "core/results.h"
+#include "core/config/config.h"
+#include "core/records/lock.h"
+#include "core/records/results.h"
 #include "supervisor/supervise.h"
 
 namespace pilot::supervisor {

@@ -13,7 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "core/config.h"
+#include "core/config/config.h"
+#include "core/config/config_schema.h"
+#include "core/config/load.h"
 #include "pilot/version.h"
 
 namespace {

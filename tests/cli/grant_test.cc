@@ -13,12 +13,12 @@
 #include <sstream>
 #include <string>
 
-#include "core/crypto.h"
-#include "core/json_util.h"
-#include "core/memory_replay.h"
-#include "core/results.h"
-#include "core/rfc3339.h"
-#include "core/verdict.h"
+#include "core/base/crypto.h"
+#include "core/base/json_util.h"
+#include "core/models/memory_replay.h"
+#include "core/records/results.h"
+#include "core/base/rfc3339.h"
+#include "core/records/verdict.h"
 #include "tests/core/toy_requests.h"
 
 namespace pilot {

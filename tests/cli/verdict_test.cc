@@ -12,9 +12,9 @@
 #include <sstream>
 #include <string>
 
-#include "core/crypto.h"
-#include "core/json_util.h"
-#include "core/verdict.h"
+#include "core/base/crypto.h"
+#include "core/base/json_util.h"
+#include "core/records/verdict.h"
 
 namespace pilot {
 namespace {

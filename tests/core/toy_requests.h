@@ -1,12 +1,12 @@
 // A toy training process's allocator requests, as the runner records
-// them (core/alloc_replay.h): the tests of the replay (core/memory_replay.h)
+// them (core/models/alloc_replay.h): the tests of the replay (core/models/memory_replay.h)
 // and of the commands that show it know its requests at every shape.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
-#include "core/alloc_replay.h"
+#include "core/models/alloc_replay.h"
 
 namespace pilot::toy {
 

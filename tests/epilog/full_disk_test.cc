@@ -11,7 +11,7 @@
 #include <fstream>
 #include <string>
 
-#include "core/verdict.h"
+#include "core/records/verdict.h"
 #include "epilog/epilog.h"
 #include "job/reserve.h"
 #include "job/state_layout.h"

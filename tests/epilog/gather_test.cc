@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "core/atomic_file.h"
-#include "core/lock.h"
-#include "core/results.h"
+#include "core/base/atomic_file.h"
+#include "core/records/lock.h"
+#include "core/records/results.h"
 
 namespace pilot {
 namespace {

@@ -10,8 +10,8 @@
 #include <sstream>
 #include <string>
 
-#include "core/crypto.h"
-#include "core/verdict.h"
+#include "core/base/crypto.h"
+#include "core/records/verdict.h"
 #include "epilog/epilog.h"
 #include "job/state_layout.h"
 

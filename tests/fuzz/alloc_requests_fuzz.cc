@@ -1,7 +1,7 @@
-// The allocator requests' text form (core/alloc_replay.h DecodeAllocOps),
+// The allocator requests' text form (core/models/alloc_replay.h DecodeAllocOps),
 // read back from its own writing, and replayed through the allocator's
 // model without a limit and under one.
-#include "core/alloc_replay.h"
+#include "core/models/alloc_replay.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,7 +1,7 @@
-// A checkpoint's metadata (core/checkpoint_meta.h): state.json, the single
+// A checkpoint's metadata (core/records/checkpoint_meta.h): state.json, the single
 // stage's manifest.json and the node stage's manifest, each read back from
 // its own writing. Every input goes to all three readers.
-#include "core/checkpoint_meta.h"
+#include "core/records/checkpoint_meta.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

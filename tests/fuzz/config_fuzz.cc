@@ -1,10 +1,11 @@
-// pilot.toml: the config loader from text (core/config.h ParseConfig), then
+// pilot.toml: the config loader from text (core/config/config.h ParseConfig), then
 // what readers of an accepted config call (the JSON and table writers, the
 // long run's step count).
 #include <map>
 #include <optional>
 
-#include "core/config.h"
+#include "core/config/config.h"
+#include "core/config/load.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -24,7 +24,7 @@ inline void Require(bool ok, const char* what, const std::string& detail = "") {
 
 // A record the strict reader accepted is written, read again and written
 // again: both writings must agree (the reader and the writer share one
-// field list, core/record.h).
+// field list, core/records/record.h).
 template <typename Parse, typename Write>
 void RoundTrip(std::string_view text, Parse parse, Write write) {
   auto first = parse(text);

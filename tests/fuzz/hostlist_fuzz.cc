@@ -1,13 +1,13 @@
-// Slurm host lists (runner/node/hostlist.h ExpandHostlist), and the rank
+// Slurm host lists (core/records/hostlist.h ExpandHostlist), and the rank
 // variables of an srun step with that list (RankFromEnv).
 #include <optional>
 
-#include "runner/node/hostlist.h"
+#include "core/records/hostlist.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string list(pilot::fuzz::Text(data, size));
-  auto hosts = pilot::runner::ExpandHostlist(list);
+  auto hosts = pilot::ExpandHostlist(list);
   if (hosts.ok()) {
     pilot::fuzz::Require(!hosts->empty() && hosts->size() <= 100000, "host count out of range");
   }
@@ -18,6 +18,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (name == "SLURM_JOB_ID") return "4242";
     return std::nullopt;
   };
-  (void)pilot::runner::RankFromEnv(env);
+  (void)pilot::RankFromEnv(env);
   return 0;
 }

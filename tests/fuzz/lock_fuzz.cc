@@ -1,5 +1,5 @@
-// lock.json (core/lock.h ParseLock), read back from its own writing.
-#include "core/lock.h"
+// lock.json (core/records/lock.h ParseLock), read back from its own writing.
+#include "core/records/lock.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,11 +1,11 @@
-// What a registry answers (core/oci.h): image references, then the
+// What a registry answers (core/base/oci.h): image references, then the
 // resolution of a tag against a fake registry whose every answer comes from
 // the input: status code, WWW-Authenticate challenge (the bearer token
 // dance), Docker-Content-Digest, body (the manifest, or the token service's
 // JSON).
 #include <fuzzer/FuzzedDataProvider.h>
 
-#include "core/oci.h"
+#include "core/base/oci.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace {

@@ -1,5 +1,5 @@
-// pilot.conf, the site policy (core/policy.h ParsePolicy).
-#include "core/policy.h"
+// pilot.conf, the site policy (core/records/policy.h ParsePolicy).
+#include "core/records/policy.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

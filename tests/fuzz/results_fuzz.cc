@@ -1,5 +1,5 @@
-// results.json (core/results.h ParseResults), read back from its own writing.
-#include "core/results.h"
+// results.json (core/records/results.h ParseResults), read back from its own writing.
+#include "core/records/results.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,6 +1,6 @@
-// verdict.json (core/verdict.h ParseVerdict), read back from its own writing;
+// verdict.json (core/records/verdict.h ParseVerdict), read back from its own writing;
 // the signatures' canonical form of what was read.
-#include "core/verdict.h"
+#include "core/records/verdict.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

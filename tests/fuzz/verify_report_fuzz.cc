@@ -1,6 +1,6 @@
 // The verify report pilot-runner verify writes for the epilog
-// (core/verify_report.h ParseVerifyReport), read back from its own writing.
-#include "core/verify_report.h"
+// (core/records/verify_report.h ParseVerifyReport), read back from its own writing.
+#include "core/records/verify_report.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

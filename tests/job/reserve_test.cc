@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "core/atomic_file.h"
+#include "core/base/atomic_file.h"
 #include "tests/job/tiny_fs.h"
 
 namespace pilot::job {

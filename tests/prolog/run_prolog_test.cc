@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/lock.h"
+#include "core/records/lock.h"
 #include "job/state_layout.h"
 #include "prolog/prolog.h"
 #include "tests/job/tiny_fs.h"

@@ -233,7 +233,7 @@ def kill_config(path, ckpt):
 
 
 def write_lock(job_dir, config):
-    """The lock the prolog would write for job 1 (core/lock.h's fields)."""
+    """The lock the prolog would write for job 1 (core/records/lock.h's fields)."""
     with open(config, "rb") as f:
         sha = hashlib.sha256(f.read()).hexdigest()
     pw = pwd.getpwuid(os.getuid())

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/config.h"
+#include "core/config/config.h"
 #include "supervisor/program/metrics.h"
 #include "supervisor/program/program_pilot.h"
 

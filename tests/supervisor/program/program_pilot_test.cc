@@ -11,9 +11,9 @@
 #include <filesystem>
 #include <string>
 
-#include "core/atomic_file.h"
-#include "core/lock.h"
-#include "core/results.h"
+#include "core/base/atomic_file.h"
+#include "core/records/lock.h"
+#include "core/records/results.h"
 #include "supervisor/supervise.h"
 
 namespace pilot::supervisor {

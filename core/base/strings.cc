@@ -1,0 +1,151 @@
+#include "core/base/strings.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+
+namespace pilot {
+
+size_t EditDistance(std::string_view a, std::string_view b) {
+  // Three rolling rows of the classic dynamic programme: the swap case looks
+  // two rows back.
+  const size_t n = b.size();
+  std::vector<size_t> prev2(n + 1), prev(n + 1), cur(n + 1);
+  for (size_t j = 0; j <= n; ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= n; ++j) {
+      const size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        cur[j] = std::min(cur[j], prev2[j - 2] + 1);
+      }
+    }
+    std::swap(prev2, prev);
+    std::swap(prev, cur);
+  }
+  return prev[n];
+}
+
+std::optional<std::string> ClosestMatch(std::string_view word,
+                                        const std::vector<std::string>& candidates) {
+  const size_t limit = std::max<size_t>(1, word.size() / 3);
+  std::optional<std::string> best;
+  size_t best_distance = limit + 1;
+  for (const std::string& c : candidates) {
+    const size_t d = EditDistance(word, c);
+    if (d < best_distance && d < std::max(word.size(), c.size())) {
+      best = c;
+      best_distance = d;
+    }
+  }
+  return best;
+}
+
+std::string AsciiLower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
+std::string Quote(std::string_view s) {
+  std::string out = "\"";
+  for (unsigned char ch : s) {
+    switch (ch) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      default:
+        if (ch < 0x20 || ch == 0x7f) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\x%02x", ch);
+          out += buf;
+        } else {
+          out += static_cast<char>(ch);
+        }
+    }
+  }
+  out += '"';
+  return out;
+}
+
+std::string FormatGiB(int64_t bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes) / (1024.0 * 1024 * 1024));
+  return buf;
+}
+
+std::string FormatFixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+std::string FormatDouble(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  if (ec != std::errc()) return std::to_string(v);
+  std::string s(buf, end);
+  // "1e-04" -> "1e-4": to_chars pads the exponent to two digits.
+  const size_t e = s.find('e');
+  if (e != std::string::npos) {
+    size_t digits = e + 1;
+    if (digits < s.size() && (s[digits] == '-' || s[digits] == '+')) ++digits;
+    while (digits + 1 < s.size() && s[digits] == '0') s.erase(digits, 1);
+  }
+  return s;
+}
+
+std::string Join(const std::vector<std::string>& items, std::string_view sep) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) out += sep;
+    out += items[i];
+  }
+  return out;
+}
+
+std::vector<std::string_view> SplitLines(std::string_view text) {
+  std::vector<std::string_view> lines;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t nl = text.find('\n', start);
+    if (nl == std::string_view::npos) nl = text.size();
+    lines.push_back(text.substr(start, nl - start));
+    start = nl + 1;
+  }
+  return lines;
+}
+
+std::string_view Trim(std::string_view s) {
+  const char* ws = " \t\r\n\f\v";
+  const size_t b = s.find_first_not_of(ws);
+  if (b == std::string_view::npos) return {};
+  const size_t e = s.find_last_not_of(ws);
+  return s.substr(b, e - b + 1);
+}
+
+bool StartsWith(std::string_view s, std::string_view fix) { return s.substr(0, fix.size()) == fix; }
+
+bool EndsWith(std::string_view s, std::string_view fix) {
+  return s.size() >= fix.size() && s.substr(s.size() - fix.size()) == fix;
+}
+
+}  // namespace pilot

@@ -1,0 +1,226 @@
+#include "core/base/toml_reader.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "core/base/strings.h"
+
+namespace pilot {
+namespace {
+
+const char* TypeName(const toml::node& n) {
+  switch (n.type()) {
+    case toml::node_type::string:
+      return "a string";
+    case toml::node_type::integer:
+      return "an integer";
+    case toml::node_type::floating_point:
+      return "a float";
+    case toml::node_type::boolean:
+      return "a boolean";
+    case toml::node_type::array:
+      return "an array";
+    case toml::node_type::table:
+      return "a table";
+    default:
+      return "a date/time";
+  }
+}
+
+}  // namespace
+
+Result<toml::table> ParseTomlText(std::string_view text, const std::string& file) {
+  try {
+    return toml::parse(text, std::string_view(file));
+  } catch (const toml::parse_error& e) {
+    std::string what = file + ":" + std::to_string(e.source().begin.line);
+    return Status::Invalid(what, "syntax error: " + std::string(e.description()));
+  }
+}
+
+TomlReader::TomlReader(const toml::table& table, std::string file, std::string prefix)
+    : table_(&table), file_(std::move(file)), prefix_(std::move(prefix)) {}
+
+std::string TomlReader::Name(std::string_view key) const {
+  if (key.empty()) return prefix_;
+  return prefix_.empty() ? std::string(key) : prefix_ + "." + std::string(key);
+}
+
+int TomlReader::LineOf(std::string_view key) const {
+  for (auto&& [k, v] : *table_) {
+    if (k.str() == key) return static_cast<int>(k.source().begin.line);
+  }
+  return 0;
+}
+
+Status TomlReader::Error(std::string_view key, const std::string& detail) const {
+  int line = LineOf(key);
+  if (line == 0) line = static_cast<int>(table_->source().begin.line);
+  std::string where = file_;
+  if (line > 0) where += ":" + std::to_string(line);
+  return Status::Invalid(where + ": " + Name(key), detail);
+}
+
+void TomlReader::Fail(std::string_view key, const std::string& detail) {
+  Absorb(Error(key, detail));
+}
+
+const toml::node* TomlReader::Get(std::string_view key, Need need) {
+  if (!error_.ok()) return nullptr;
+  seen_.emplace(key);
+  const toml::node* n = table_->get(key);
+  if (n == nullptr && need == kRequired) Fail(key, "missing (required)");
+  return n;
+}
+
+TomlReader& TomlReader::Str(std::string_view key, std::string* out, Need need) {
+  if (const toml::node* n = Get(key, need)) {
+    if (auto v = n->value<std::string>(); v && n->is_string()) {
+      *out = *v;
+    } else {
+      Fail(key, std::string("expected a string, got ") + TypeName(*n));
+    }
+  }
+  return *this;
+}
+
+TomlReader& TomlReader::Int64(std::string_view key, int64_t* out, int64_t lo, int64_t hi,
+                              Need need) {
+  if (const toml::node* n = Get(key, need)) {
+    if (!n->is_integer()) {
+      Fail(key, std::string("expected an integer, got ") + TypeName(*n));
+      return *this;
+    }
+    int64_t v = n->as_integer()->get();
+    if (v < lo || v > hi) {
+      Fail(key, "must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " +
+                    std::to_string(v));
+      return *this;
+    }
+    *out = v;
+  }
+  return *this;
+}
+
+TomlReader& TomlReader::Int(std::string_view key, int* out, int64_t lo, int64_t hi, Need need) {
+  int64_t v = *out;
+  Int64(key, &v, lo, hi, need);
+  if (ok()) *out = static_cast<int>(v);
+  return *this;
+}
+
+TomlReader& TomlReader::Num(std::string_view key, double* out, double lo, double hi, Need need) {
+  if (const toml::node* n = Get(key, need)) {
+    double v;
+    if (n->is_floating_point()) {
+      v = n->as_floating_point()->get();
+    } else if (n->is_integer()) {
+      v = static_cast<double>(n->as_integer()->get());
+    } else {
+      Fail(key, std::string("expected a number, got ") + TypeName(*n));
+      return *this;
+    }
+    if (!std::isfinite(v) || v < lo || v > hi) {
+      Fail(key, "must be between " + FormatDouble(lo) + " and " + FormatDouble(hi) + ", got " +
+                    FormatDouble(v));
+      return *this;
+    }
+    *out = v;
+  }
+  return *this;
+}
+
+TomlReader& TomlReader::Bool(std::string_view key, bool* out, Need need) {
+  if (const toml::node* n = Get(key, need)) {
+    if (!n->is_boolean()) {
+      Fail(key, std::string("expected a boolean, got ") + TypeName(*n));
+    } else {
+      *out = n->as_boolean()->get();
+    }
+  }
+  return *this;
+}
+
+TomlReader& TomlReader::StrList(std::string_view key, std::vector<std::string>* out, Need need) {
+  if (const toml::node* n = Get(key, need)) {
+    const toml::array* a = n->as_array();
+    if (a == nullptr) {
+      Fail(key, std::string("expected an array of strings, got ") + TypeName(*n));
+      return *this;
+    }
+    std::vector<std::string> v;
+    for (size_t i = 0; i < a->size(); ++i) {
+      const toml::node& e = *a->get(i);
+      if (!e.is_string()) {
+        Fail(key, "element " + std::to_string(i) + ": expected a string, got " + TypeName(e));
+        return *this;
+      }
+      v.push_back(e.as_string()->get());
+    }
+    *out = std::move(v);
+  }
+  return *this;
+}
+
+TomlReader& TomlReader::Enum(std::string_view key, std::string* out,
+                             const std::vector<std::string>& allowed, Need need) {
+  std::string v = *out;
+  Str(key, &v, need);
+  if (!ok()) return *this;
+  for (const auto& a : allowed) {
+    if (a == v) {
+      *out = v;
+      return *this;
+    }
+  }
+  std::vector<std::string> quoted;
+  for (const auto& a : allowed) quoted.push_back(Quote(a));
+  Fail(key, "must be one of " + Join(quoted, ", ") + ", got " + Quote(v));
+  return *this;
+}
+
+TomlReader& TomlReader::Table(std::string_view key, const std::function<void(TomlReader&)>& fn,
+                              Need need) {
+  if (const toml::node* n = Get(key, need)) {
+    const toml::table* t = n->as_table();
+    if (t == nullptr) {
+      Fail(key, std::string("expected a table, got ") + TypeName(*n));
+      return *this;
+    }
+    TomlReader sub(*t, file_, Name(key));
+    fn(sub);
+    Absorb(sub.Finish());
+  }
+  return *this;
+}
+
+TomlReader& TomlReader::EachTable(const std::function<void(const std::string&, TomlReader&)>& fn) {
+  for (auto&& [k, v] : *table_) {
+    if (!error_.ok()) break;
+    std::string name(k.str());
+    seen_.insert(name);
+    const toml::table* t = v.as_table();
+    if (t == nullptr) {
+      Fail(name, std::string("expected a table, got ") + TypeName(v));
+      break;
+    }
+    TomlReader sub(*t, file_, Name(name));
+    fn(name, sub);
+    Absorb(sub.Finish());
+  }
+  return *this;
+}
+
+Status TomlReader::Finish() {
+  if (!error_.ok()) return error_;
+  std::vector<std::string> known(seen_.begin(), seen_.end());
+  for (auto&& [k, v] : *table_) {
+    if (seen_.find(k.str()) != seen_.end()) continue;
+    Status s = Error(k.str(), v.is_table() ? "unknown section" : "unknown key");
+    if (auto m = ClosestMatch(k.str(), known)) s = s.WithHint("did you mean " + Name(*m) + "?");
+    return s;
+  }
+  return Status::Ok();
+}
+
+}  // namespace pilot

@@ -1,0 +1,85 @@
+// Strict reading of the site's TOML files (pilot.conf, hardware.toml): the
+// primitives the records' TOML backend (core/records/record_toml.h) drives from a
+// field list, and that a reader uses directly for what a field list cannot
+// say (the [gpu.NAME] sections named by their keys). Internal to pilot_core: the header pulls in TOML++, which is a private
+// dependency of the library.
+//
+// Every problem becomes one Status of kind kInvalid whose `what` is
+// "FILE:LINE: key" (the key's full dotted name) and whose detail says what
+// is wrong, e.g.
+//   pilot: /etc/slurm-pilot/pilot.conf:12: thresholds.memory_headrom: unknown key
+//   HINT: did you mean thresholds.memory_headroom?
+// Syntax errors (including duplicate keys) come from the parser with their
+// line. The first problem wins.
+//
+// Thread-safety: a reader is used by one thread.
+#pragma once
+
+#include <toml++/toml.h>
+
+#include <cstdint>
+#include <functional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/base/status.h"
+
+namespace pilot {
+
+// Parses TOML text; `file` is used in messages. Errors: kInvalid
+// "FILE:LINE: syntax error: ..." (duplicate keys included).
+Result<toml::table> ParseTomlText(std::string_view text, const std::string& file);
+
+class TomlReader {
+ public:
+  enum Need { kRequired, kOptional };
+
+  // `prefix`: dotted name of this table ("" at the root).
+  TomlReader(const toml::table& table, std::string file, std::string prefix);
+
+  TomlReader& Str(std::string_view key, std::string* out, Need need = kOptional);
+  TomlReader& Int(std::string_view key, int* out, int64_t lo, int64_t hi, Need need = kOptional);
+  TomlReader& Int64(std::string_view key, int64_t* out, int64_t lo, int64_t hi,
+                    Need need = kOptional);
+  // Accepts integers too. lo/hi inclusive.
+  TomlReader& Num(std::string_view key, double* out, double lo, double hi, Need need = kOptional);
+  TomlReader& Bool(std::string_view key, bool* out, Need need = kOptional);
+  TomlReader& StrList(std::string_view key, std::vector<std::string>* out, Need need = kOptional);
+  // A string that must be one of `allowed`.
+  TomlReader& Enum(std::string_view key, std::string* out, const std::vector<std::string>& allowed,
+                   Need need = kOptional);
+  // A sub-table read by `fn` with its own reader (errors propagate).
+  TomlReader& Table(std::string_view key, const std::function<void(TomlReader&)>& fn,
+                    Need need = kOptional);
+  // Calls fn(name, reader) for every sub-table of this table, in file order
+  // (for "[gpu.NAME]" style sections). Non-table values are errors.
+  TomlReader& EachTable(const std::function<void(const std::string&, TomlReader&)>& fn);
+
+  // Records a problem with `key`'s value found by the caller.
+  void Fail(std::string_view key, const std::string& detail);
+  bool ok() const { return error_.ok(); }
+  // The first error, else the first key nobody read ("unknown key", with a
+  // did-you-mean hint), else OK.
+  Status Finish();
+
+  // Line of `key` in the file (0 when absent).
+  int LineOf(std::string_view key) const;
+  std::string Name(std::string_view key) const;
+
+ private:
+  const toml::node* Get(std::string_view key, Need need);
+  void Absorb(const Status& s) {
+    if (error_.ok() && !s.ok()) error_ = s;
+  }
+  Status Error(std::string_view key, const std::string& detail) const;
+
+  const toml::table* table_;
+  std::string file_;
+  std::string prefix_;
+  std::set<std::string, std::less<>> seen_;
+  Status error_;
+};
+
+}  // namespace pilot

@@ -1,0 +1,103 @@
+// lock.json: what the prolog pinned for a pilot job, before the job ran.
+//
+// Written by pilot-prolog (root) into <state_dir>/jobs/<jobid>/lock.json,
+// read by the runner (which re-checks the hashes), the epilog and Decide().
+// The format is documented field by field in docs/formats.md and
+// pilot-files(5). Problems found while pinning (a user's mistake: registry
+// unreachable, file missing, config changed) are recorded in `problems`
+// instead of failing the prolog; each one makes the verdict NO-GO.
+//
+// Thread-safety: plain values.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/base/rfc3339.h"
+#include "core/base/status.h"
+
+namespace pilot {
+
+inline constexpr char kLockSchema[] = "slurm-pilot/lock/1";
+inline constexpr size_t kMaxLockBytes = 4u << 20;  // 4 MiB
+
+struct LockJob {
+  int64_t id = 0;    // Slurm job id
+  std::string user;  // user name
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  int nodes = 1;           // nodes allocated
+  std::string node_list;   // Slurm hostlist expression, e.g. "gpu[01-04]"
+  std::string host;        // node that wrote this lock
+  std::string submit_dir;  // SLURM_SUBMIT_DIR
+};
+
+struct LockConfig {
+  std::string path;              // absolute path given at submit
+  std::string copy;              // the prolog's copy (used by the runner)
+  std::string sha256_submitted;  // recorded by the plugin at submit
+  std::string sha256_copied;     // of the copy the prolog made
+};
+
+struct LockSeeds {
+  int64_t training = 0;  // seed the runner uses
+  std::string source;    // "config" (training.seed) | "job_id" (derived)
+};
+
+struct LockContainer {
+  std::string reference;  // as written ("" when the job uses no container)
+  std::string digest;     // "sha256:<hex>" ("" when not pinned)
+  std::string pinned;     // "registry/repo@sha256:<hex>" or the file path
+  std::string method;     // "registry" | "file" | "none"
+};
+
+struct LockFile {
+  std::string role;  // "init_weights" | "train" | "eval"
+  std::string path;
+  std::string sha256_expected;  // from the config; "" = not given
+  std::string sha256_actual;    // measured by the prolog; "" = unreadable
+  int64_t bytes = 0;
+};
+
+struct LockGpu {
+  int index = 0;
+  std::string name;  // e.g. "NVIDIA H200"
+  std::string uuid;
+  int64_t memory_bytes = 0;
+};
+
+struct LockProblem {
+  std::string code;    // stable identifier, e.g. "container_unresolved"
+  std::string detail;  // sentence for people
+};
+
+struct Lock {
+  std::string schema = kLockSchema;
+  // This start of the job: 32 hex characters the prolog draws at random.
+  // A requeued job, or a job id Slurm hands out again, is a new instance;
+  // results and verdicts name the instance they belong to.
+  std::string instance;
+  LockJob job;
+  LockConfig config;
+  LockSeeds seeds;
+  LockContainer container;
+  std::vector<LockFile> files;
+  // Dependency versions. Well-known keys: runner, libtorch, cuda_runtime,
+  // cuda_driver, cudnn, nccl, rocm, slurm, os, kernel; others are allowed.
+  std::map<std::string, std::string> versions;
+  std::vector<LockGpu> gpus;
+  std::vector<LockProblem> problems;
+  std::string created;  // RFC 3339 UTC, e.g. "2026-11-30T04:05:06Z"
+};
+
+// Pretty JSON (2-space indent, sorted keys) ending in a newline.
+std::string LockToJson(const Lock& lock);
+// Strict parse of at most kMaxLockBytes. `label` names the input in errors
+// (default "lock.json"). Errors: kCorrupt naming the field path.
+Result<Lock> ParseLock(std::string_view text, const std::string& label = "lock.json");
+// ReadFileLimited + ParseLock (label = the path).
+Result<Lock> ReadLock(const std::string& path);
+
+}  // namespace pilot

@@ -1,0 +1,147 @@
+// pilot.conf: the site's policy, owned by the administrators.
+//
+// TOML, read strictly like pilot.toml: unknown keys or sections, wrong types
+// and out-of-range values are errors "FILE:LINE: key: problem". Every key
+// and its default is documented in pilot.conf(5); the shipped etc/pilot.conf
+// lists them all, commented. A missing key takes its default.
+//
+// Thread-safety: plain values.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/base/oci.h"
+#include "core/base/status.h"
+
+namespace pilot {
+
+struct RecordKey;  // core/records/record.h
+
+// [thresholds]: what a pilot must show for a GO.
+struct Thresholds {
+  double memory_headroom = 0.10;           // free fraction of GPU memory required
+  double restore_tolerance = 1e-3;         // max relative loss diff after restore (GPU)
+  int min_pilot_steps = 10;                // optimizer steps the pilot must complete
+  int verdict_lifetime_days = 14;          // a verdict expires this long after issue
+  int max_unpiloted_days = 7;              // longest job allowed without a GO verdict
+  double precision_loss_tolerance = 0.05;  // max rel loss diff bf16/fp16 vs fp32
+  double budget_buffer = 0.15;             // operational buffer added to the budget
+  double min_scaling_efficiency = 0.70;    // node stage vs single (warn below)
+};
+
+// [planning]: assumptions of the throughput projection and the budget
+// (core/models/throughput.h, core/models/budget.h), used where the pilot measured nothing.
+struct PlanningPolicy {
+  double assumed_mfu = 0.40;        // model FLOP utilisation assumed for a CPU pilot
+  double download_gb_per_s = 1.0;   // dataset download / copy-in rate (GB = 1e9 B)
+  double export_gb_per_s = 1.0;     // rate of copying outputs off the node
+  double network_gb_per_s = 25.0;   // inter-node bandwidth per GPU (200 Gb/s)
+  double network_latency_us = 10.0; // per ring hop and gradient bucket
+  int max_nodes = 64;               // largest node count the scaling scan tries
+};
+
+// [registry]: how the prolog talks to OCI registries.
+struct RegistryPolicy {
+  std::vector<std::string> insecure;  // "host:port" reached over plain http
+  std::string ca_file;                // extra CA bundle ("" = system)
+  int connect_timeout_seconds = 5;
+  int timeout_seconds = 20;  // per request
+  int retries = 2;           // extra attempts after the first
+};
+
+struct Policy {
+  std::string path;  // file read ("" = built-in defaults)
+  std::string state_dir = "/var/lib/slurm-pilot";
+  // The folder holding each job's work folder (WORK/JOBID, the user's);
+  // "" = STATE/jobs/JOBID/work. Best on another file system than state_dir,
+  // so a user who fills it cannot stop locks and verdicts being written.
+  std::string work_root;
+  bool keep_work = false;  // the epilog leaves the work folder after the verdict
+  // Run as root after the prolog made the work folder: COMMAND WORK_DIR UID
+  // JOBID ("" = none); a failure is a problem in the lock (NO-GO).
+  std::string work_quota_command;
+  // Size of STATE/reserve, released when the state directory's file system
+  // is full so the lock or the verdict can still be written (0 = none).
+  int state_reserve_mb = 8;
+  std::string key_file = "/etc/slurm-pilot/verdict.key";
+  std::string signing_key_file = "/etc/slurm-pilot/verdict-ed25519.key";  // private, root only
+  std::string public_key_file = "/etc/slurm-pilot/verdict-ed25519.pub";   // world-readable
+  std::string notify_url;            // "" = do not post verdicts
+  int notify_timeout_seconds = 10;   // per attempt (connect: min(5, this))
+  int notify_retries = 3;            // extra attempts after the first
+  std::string hardware_catalog;      // default: <sysconfdir>/slurm-pilot/hardware.toml
+  std::string runner_path;           // "" = pilot-runner beside the calling program
+  std::string supervisor_path;       // "" = pilot-supervisor beside the calling program
+  std::string probe_path;            // folder holding the slurm_pilot Python package;
+                                     // "" = ../share/slurm-pilot/python beside the program
+  // PILOT_RUNNER_TEST_* switches reach the workload only when true (test
+  // clusters); otherwise the supervisor drops them from its environment.
+  bool allow_test_switches = false;
+  // Checks that pass only when something other than the workload itself
+  // established them (verified_by supervisor, epilog or prolog).
+  std::vector<std::string> independent_checks = {"completed", "restore", "checkpoint"};
+  int verify_timeout_seconds = 600;  // epilog's `pilot-runner verify`
+  // The epilog's whole time, from its start to its exit; keep it below
+  // slurm.conf's PrologEpilogTimeout (pilot-epilog(8), TIME BUDGET).
+  int epilog_timeout_seconds = 840;
+  int prolog_timeout_seconds = 120;  // total pinning time in the prolog
+  std::string scontrol_path = "scontrol";  // run by `pilot grant` (PATH lookup without '/')
+  Thresholds thresholds;
+  PlanningPolicy planning;
+  RegistryPolicy registry;
+};
+
+// The epilog's time budget (pilot-epilog(8), TIME BUDGET). What it keeps
+// for the steps after verify: hashing the manifest (kEpilogManifestSeconds),
+// deciding, signing and storing (kEpilogStoreSeconds), and one post with
+// all its retries (NotifyWorstCaseSeconds).
+inline constexpr double kEpilogManifestSeconds = 10;
+inline constexpr double kEpilogStoreSeconds = 5;
+// Seconds one post of a verdict can take under the policy: every attempt
+// at notify_timeout_seconds plus the backoff between them; 0 without
+// notify_url.
+double NotifyWorstCaseSeconds(const Policy& policy);
+// The time limit of the epilog's `pilot-runner verify` when `elapsed`
+// seconds of the epilog have passed: verify_timeout_seconds, or less so
+// that what follows verify still ends inside epilog_timeout_seconds; at
+// least 1 s. `*limited` (optional) is set when the budget is what limits it.
+double EpilogVerifySeconds(const Policy& policy, double elapsed, bool* limited = nullptr);
+// Whether a post still fits: the epilog's remaining time covers
+// NotifyWorstCaseSeconds. When it does not, the verdict is queued instead.
+bool EpilogCanPost(const Policy& policy, double elapsed);
+
+// The built-in defaults (hardware_catalog filled in).
+Policy DefaultPolicy();
+// <sysconfdir>/slurm-pilot/pilot.conf of this build.
+std::string DefaultPolicyPath();
+
+// Reads and validates. Errors: kNotFound (no file; unless missing_ok, in
+// which case the defaults are returned with path ""), kIoError, kInvalid
+// ("FILE:LINE: key: problem").
+Result<Policy> LoadPolicy(const std::string& path, bool missing_ok = false);
+// Same from text (`path` in messages only).
+Result<Policy> ParsePolicy(std::string_view text, const std::string& path);
+
+// Every key as its dotted name ("state_dir", "thresholds.memory_headroom"),
+// in documentation order, with its one-line hint: the key table in
+// policy.cc, which ParsePolicy reads by.
+const std::vector<RecordKey>& PolicyKeys();
+// The names of PolicyKeys().
+const std::vector<std::string>& KnownPolicyKeys();
+
+// policy.runner_path, or "pilot-runner" in the directory of the running
+// executable (/proc/self/exe) when it is empty.
+std::string ResolveRunnerPath(const Policy& policy);
+// policy.probe_path, or share/slurm-pilot/python of the installation the
+// running program belongs to.
+std::string ResolveProbePath(const Policy& policy);
+
+// policy.supervisor_path, or "pilot-supervisor" beside the running
+// executable when it is empty.
+std::string ResolveSupervisorPath(const Policy& policy);
+
+// The registry client options a site's [registry] section sets (pilot.conf(5)).
+OciOptions OciOptionsFrom(const RegistryPolicy& registry);
+
+}  // namespace pilot

@@ -1,0 +1,423 @@
+// results.json: what pilot-runner measured, read by the epilog and `pilot`.
+//
+// The file is written by the runner (as the job's user) and is therefore
+// untrusted input to everything that reads it: ParseResults() refuses files
+// larger than a size limit, unknown keys, wrong types and a wrong schema
+// string, and names the offending field by its JSON path, e.g.
+//   pilot: results.json: stages.single.restore.equal: expected a boolean, got a string
+//
+// Schema "slurm-pilot/results/1" (documented field by field in
+// docs/formats.md and pilot-files(5)). Byte counts are integers; durations are
+// seconds unless the field name says `_ms`; a measurement that does not exist
+// on a device (allocator peaks on a CPU) is JSON null, held as std::nullopt.
+//
+// ResultsToJson(ParseResults(x)) == x for every file this program writes
+// (round trip), and ParseResults(ResultsToJson(r)) == r.
+//
+// Thread-safety: plain values and pure functions.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/records/results_node.h"
+#include "core/base/status.h"
+
+namespace pilot {
+
+struct RecordKey;  // core/records/record.h
+
+inline constexpr char kResultsSchema[] = "slurm-pilot/results/1";
+inline constexpr size_t kResultsMaxBytes = 16u << 20;  // 16 MiB
+
+// Memory around one optimizer step (reset peak, zero_grad, forward, backward,
+// optimizer step, synchronize). CUDA fields are null on a CPU and the
+// process_* fields are what the operating system says about this process.
+struct MemoryStats {
+  std::string device;              // "cuda" | "cpu"
+  int64_t step = 0;                // the step measured (1-based)
+  std::optional<int64_t> peak_allocated_bytes;   // allocator peak (tensors)
+  std::optional<int64_t> peak_reserved_bytes;    // allocator peak reserved
+  std::optional<int64_t> device_used_bytes;      // cudaMemGetInfo total - free
+  std::optional<int64_t> device_total_bytes;     // cudaMemGetInfo total
+  std::optional<int64_t> process_device_bytes;   // NVML, this process
+  std::optional<int64_t> runtime_overhead_bytes; // device used - reserved
+  std::optional<int64_t> alloc_retries;          // allocator retries (cumulative)
+  std::optional<int64_t> ooms;                   // allocator OOMs (cumulative)
+  std::optional<int64_t> process_peak_rss_bytes; // VmHWM
+  std::optional<int64_t> process_rss_bytes;      // VmRSS after the step
+  bool operator==(const MemoryStats&) const = default;
+};
+
+struct ShapeInfo {
+  std::string model_kind;          // "gpt" | "llama"
+  int64_t params = 0;              // distinct trainable elements
+  int seq_len = 0;
+  int micro_batch = 0;
+  int grad_accum = 1;
+  bool binding = false;            // pilot shape == the long run's shape
+  int64_t tokens_per_step = 0;     // seq_len * micro_batch * grad_accum
+  std::string precision;           // "fp32" | "bf16" | "fp16"
+  bool activation_checkpointing = false;
+  std::string optimizer;           // "adamw" | "sgd"
+  bool fused_optimizer = false;    // fused device kernel used
+  bool optimizer_state_included = true;
+  // The output layer and loss ran as one function (training.fused_loss);
+  // null in files written before the field existed (the unfused loss).
+  std::optional<bool> fused_loss;
+  // A user's program: what its probe counted (slurm_pilot.step(model=...,
+  // optimizer=...)); the memory model's static parts. null = not reported.
+  std::optional<int64_t> param_bytes;
+  std::optional<int64_t> grad_bytes;
+  std::optional<int64_t> optimizer_state_bytes;
+  bool operator==(const ShapeInfo&) const = default;
+};
+
+// Means over the timed steps (after warm-up), milliseconds.
+struct Timings {
+  int timed_steps = 0;
+  double data_wait_ms = 0;         // time the step waited for its batch
+  double data_wait_max_ms = 0;
+  double forward_backward_ms = 0;
+  double optimizer_ms = 0;         // clip + optimizer step + schedule
+  double step_ms = 0;              // whole step, wall clock
+  double step_ms_median = 0;
+  double eval_seconds = 0;         // each eval pass (mean)
+  double model_build_seconds = 0;  // construct + initialise + move to device
+  bool operator==(const Timings&) const = default;
+};
+
+struct EvalInfo {
+  int batches = 0;
+  int64_t at_step = 0;             // eval recorded at the checkpoint step
+  double loss_at_checkpoint = 0;
+  double loss_final = 0;
+  bool operator==(const EvalInfo&) const = default;
+};
+
+struct CheckpointInfo {
+  std::string path;                // the committed checkpoint directory
+  int64_t step = 0;
+  int64_t bytes = 0;               // all files of the checkpoint
+  double save_seconds = 0;         // state to durable files, COMPLETE written
+  double load_seconds = 0;         // in the fresh process, files to device
+  double save_gb_per_s = 0;        // bytes / save_seconds / 1e9
+  double load_gb_per_s = 0;
+  bool operator==(const CheckpointInfo&) const = default;
+};
+
+struct RestoreInfo {
+  bool ran = false;
+  bool equal = false;              // losses and parameters within tolerance
+  std::string mode;                // "bitwise" (CPU) | "tolerance" (GPU)
+  double tolerance = 0;            // relative, for "tolerance"
+  int64_t from_step = 0;
+  int64_t to_step = 0;
+  std::vector<double> resumed_losses;  // steps from_step+1 .. to_step
+  double max_abs_loss_diff = 0;
+  double max_rel_loss_diff = 0;
+  double max_abs_param_diff = 0;   // largest element-wise |a - b|
+  double max_rel_param_diff = 0;   // ||a - b|| / ||b||, all parameters together
+  int64_t params_compared = 0;     // tensors compared
+  std::string skipped;             // test switch in effect ("" = none)
+  std::string detail;              // why unequal / why it did not run
+  bool operator==(const RestoreInfo&) const = default;
+};
+
+struct PrecisionCheck {
+  bool ran = false;
+  std::string precision;           // the run's precision
+  int steps = 0;                   // fp32 steps from the checkpoint state
+  double max_abs_loss_diff = 0;
+  double max_rel_loss_diff = 0;
+  double threshold = 0;            // relative
+  bool within = false;
+  std::string detail;
+  bool operator==(const PrecisionCheck&) const = default;
+};
+
+// Activation checkpointing, measured both ways: the pilot's own steps at its
+// setting, and a few steps from the checkpoint at the other one.
+struct RecomputeCheck {
+  bool ran = false;
+  // Which setting the check's own steps ran: "without" (the pilot
+  // checkpoints) or "with" (it does not). Null in files of earlier runners,
+  // whose checks ran only "without".
+  std::optional<std::string> measured;
+  bool fits_without = false;       // steps without recompute fit in memory
+  int steps = 0;
+  double step_ms_with = 0;
+  double step_ms_without = 0;
+  double cost_fraction = 0;        // with / without - 1
+  std::optional<int64_t> peak_bytes_with;
+  std::optional<int64_t> peak_bytes_without;
+  std::optional<int64_t> memory_saved_bytes;
+  // The allocator's reserved peak of the check's measured step, its cached
+  // blocks released before the check (null on a CPU and in older files).
+  std::optional<int64_t> peak_reserved_bytes;
+  std::string detail;
+  bool operator==(const RecomputeCheck&) const = default;
+};
+
+// Steps timed with the per-step measurements and without them.
+struct InstrumentationCheck {
+  bool ran = false;
+  int steps = 0;
+  double step_ms_instrumented = 0;
+  double step_ms_plain = 0;
+  double overhead_fraction = 0;    // instrumented / plain - 1
+  bool operator==(const InstrumentationCheck&) const = default;
+};
+
+// A few steps at a smaller micro-batch (the run's seq_len, precision and
+// activation checkpointing) from the checkpoint state, the last one measured
+// like `memory`: with the steady step's allocated peak it gives the memory
+// model two points (core/models/memory_model.h, "calibrated"). On a CPU there are no
+// allocator peaks: the process's peak resident set is recorded as what it is
+// and the memory model does not use it.
+struct MemoryCalibrationCheck {
+  std::string status;              // "ok" | "skipped" | "oom" | "error"
+  int micro_batch = 0;
+  int seq_len = 0;
+  bool activation_checkpointing = false;
+  int steps = 0;                   // steps run (the last one measured)
+  int64_t step = 0;                // the step measured (1-based)
+  std::optional<int64_t> peak_allocated_bytes;
+  std::optional<int64_t> peak_reserved_bytes;
+  std::optional<int64_t> device_used_bytes;
+  std::optional<int64_t> process_peak_rss_bytes;  // VmHWM (CPU figure)
+  // One micro-batch's forward and backward, mean over the check's steps
+  // after its first: with the steady steps' figure, the step-time model's
+  // second point (core/models/step_time.h). Null in older files.
+  std::optional<double> forward_backward_ms;
+  std::string detail;              // why skipped / failed, or what the figures are
+  bool operator==(const MemoryCalibrationCheck&) const = default;
+};
+
+// A failure that ended the stage early (an out-of-memory is a result).
+struct FailureInfo {
+  std::string kind;                // "oom" | "error"
+  int64_t step = 0;
+  std::string phase;               // "build" | "forward" | "backward" |
+                                   // "optimizer" | "eval" | "checkpoint" |
+                                   // "restore"
+  std::string message;
+  MemoryStats memory;
+  bool operator==(const FailureInfo&) const = default;
+};
+
+// A sharded run whose training state does not fit one process
+// (training.memory_cap_mb, pilot.toml(5)): the single stage ran fewer
+// layers of the same width, sequence and micro-batch.
+struct ReducedDepth {
+  int layers = 0;                    // layers the single stage ran
+  int full_layers = 0;               // model.layers of the config
+  int64_t full_params = 0;           // parameters at full depth
+  int64_t predicted_full_bytes = 0;  // predicted one-process peak at full depth
+  int64_t predicted_bytes = 0;       // the same at `layers`
+  int64_t capacity_bytes = 0;        // the memory one process may use
+  int64_t limit_bytes = 0;           // (1 - memory headroom) x capacity
+  std::string detail;                // the sentence for people
+  bool operator==(const ReducedDepth&) const = default;
+};
+
+// What one part of the single stage's process asked of the CUDA caching
+// allocator (core/models/alloc_replay.h's text form), for the memory model's
+// replay (core/models/memory_replay.h): the reference process from its start
+// through its first steady step, and the last two steps of each memory
+// calibration and of the recompute check.
+struct AllocRecording {
+  std::string process;  // "reference" | "memory_calibration" | "memory_calibration_other" | "recompute_check"
+  int micro_batch = 0;
+  int seq_len = 0;
+  int grad_accum = 1;
+  bool activation_checkpointing = false;
+  std::string requests;
+  bool operator==(const AllocRecording&) const = default;
+};
+
+struct SingleStage {
+  std::string status;              // "ok" | "oom" | "error"
+  std::string device;              // "cuda" | "cpu"
+  std::string device_name;
+  ShapeInfo shape;
+  int64_t steps = 0;
+  int64_t warmup_steps = 0;
+  Timings timings;
+  double tokens_per_second = 0;
+  double flops_per_token = 0;      // 6N + 12 L d T
+  double tflops = 0;               // achieved, from tokens_per_second
+  std::vector<double> losses;      // reference steps 1 .. steps
+  std::vector<double> grad_norms;  // before clipping
+  EvalInfo eval;
+  MemoryStats memory;              // a steady step
+  MemoryStats memory_first_step;   // lazy optimizer state created here
+  std::optional<MemoryStats> memory_resumed;  // fresh process, first step
+  CheckpointInfo checkpoint;
+  RestoreInfo restore;
+  PrecisionCheck precision_check;
+  RecomputeCheck recompute_check;
+  InstrumentationCheck instrumentation;
+  // null when the checks did not run (the stage ended earlier) or the file
+  // predates the member.
+  std::optional<MemoryCalibrationCheck> memory_calibration;
+  // The same at the other activation-checkpointing setting (the one the
+  // recompute check measured at the pilot's micro-batch): that layout's
+  // second point. Null when the check did not measure it, or in older files.
+  std::optional<MemoryCalibrationCheck> memory_calibration_other;
+  // The same steps as memory_calibration at micro-batch 1 (the step-time
+  // model's point below which no micro-batch exists). Null when the
+  // calibration did not run above micro-batch 1, or in older files.
+  std::optional<MemoryCalibrationCheck> memory_calibration_smallest;
+  // Null when the stage ran the config's depth (and in older files).
+  std::optional<ReducedDepth> reduced_depth;
+  // The allocator's requests (on a GPU with torch 2.2 or later; empty on a
+  // CPU and in older files).
+  std::vector<AllocRecording> allocator_requests;
+  std::optional<FailureInfo> failure;
+  bool operator==(const SingleStage&) const = default;
+};
+
+struct Versions {
+  std::string runner;
+  std::string torch;
+  std::string cuda_runtime;        // "" when built without CUDA
+  std::string cuda_driver;
+  std::string cudnn;
+  std::string nccl;
+  std::vector<std::string> devices;  // device names
+  bool operator==(const Versions&) const = default;
+};
+
+// One workload process the supervisor started, as the supervisor saw it.
+struct SupervisedProcess {
+  std::string role;             // "single" | "restore" | "node"
+  int exit_code = -1;           // its exit status; -1 when a signal ended it
+  int signal = 0;               // that signal, else 0
+  double wall_seconds = 0;      // start to exit, on the supervisor's clock
+  int64_t report_bytes = 0;     // what it wrote to its report pipe
+  std::string report_problem;   // "" = a valid report; else why not
+  bool operator==(const SupervisedProcess&) const = default;
+};
+
+// Peak memory in use on one device while the workload ran, sampled by the
+// supervisor (NVML), whatever the workload's own allocator says.
+struct DeviceMemorySample {
+  int index = 0;
+  std::string uuid;
+  int64_t peak_used_bytes = 0;
+  int64_t total_bytes = 0;
+  bool operator==(const DeviceMemorySample&) const = default;
+};
+
+// What pilot-supervisor (root) established itself. Present only in the
+// results.json it writes into the job's root-owned folder.
+struct SupervisorInfo {
+  std::string version;
+  std::string started_at;       // RFC 3339 UTC, supervisor's clock
+  std::string finished_at;
+  double wall_seconds = 0;
+  std::vector<SupervisedProcess> processes;
+  // sha256 of the checkpoint's manifest.json (itself the list of every
+  // file's sha256) when the single stage reported the checkpoint complete,
+  // read as the job's user. "" = no checkpoint was reported.
+  std::string checkpoint_manifest_sha256;
+  // True when the restore comparison in stages.single.restore was made by
+  // the supervisor from the reports of two processes it started.
+  bool restore_compared = false;
+  // True when the supervisor was told to stop (SIGTERM/SIGINT: the job was
+  // cancelled or reached its time limit) before the pilot finished.
+  bool stopped = false;
+  // kernel.yama.ptrace_scope on the node while the workload ran: 0 lets any
+  // process of the user attach to the workload (and change what it reports),
+  // 1 and above only its ancestors or root; -1 = no Yama (as 0).
+  int ptrace_scope = -1;
+  std::vector<std::string> environment;    // names of the variables the workload got
+  std::vector<std::string> test_switches;  // PILOT_RUNNER_TEST_* passed (policy allowed)
+  std::string device_memory_source;        // "nvml", or why there are no samples
+  std::vector<DeviceMemorySample> device_memory;
+  bool operator==(const SupervisorInfo&) const = default;
+};
+
+// One process of the user's program, as the supervisor saw it (program
+// mode, pilot-program(7)).
+struct ProgramProcess {
+  std::string stage;            // "single" | "node"
+  std::string process;          // "reference" | "resumed"
+  int rank = 0;                 // its RANK (launcher "none": 0, the one started)
+  int exit_code = -1;           // -1 when a signal ended it
+  int signal = 0;
+  bool terminated = false;      // the supervisor ended it (hung, step N passed, a rank failed)
+  double wall_seconds = 0;
+  int64_t records = 0;          // metrics records read while it ran
+  int64_t first_step = 0;       // first step it reported (0 = none)
+  int64_t last_step = 0;
+  std::string stderr_tail;      // the end of its standard error
+  bool operator==(const ProgramProcess&) const = default;
+};
+
+// What the supervisor saw of the user's program. Present when results.json
+// was written for a [program] pilot.
+struct ProgramInfo {
+  std::vector<std::string> command;  // argv as run
+  std::string workdir;
+  std::string launcher;              // "pilot" | "none"
+  std::string metrics;               // "records" (PILOT_METRICS) | "loss_pattern"
+  bool shape_reported = false;       // the program reported seq_len and micro_batch
+  std::string checkpoint_dir;        // where the reference process saved step K
+  std::string checkpoint_files;      // the file list hashed after it exited (root's copy)
+  int checkpoint_file_count = 0;
+  int64_t checkpoint_bytes = 0;
+  bool lr_compared = false;          // lr of the resumed steps compared with the reference's
+  bool eval_compared = false;        // eval_loss likewise
+  std::vector<std::string> problems; // every problem found, in the order found
+  std::vector<ProgramProcess> processes;
+  bool operator==(const ProgramInfo&) const = default;
+};
+
+struct Results {
+  std::string schema = kResultsSchema;
+  // "builtin" (the runner's model) or "program" (the user's program).
+  std::string workload = "builtin";
+  // The pilot instance (lock.json's) these results belong to; "" when the
+  // runner ran outside a supervised job.
+  std::string instance;
+  std::string config_path;
+  std::string config_sha256;
+  std::string lock_path;           // "" when run without a lock
+  int64_t seed = 0;
+  std::string started_at;          // RFC 3339 UTC
+  std::string finished_at;
+  int exit_code = 0;               // the runner's exit status for this run
+  Versions versions;
+  // PYTORCH_ALLOC_CONF the runner's processes ran with ("" = torch's
+  // defaults); the memory figures hold for these settings.
+  std::string alloc_conf;
+  std::optional<SingleStage> single;  // stages.single
+  std::optional<NodeStage> node;      // stages.node
+  std::optional<SupervisorInfo> supervisor;  // only from pilot-supervisor
+  std::optional<ProgramInfo> program;        // only in program mode
+  bool operator==(const Results&) const = default;
+};
+
+// Every member, in field-list order, nested ones by their path
+// ("stages.single.restore.equal", "program.processes[].stage"):
+// pilot-files(5) documents each; a test checks it.
+const std::vector<RecordKey>& ResultsKeys();
+
+// Pretty JSON text (2-space indent, trailing newline).
+std::string ResultsToJson(const Results& r);
+
+// Parses and validates. `name` is used in messages ("results.json").
+// Errors: kInvalid (larger than kResultsMaxBytes, not JSON, wrong schema,
+// unknown key, missing required key, wrong type: the message names the
+// field path).
+Result<Results> ParseResults(const std::string& text, const std::string& name = "results.json");
+
+// Reads a file (at most kResultsMaxBytes) and parses it.
+// Errors: kNotFound, kIoError, kInvalid.
+Result<Results> ReadResultsFile(const std::string& path);
+
+}  // namespace pilot
