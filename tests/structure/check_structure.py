@@ -1,0 +1,207 @@
+#!/usr/bin/env python3
+"""The house rules of docs/design.md, checked on the source tree.
+
+Usage: check_structure.py SOURCE_DIR [RULE...]   (no RULE: every rule)
+
+Each rule prints one line per breach, "pilot: structure: RULE: file:line: what",
+and the script exits 1 when any rule is broken. The rules:
+
+  rooms        core/ includes only core/, and each room of core/ only itself
+               and the rooms before it: base, records, config, models, decide.
+  runner       nothing outside runner/ (and tests/) includes runner/ or names
+               pilot::runner.
+  executables  the Slurm-side executables (spank_plugin, prolog, epilog, cli,
+               supervisor) never include each other; job/ includes only core/.
+  functions    no C++ function body is longer than 150 lines.
+"""
+import os
+import re
+import sys
+
+ROOMS = ["base", "records", "config", "models", "decide"]
+EXECUTABLES = ["spank_plugin", "prolog", "epilog", "cli", "supervisor"]
+MAX_FUNCTION_LINES = 150
+# The version header CMake generates (cmake/Version.cmake) for every part.
+GENERATED_VERSION = "pilot/version.h"
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def sources(root, top):
+    base = os.path.join(root, top)
+    for d, _, files in os.walk(base):
+        for f in sorted(files):
+            if f.endswith((".cc", ".h", ".cu", ".h.in")):
+                yield os.path.relpath(os.path.join(d, f), root)
+
+
+def includes(root, path):
+    with open(os.path.join(root, path), encoding="utf-8") as f:
+        text = f.read()
+    for m in INCLUDE.finditer(text):
+        yield text.count("\n", 0, m.start()) + 1, m.group(1)
+
+
+def rule_rooms(root):
+    for path in sources(root, "core"):
+        parts = path.split("/")
+        room = parts[1] if len(parts) > 2 else None
+        if room not in ROOMS:
+            yield f"{path}:1: a file of core/ outside its rooms ({', '.join(ROOMS)})"
+            continue
+        for line, inc in includes(root, path):
+            ip = inc.split("/")
+            if ip[0] != "core":
+                if "/" in inc and inc != GENERATED_VERSION:
+                    yield f"{path}:{line}: includes {inc}: core/ includes only core/"
+                continue
+            if len(ip) < 3 or ip[1] not in ROOMS:
+                yield f"{path}:{line}: includes {inc}: not a room of core/"
+            elif ROOMS.index(ip[1]) > ROOMS.index(room):
+                yield f"{path}:{line}: includes {inc}: core/{room} may use only " \
+                      f"{', '.join(ROOMS[:ROOMS.index(room) + 1])}"
+
+
+def rule_runner(root):
+    for top in ["core", "job"] + EXECUTABLES:
+        for path in sources(root, top):
+            with open(os.path.join(root, path), encoding="utf-8") as f:
+                text = f.read()
+            for line, inc in includes(root, path):
+                if inc.startswith("runner/"):
+                    yield f"{path}:{line}: includes {inc}: only runner/ includes runner/"
+            for m in re.finditer(r"\bpilot::runner\b|\brunner::", text):
+                line = text.count("\n", 0, m.start()) + 1
+                yield f"{path}:{line}: names {m.group(0)}: the runner's namespace stays in runner/"
+
+
+def rule_executables(root):
+    for top in EXECUTABLES + ["job"]:
+        allowed = {"core", "job", top} if top != "job" else {"core", "job"}
+        for path in sources(root, top):
+            for line, inc in includes(root, path):
+                first = inc.split("/")[0]
+                if "/" in inc and first not in allowed and inc != GENERATED_VERSION:
+                    yield f"{path}:{line}: includes {inc}: {top}/ uses only " \
+                          f"{', '.join(sorted(allowed - {top}))} and itself"
+
+
+def strip_code(text):
+    """Comments, strings, character literals and preprocessor lines blanked
+    (newlines kept)."""
+    text = re.sub(r"(?m)^[ \t]*#.*(?:\\\n.*)*", lambda m: "\n" * m.group(0).count("\n"), text)
+    out = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            i = j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out.append("\n" * text.count("\n", i, j))
+            i = j
+        elif c == 'R' and text.startswith('R"', i) and (i == 0 or not (text[i-1].isalnum() or text[i-1] == '_')):
+            k = text.find("(", i)
+            delim = ")" + text[i + 2:k] + '"'
+            j = text.find(delim, k)
+            j = n if j < 0 else j + len(delim)
+            out.append('""' + "\n" * text.count("\n", i, j))
+            i = j
+        elif c in "\"'":
+            if c == "'" and i > 0 and text[i - 1].isalnum():  # digit separator 1'000
+                out.append(c)
+                i += 1
+                continue
+            j = i + 1
+            while j < n and text[j] != c and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            out.append(c + c)
+            i = j + 1
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+NOT_FUNCTION = re.compile(r"^\s*(namespace|class|struct|union|enum|extern)\b|=\s*$|\b(if|for|while|switch|catch|do|else|return)\b")
+
+
+def functions(text):
+    """(name, first line, last line) of every outermost function body."""
+    code = strip_code(text)
+    depth_kinds = []  # 'f' function body, 's' scope (namespace/class), 'o' other
+    last_stop = 0
+    start_line = {}
+    i = 0
+    for i, c in enumerate(code):
+        if c in ";":
+            last_stop = i + 1
+        elif c == "{":
+            head = code[last_stop:i]
+            inside_function = "f" in depth_kinds
+            kind = "o"
+            if not inside_function:
+                h = " ".join(head.split())
+                if "(" in h and not NOT_FUNCTION.search(h) and not h.endswith(("]", "=")):
+                    kind = "f"
+                elif re.search(r"\b(namespace|class|struct|union)\b", h) or h.startswith('extern'):
+                    kind = "s"
+            depth_kinds.append(kind)
+            if kind == "f":
+                name = re.findall(r"([~\w:]+)\s*\(", head)
+                start_line[len(depth_kinds)] = (name[0] if name else "?",
+                                                code.count("\n", 0, last_stop) + 1 +
+                                                len(head) - len(head.lstrip("\n")) - head[:len(head) - len(head.lstrip())].count(" ") * 0)
+            last_stop = i + 1
+        elif c == "}":
+            if depth_kinds:
+                kind = depth_kinds.pop()
+                if kind == "f":
+                    name, first = start_line.pop(len(depth_kinds) + 1)
+                    head_first = first
+                    yield name, head_first, code.count("\n", 0, i) + 1
+            last_stop = i + 1
+
+
+def rule_functions(root):
+    for top in ["core", "job", "runner", "supervisor", "spank_plugin", "prolog", "epilog", "cli"]:
+        for path in sources(root, top):
+            with open(os.path.join(root, path), encoding="utf-8") as f:
+                text = f.read()
+            for name, first, last in functions(text):
+                # The signature's first line is where the text after the last
+                # statement starts; count from the line of the name.
+                n = last - first + 1
+                if n > MAX_FUNCTION_LINES:
+                    yield f"{path}:{first}: {name} is {n} lines (at most {MAX_FUNCTION_LINES})"
+
+
+RULES = {"rooms": rule_rooms, "runner": rule_runner, "executables": rule_executables,
+         "functions": rule_functions}
+
+
+def main(argv):
+    if len(argv) < 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    root = argv[1]
+    names = argv[2:] or list(RULES)
+    bad = 0
+    for name in names:
+        if name not in RULES:
+            print(f"pilot: structure: unknown rule {name} (rules: {', '.join(RULES)})", file=sys.stderr)
+            return 2
+        for breach in RULES[name](root):
+            print(f"pilot: structure: {name}: {breach}")
+            bad += 1
+    if bad:
+        print(f"pilot: structure: {bad} breach(es)")
+        return 1
+    print(f"pilot: structure: {', '.join(names)}: ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
