@@ -20,7 +20,11 @@ endif()
 if(PILOT_SANITIZE)
   # -g1 (line tables, after the build type's -g): a report still names
   # file and line, and a libtorch source compiles about a quarter faster.
+  # -O1 (after the build type's -O2), the level AddressSanitizer's own
+  # documentation suggests: the sanitized build exists to find memory errors,
+  # not to be fast, and a libtorch source compiles about a third faster
+  # (bench/RESULTS.md, "CI time").
   add_compile_options(-fsanitize=address,undefined -fno-sanitize-recover=undefined
-                      -fno-omit-frame-pointer -g1)
+                      -fno-omit-frame-pointer -g1 -O1)
   add_link_options(-fsanitize=address,undefined)
 endif()
