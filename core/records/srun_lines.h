@@ -2,7 +2,8 @@
 // stderr when tasks end badly:
 //   srun: error: gpu02: task 2: Killed
 //   srun: error: gpu01: tasks 0-1,3: Exited with exit code 3
-// Read by the srun launchers of the runner and the supervisor.
+// Read by the launch layer (launch/srun.h: the rank that failed) and the
+// supervisor (the nodes where the work folder is missing).
 //
 // Thread-safety: pure functions.
 #pragma once

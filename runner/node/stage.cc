@@ -1,5 +1,5 @@
 // The node stage's launching process: starts the ranks of each phase
-// through a Launcher (runner/node/launcher.h), watches them, and folds
+// through a Launcher (launch/launcher.h), watches them, and folds
 // their reports into the summary.
 #include <signal.h>
 #include <sys/wait.h>
@@ -18,15 +18,18 @@
 #include <thread>
 
 #include "core/base/atomic_file.h"
-#include "runner/ckpt/compare.h"
 #include "core/records/hostlist.h"
-#include "runner/node/launcher.h"
+#include "launch/launcher.h"
+#include "runner/ckpt/compare.h"
 #include "runner/node/stage.h"
 
 extern char** environ;
 
 namespace pilot::runner {
 namespace fs = std::filesystem;
+using launch::Launcher;
+using launch::LaunchRequest;
+using launch::RankBlame;
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -315,7 +318,7 @@ int RunNodeStage(const RunOptions& o, const Config& cfg, int nproc, std::optiona
                  m.c_str());
     return kExitUsage;
   }
-  const std::unique_ptr<Launcher> launcher = ChooseLauncher(cfg.parallel.launcher, nproc);
+  const std::unique_ptr<Launcher> launcher = launch::ChooseLauncher(cfg.parallel.launcher, nproc);
   n.launcher = launcher->Name();
   const std::string base = o.out + "/node";
   auto fail = [&](const PhaseOutcome& p, const std::string& phase) {
@@ -385,7 +388,7 @@ int RunNodeStage(const RunOptions& o, const Config& cfg, int nproc, std::optiona
   int other = world > 1 ? 1 : (data_ranks > 1 ? data_ranks : 0);
   // Ranks across nodes (srun in an allocation of several): the other
   // restore is at one node's share of them, a restore onto fewer nodes.
-  if (const char* nn = std::getenv("SLURM_JOB_NUM_NODES"); nn && n.launcher == "srun") {
+  if (const char* nn = std::getenv("SLURM_JOB_NUM_NODES"); nn && n.launcher == launch::kSrun) {
     const int nodes = std::atoi(nn);
     if (nodes > 1 && world % nodes == 0 && world / nodes > 1) other = world / nodes;
   }

@@ -8,7 +8,7 @@
 //                 compare losses and final parameters with train's;
 //   resume-other  the same at another world size (W > 1: one process;
 //                 W = 1: parallel.nproc processes), restoring W's shards.
-// Ranks are started by a Launcher (runner/node/launcher.h): locally
+// Ranks are started by a Launcher (launch/launcher.h): locally
 // (PILOT_* variables, `--nproc N` or parallel.launcher = "local") or as one
 // `srun` step (SLURM_* variables). What a rank runs is the workload's
 // (runner/workload/workload.h).

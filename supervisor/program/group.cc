@@ -16,8 +16,9 @@
 #include <map>
 #include <set>
 
+#include "launch/spawn.h"
+#include "launch/srun.h"
 #include "supervisor/process.h"
-#include "supervisor/workload_env.h"
 
 namespace pilot::supervisor {
 namespace {
@@ -60,33 +61,7 @@ void Say(const std::string& text) { WriteAll(2, text.data(), text.size()); }
         std::strerror(errno) + "\n");
     _exit(126);
   }
-  std::vector<char*> envp;
-  for (const std::string& e : r.env) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
-  std::vector<std::string> args = r.argv;
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const std::string& name = r.argv[0];
-  if (name.find('/') != std::string::npos) {
-    execve(name.c_str(), argv.data(), envp.data());
-    Say("pilot: program: cannot run " + name + ": " + std::strerror(errno) + "\n");
-    _exit(127);
-  }
-  const std::string path = EnvValue(r.env, "PATH");
-  size_t start = 0;
-  int why = ENOENT;
-  for (size_t i = 0; i <= path.size(); ++i) {
-    if (i < path.size() && path[i] != ':') continue;
-    std::string dir = path.substr(start, i - start);
-    start = i + 1;
-    if (dir.empty()) continue;
-    const std::string full = dir + "/" + name;
-    execve(full.c_str(), argv.data(), envp.data());
-    if (errno != ENOENT && errno != ENOTDIR) why = errno;
-  }
-  Say("pilot: program: " + name + ": " +
-      (why == ENOENT ? std::string("not found in PATH ") + path : std::strerror(why)) + "\n");
+  Say("pilot: program: " + launch::ExecSearchingPath(r.argv, r.env) + "\n");
   _exit(127);
 }
 
@@ -143,19 +118,339 @@ struct Live {
   Clock::time_point exited_at;
 };
 
-}  // namespace
+// A process's streams, in the order they are polled.
+enum Stream { kFifo = 0, kStdout = 1, kStderr = 2 };
 
-std::optional<std::pair<int, std::string>> SplitSrunLabel(const std::string& line, int tasks) {
-  size_t i = 0;
-  while (i < line.size() && i < 8 && line[i] == ' ') ++i;
-  const size_t first = i;
-  int64_t id = 0;
-  while (i < line.size() && i - first < 9 && line[i] >= '0' && line[i] <= '9') id = id * 10 + (line[i++] - '0');
-  if (i == first || i >= line.size() || line[i] != ':' || id >= tasks) return std::nullopt;
-  ++i;
-  if (i < line.size() && line[i] == ' ') ++i;
-  return std::make_pair(static_cast<int>(id), line.substr(i));
-}
+// One RunGroup: starts the processes, then rounds of reading their
+// streams, reaping them and deciding whether to end them, until every
+// process has exited and its streams are closed.
+class GroupRun {
+ public:
+  explicit GroupRun(const GroupSpec& spec)
+      : spec_(spec), t0_(Clock::now()), parent_(getpid()), live_(spec.ranks.size()) {}
+
+  GroupResult Run() {
+    for (size_t i = 0; i < spec_.ranks.size(); ++i) Start(&live_[i], spec_.ranks[i]);
+    last_record_ = Clock::now();
+    last_rss_ = Clock::now() - std::chrono::seconds(5);
+    while (Round()) {
+    }
+    Finish();
+    return std::move(g_);
+  }
+
+ private:
+  // Starting.
+
+  // A writer of our own keeps the FIFO from reporting end-of-file between
+  // the program's opens and closes.
+  void OpenFifo(Live* l) {
+    if (l->launch.metrics_fifo.empty()) return;
+    l->fifo_fd = open(l->launch.metrics_fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (l->fifo_fd < 0) return;
+    const int w = open(l->launch.metrics_fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    if (w >= 0) keep_open_.push_back(w);
+  }
+
+  void Start(Live* l, const RankLaunch& launch) {
+    l->launch = launch;
+    l->result.rank = l->launch.rank;
+    l->result.srun_tasks = l->launch.srun_tasks;
+    OpenFifo(l);
+    int out[2], err[2];
+    if (l->launch.argv.empty() || pipe2(out, O_CLOEXEC) != 0) {
+      l->result.start_problem = l->launch.argv.empty() ? "no command" : std::strerror(errno);
+      return;
+    }
+    if (pipe2(err, O_CLOEXEC) != 0) {
+      l->result.start_problem = std::strerror(errno);
+      close(out[0]);
+      close(out[1]);
+      return;
+    }
+    const pid_t pid = fork();
+    if (pid < 0) {
+      l->result.start_problem = std::string("fork: ") + std::strerror(errno);
+      for (int fd : {out[0], out[1], err[0], err[1]}) close(fd);
+      return;
+    }
+    if (pid == 0) {
+      // The write ends without close-on-exec, above the range dup2 overwrites.
+      const int ow = fcntl(out[1], F_DUPFD, 10), ew = fcntl(err[1], F_DUPFD, 10);
+      ExecRank(l->launch, spec_, ow, ew, parent_);
+    }
+    setpgid(pid, pid);
+    close(out[1]);
+    close(err[1]);
+    l->pid = pid;
+    l->out_fd = out[0];
+    l->err_fd = err[0];
+    fcntl(l->out_fd, F_SETFL, O_NONBLOCK);
+    fcntl(l->err_fd, F_SETFL, O_NONBLOCK);
+    l->result.started = true;
+  }
+
+  // Records.
+
+  void TakeRecord(Live& l, MetricRecord rec) {
+    if (static_cast<int64_t>(g_.records.size()) >= spec_.max_records) {
+      ++g_.dropped_records;
+      return;
+    }
+    if (!rec.rank) rec.rank = l.launch.rank;
+    rec.arrived = Since(t0_);
+    last_record_ = Clock::now();
+    last_step_seen_ = std::max(last_step_seen_, rec.step);
+    rank_last_step_[*rec.rank] = std::max(rank_last_step_[*rec.rank], rec.step);
+    ++l.result.records;
+    g_.records.push_back(std::move(rec));
+  }
+
+  // A record line; `task`: the srun task whose line it is (its rank,
+  // whatever the record says).
+  void FifoLine(Live& l, const std::string& line, std::optional<int> task) {
+    if (spec_.loss_pattern || line.find_first_not_of(" \t\r") == std::string::npos) return;
+    Result<MetricRecord> r = ParseMetricLine(line);
+    if (!r.ok()) {
+      if (g_.bad_records++ == 0) {
+        g_.first_bad_record = r.status().detail() + ": " + line.substr(0, 120);
+      }
+      return;
+    }
+    if (task) r->rank = *task;
+    TakeRecord(l, std::move(r).value());
+  }
+
+  void OutLine(Live& l, const std::string& line) {
+    std::optional<int> task;
+    std::string text = line;
+    if (l.launch.srun_tasks > 0) {
+      auto split = launch::SplitSrunLabel(line, l.launch.srun_tasks);
+      if (!split) return;
+      task = split->first;
+      text = std::move(split->second);
+      if (!spec_.loss_pattern) return FifoLine(l, text, task);
+    }
+    if (!spec_.loss_pattern) return;
+    std::optional<double> loss = MatchLoss(*spec_.loss_pattern, text);
+    if (!loss) return;
+    MetricRecord rec;
+    rec.step = spec_.first_step + (task ? l.task_matches[*task]++ : l.pattern_matches++);
+    rec.loss = *loss;
+    rec.rank = task;
+    TakeRecord(l, std::move(rec));
+  }
+
+  void ErrLine(Live& l, const std::string& line) {
+    if (l.launch.srun_tasks <= 0 || l.result.srun_lines.size() >= 1000) return;
+    if (auto t = pilot::ParseSrunTaskLine(line)) l.result.srun_lines.push_back(std::move(*t));
+  }
+
+  // Streams.
+
+  // Reads what stream `which` of `l` has now; at the end of stdout or
+  // stderr closes it (*fd = -1) and takes its last, unterminated line.
+  void Drain(Live& l, int* fd, Stream which) {
+    char buf[65536];
+    for (;;) {
+      const ssize_t n = read(*fd, buf, sizeof buf);
+      if (n > 0) {
+        const size_t k = static_cast<size_t>(n);
+        if (which == kFifo) {
+          l.fifo_lines.Append(buf, k);
+          while (auto line = l.fifo_lines.Next()) FifoLine(l, *line, std::nullopt);
+        } else if (which == kStdout) {
+          if (l.launch.srun_tasks <= 0 || spec_.loss_pattern)
+            WriteAll(spec_.forward_stdout, buf, k);
+          KeepTail(&l.result.stdout_tail, buf, k);
+          l.out_lines.Append(buf, k);
+          while (auto line = l.out_lines.Next()) OutLine(l, *line);
+        } else {
+          WriteAll(spec_.forward_stderr, buf, k);
+          KeepTail(&l.result.stderr_tail, buf, k);
+          l.err_lines.Append(buf, k);
+          while (auto line = l.err_lines.Next()) ErrLine(l, *line);
+        }
+        continue;
+      }
+      if (n == 0 && which != kFifo) {
+        close(*fd);
+        *fd = -1;
+        if (which == kStdout) {
+          if (auto rest = l.out_lines.Rest()) OutLine(l, *rest);
+        } else if (auto rest = l.err_lines.Rest()) {
+          ErrLine(l, *rest);
+        }
+      }
+      break;
+    }
+  }
+
+  static int* FdOf(Live& l, Stream which) {
+    return which == kFifo ? &l.fifo_fd : which == kStdout ? &l.out_fd : &l.err_fd;
+  }
+
+  // Waits up to 200 ms for any open stream and drains those that have data.
+  void PollStreams() {
+    std::vector<pollfd> fds;
+    std::vector<std::pair<Live*, Stream>> owners;
+    for (Live& l : live_) {
+      for (Stream w : {kFifo, kStdout, kStderr}) {
+        if (*FdOf(l, w) < 0) continue;
+        fds.push_back({*FdOf(l, w), POLLIN, 0});
+        owners.push_back({&l, w});
+      }
+    }
+    const int pr = poll(fds.data(), fds.size(), 200);
+    if (pr <= 0) return;
+    for (size_t i = 0; i < fds.size(); ++i) {
+      if (fds[i].revents == 0) continue;
+      Live& l = *owners[i].first;
+      Drain(l, FdOf(l, owners[i].second), owners[i].second);
+    }
+  }
+
+  // Processes.
+
+  bool AllReaped() const {
+    for (const Live& l : live_) {
+      if (l.pid > 0 && !l.reaped) return false;
+    }
+    return true;
+  }
+
+  // Every process has exited: done once their stdout and stderr are closed;
+  // descendants that keep a stream open get 2 s after the last exit.
+  bool StreamsDone() const {
+    bool streams_open = false;
+    bool late = true;
+    for (const Live& l : live_) {
+      streams_open = streams_open || l.out_fd >= 0 || l.err_fd >= 0;
+      if (l.pid > 0 && Since(l.exited_at) < 2) late = false;
+    }
+    return !streams_open || late;
+  }
+
+  void SampleRss(bool all_reaped) {
+    if (Since(last_rss_) < 1.0 && !all_reaped) return;
+    last_rss_ = Clock::now();
+    std::set<pid_t> running;
+    for (Live& l : live_) {
+      if (l.pid > 0) running.insert(l.pid);
+    }
+    g_.peak_rss_bytes = std::max(g_.peak_rss_bytes, GroupRss(running));
+  }
+
+  Clock::time_point GraceFromNow() const {
+    return Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                              std::chrono::duration<double>(spec_.exit_grace_seconds));
+  }
+
+  // Reaps the processes that exited; a failed one starts the grace period.
+  void Reap() {
+    for (Live& l : live_) {
+      if (l.pid <= 0 || l.reaped) continue;
+      int status = 0;
+      if (waitpid(l.pid, &status, WNOHANG) != l.pid) continue;
+      l.reaped = true;
+      l.exited_at = Clock::now();
+      l.result.wall_seconds = Since(t0_);
+      if (WIFEXITED(status)) l.result.exit_code = WEXITSTATUS(status);
+      if (WIFSIGNALED(status)) l.result.signal = WTERMSIG(status);
+      kill(-l.pid, SIGKILL);  // whatever it left behind
+      const bool failed = l.result.signal != 0 || l.result.exit_code != 0;
+      if (failed && !end_after_) end_after_ = GraceFromNow();
+    }
+  }
+
+  void SignalAll(int sig) {
+    for (Live& l : live_) {
+      if (l.pid > 0 && !l.reaped) {
+        l.result.terminated = true;
+        kill(-l.pid, sig);
+      }
+    }
+  }
+
+  bool EveryRankReachedLastStep() const {
+    bool all_done = spec_.expected_ranks > 0;
+    for (int r = 0; r < spec_.expected_ranks; ++r) {
+      auto it = rank_last_step_.find(r);
+      all_done = all_done && it != rank_last_step_.end() && it->second >= spec_.last_step;
+    }
+    return all_done;
+  }
+
+  // Why the supervisor would end the phase now; SIGTERM to every process
+  // group once, SIGKILL kill_grace_seconds later.
+  void EndIfDue() {
+    if (StopRequested()) g_.stopped = true;
+    if (!g_.stopped && !g_.hung && Since(last_record_) > spec_.step_timeout_seconds &&
+        !end_after_) {
+      g_.hung = true;
+      g_.hung_seconds = Since(last_record_);
+      g_.hung_after_step = last_step_seen_;
+    }
+    if (spec_.last_step > 0 && !end_after_ && EveryRankReachedLastStep()) {
+      g_.after_last_step = true;
+      end_after_ = GraceFromNow();
+    }
+    const bool end_now = g_.stopped || g_.hung || (end_after_ && Clock::now() >= *end_after_);
+    if (end_now && !term_sent_) {
+      SignalAll(SIGTERM);
+      term_sent_ = Clock::now();
+    } else if (term_sent_ && !kill_sent_ &&
+               std::chrono::duration<double>(Clock::now() - *term_sent_).count() >
+                   spec_.kill_grace_seconds) {
+      SignalAll(SIGKILL);
+      kill_sent_ = true;
+    }
+  }
+
+  // One round; false when the group is over.
+  bool Round() {
+    const bool all_reaped = AllReaped();
+    if (all_reaped && StreamsDone()) return false;
+    PollStreams();
+    if (spec_.tick) spec_.tick();
+    SampleRss(all_reaped);
+    Reap();
+    if (!AllReaped()) EndIfDue();
+    return true;
+  }
+
+  // The FIFOs' last records, every descriptor closed, the results.
+  void Finish() {
+    for (Live& l : live_) {
+      for (int* fd : {&l.fifo_fd, &l.out_fd, &l.err_fd}) {
+        if (*fd < 0) continue;
+        if (fd == &l.fifo_fd) Drain(l, fd, kFifo);
+        close(*fd);
+        *fd = -1;
+      }
+      if (auto rest = l.fifo_lines.Rest()) FifoLine(l, *rest, std::nullopt);
+      g_.ranks.push_back(l.result);
+    }
+    for (int fd : keep_open_) close(fd);
+    g_.wall_seconds = Since(t0_);
+  }
+
+  const GroupSpec& spec_;
+  const Clock::time_point t0_;
+  const pid_t parent_;
+  std::vector<Live> live_;
+  std::vector<int> keep_open_;
+  GroupResult g_;
+  Clock::time_point last_record_;
+  int64_t last_step_seen_ = 0;
+  std::map<int, int64_t> rank_last_step_;
+  std::optional<Clock::time_point> end_after_;  // when the grace period ends
+  std::optional<Clock::time_point> term_sent_;
+  bool kill_sent_ = false;
+  Clock::time_point last_rss_;
+};
+
+}  // namespace
 
 std::string TailLines(const std::string& text, size_t lines, size_t bytes) {
   size_t end = text.size();
@@ -178,261 +473,6 @@ std::string TailLines(const std::string& text, size_t lines, size_t bytes) {
   return out;
 }
 
-GroupResult RunGroup(const GroupSpec& spec) {
-  GroupResult g;
-  const auto t0 = Clock::now();
-  const pid_t parent = getpid();
-  std::vector<Live> live(spec.ranks.size());
-  std::set<pid_t> groups;
-  // A writer of our own keeps each FIFO from reporting end-of-file between
-  // the program's opens and closes.
-  std::vector<int> keep_open;
-  for (size_t i = 0; i < spec.ranks.size(); ++i) {
-    Live& l = live[i];
-    l.launch = spec.ranks[i];
-    l.result.rank = l.launch.rank;
-    l.result.srun_tasks = l.launch.srun_tasks;
-    if (!l.launch.metrics_fifo.empty()) {
-      l.fifo_fd = open(l.launch.metrics_fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-      if (l.fifo_fd >= 0) {
-        const int w = open(l.launch.metrics_fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-        if (w >= 0) keep_open.push_back(w);
-      }
-    }
-    int out[2], err[2];
-    if (l.launch.argv.empty() || pipe2(out, O_CLOEXEC) != 0) {
-      l.result.start_problem = l.launch.argv.empty() ? "no command" : std::strerror(errno);
-      continue;
-    }
-    if (pipe2(err, O_CLOEXEC) != 0) {
-      l.result.start_problem = std::strerror(errno);
-      close(out[0]);
-      close(out[1]);
-      continue;
-    }
-    const pid_t pid = fork();
-    if (pid < 0) {
-      l.result.start_problem = std::string("fork: ") + std::strerror(errno);
-      for (int fd : {out[0], out[1], err[0], err[1]}) close(fd);
-      continue;
-    }
-    if (pid == 0) {
-      // The write ends without close-on-exec, above the range dup2 overwrites.
-      const int ow = fcntl(out[1], F_DUPFD, 10), ew = fcntl(err[1], F_DUPFD, 10);
-      ExecRank(l.launch, spec, ow, ew, parent);
-    }
-    setpgid(pid, pid);
-    close(out[1]);
-    close(err[1]);
-    l.pid = pid;
-    l.out_fd = out[0];
-    l.err_fd = err[0];
-    fcntl(l.out_fd, F_SETFL, O_NONBLOCK);
-    fcntl(l.err_fd, F_SETFL, O_NONBLOCK);
-    l.result.started = true;
-    groups.insert(pid);
-  }
-
-  auto last_record = Clock::now();
-  int64_t last_step_seen = 0;
-  std::map<int, int64_t> rank_last_step;
-  std::optional<Clock::time_point> end_after;  // when the grace period ends
-  std::optional<Clock::time_point> term_sent;
-  bool kill_sent = false;
-  auto last_rss = Clock::now() - std::chrono::seconds(5);
-
-  auto take_record = [&](Live& l, MetricRecord rec) {
-    if (static_cast<int64_t>(g.records.size()) >= spec.max_records) {
-      ++g.dropped_records;
-      return;
-    }
-    if (!rec.rank) rec.rank = l.launch.rank;
-    rec.arrived = Since(t0);
-    last_record = Clock::now();
-    last_step_seen = std::max(last_step_seen, rec.step);
-    rank_last_step[*rec.rank] = std::max(rank_last_step[*rec.rank], rec.step);
-    ++l.result.records;
-    g.records.push_back(std::move(rec));
-  };
-  // `task`: the srun task whose line it is (its rank, whatever the record says).
-  auto fifo_line = [&](Live& l, const std::string& line, std::optional<int> task) {
-    if (spec.loss_pattern || line.find_first_not_of(" \t\r") == std::string::npos) return;
-    Result<MetricRecord> r = ParseMetricLine(line);
-    if (!r.ok()) {
-      if (g.bad_records++ == 0) {
-        g.first_bad_record = r.status().detail() + ": " + line.substr(0, 120);
-      }
-      return;
-    }
-    if (task) r->rank = *task;
-    take_record(l, std::move(r).value());
-  };
-  auto out_line = [&](Live& l, const std::string& line) {
-    std::optional<int> task;
-    std::string text = line;
-    if (l.launch.srun_tasks > 0) {
-      auto split = SplitSrunLabel(line, l.launch.srun_tasks);
-      if (!split) return;
-      task = split->first;
-      text = std::move(split->second);
-      if (!spec.loss_pattern) return fifo_line(l, text, task);
-    }
-    if (!spec.loss_pattern) return;
-    std::optional<double> loss = MatchLoss(*spec.loss_pattern, text);
-    if (!loss) return;
-    MetricRecord rec;
-    rec.step = spec.first_step + (task ? l.task_matches[*task]++ : l.pattern_matches++);
-    rec.loss = *loss;
-    rec.rank = task;
-    take_record(l, std::move(rec));
-  };
-  auto err_line = [&](Live& l, const std::string& line) {
-    if (l.launch.srun_tasks <= 0 || l.result.srun_lines.size() >= 1000) return;
-    if (auto t = pilot::ParseSrunTaskLine(line)) l.result.srun_lines.push_back(std::move(*t));
-  };
-  auto drain = [&](Live& l, int* fd, int which) {
-    char buf[65536];
-    for (;;) {
-      const ssize_t n = read(*fd, buf, sizeof buf);
-      if (n > 0) {
-        const size_t k = static_cast<size_t>(n);
-        if (which == 0) {
-          l.fifo_lines.Append(buf, k);
-          while (auto line = l.fifo_lines.Next()) fifo_line(l, *line, std::nullopt);
-        } else if (which == 1) {
-          if (l.launch.srun_tasks <= 0 || spec.loss_pattern) WriteAll(spec.forward_stdout, buf, k);
-          KeepTail(&l.result.stdout_tail, buf, k);
-          l.out_lines.Append(buf, k);
-          while (auto line = l.out_lines.Next()) out_line(l, *line);
-        } else {
-          WriteAll(spec.forward_stderr, buf, k);
-          KeepTail(&l.result.stderr_tail, buf, k);
-          l.err_lines.Append(buf, k);
-          while (auto line = l.err_lines.Next()) err_line(l, *line);
-        }
-        continue;
-      }
-      if (n == 0 && which != 0) {
-        close(*fd);
-        *fd = -1;
-        if (which == 1) {
-          if (auto rest = l.out_lines.Rest()) out_line(l, *rest);
-        } else if (auto rest = l.err_lines.Rest()) {
-          err_line(l, *rest);
-        }
-      }
-      break;
-    }
-  };
-  auto signal_all = [&](int sig) {
-    for (Live& l : live) {
-      if (l.pid > 0 && !l.reaped) {
-        l.result.terminated = true;
-        kill(-l.pid, sig);
-      }
-    }
-  };
-
-  for (;;) {
-    bool all_reaped = true, streams_open = false;
-    std::vector<pollfd> fds;
-    std::vector<std::pair<Live*, int>> owners;
-    for (Live& l : live) {
-      if (l.pid > 0 && !l.reaped) all_reaped = false;
-      const int which_fd[3] = {l.fifo_fd, l.out_fd, l.err_fd};
-      for (int w = 0; w < 3; ++w) {
-        if (which_fd[w] < 0) continue;
-        if (w != 0) streams_open = true;
-        fds.push_back({which_fd[w], POLLIN, 0});
-        owners.push_back({&l, w});
-      }
-    }
-    if (all_reaped) {
-      // Descendants that keep a stream open get 2 s after the last exit.
-      bool late = true;
-      for (Live& l : live) {
-        if (l.pid > 0 && Since(l.exited_at) < 2) late = false;
-      }
-      if (!streams_open || late) break;
-    }
-    const int pr = poll(fds.data(), fds.size(), 200);
-    if (pr > 0) {
-      for (size_t i = 0; i < fds.size(); ++i) {
-        if (fds[i].revents == 0) continue;
-        Live& l = *owners[i].first;
-        int* fd = owners[i].second == 0 ? &l.fifo_fd : owners[i].second == 1 ? &l.out_fd : &l.err_fd;
-        drain(l, fd, owners[i].second);
-      }
-    }
-    if (spec.tick) spec.tick();
-    if (Since(last_rss) >= 1.0 || all_reaped) {
-      last_rss = Clock::now();
-      std::set<pid_t> running;
-      for (Live& l : live) {
-        if (l.pid > 0) running.insert(l.pid);
-      }
-      g.peak_rss_bytes = std::max(g.peak_rss_bytes, GroupRss(running));
-    }
-    for (Live& l : live) {
-      if (l.pid <= 0 || l.reaped) continue;
-      int status = 0;
-      if (waitpid(l.pid, &status, WNOHANG) != l.pid) continue;
-      l.reaped = true;
-      l.exited_at = Clock::now();
-      l.result.wall_seconds = Since(t0);
-      if (WIFEXITED(status)) l.result.exit_code = WEXITSTATUS(status);
-      if (WIFSIGNALED(status)) l.result.signal = WTERMSIG(status);
-      kill(-l.pid, SIGKILL);  // whatever it left behind
-      const bool failed = l.result.signal != 0 || l.result.exit_code != 0;
-      if (failed && !end_after) end_after = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                                std::chrono::duration<double>(spec.exit_grace_seconds));
-    }
-    bool any_running = false;
-    for (Live& l : live) any_running = any_running || (l.pid > 0 && !l.reaped);
-    if (!any_running) continue;
-    // Why the supervisor would end the phase now.
-    if (StopRequested()) g.stopped = true;
-    if (!g.stopped && !g.hung && Since(last_record) > spec.step_timeout_seconds && !end_after) {
-      g.hung = true;
-      g.hung_seconds = Since(last_record);
-      g.hung_after_step = last_step_seen;
-    }
-    if (spec.last_step > 0 && !end_after) {
-      bool all_done = spec.expected_ranks > 0;
-      for (int r = 0; r < spec.expected_ranks; ++r) {
-        auto it = rank_last_step.find(r);
-        all_done = all_done && it != rank_last_step.end() && it->second >= spec.last_step;
-      }
-      if (all_done) {
-        g.after_last_step = true;
-        end_after = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                       std::chrono::duration<double>(spec.exit_grace_seconds));
-      }
-    }
-    const bool end_now = g.stopped || g.hung || (end_after && Clock::now() >= *end_after);
-    if (end_now && !term_sent) {
-      signal_all(SIGTERM);
-      term_sent = Clock::now();
-    } else if (term_sent && !kill_sent &&
-               std::chrono::duration<double>(Clock::now() - *term_sent).count() >
-                   spec.kill_grace_seconds) {
-      signal_all(SIGKILL);
-      kill_sent = true;
-    }
-  }
-  for (Live& l : live) {
-    for (int* fd : {&l.fifo_fd, &l.out_fd, &l.err_fd}) {
-      if (*fd < 0) continue;
-      if (fd == &l.fifo_fd) drain(l, fd, 0);
-      close(*fd);
-      *fd = -1;
-    }
-    if (auto rest = l.fifo_lines.Rest()) fifo_line(l, *rest, std::nullopt);
-    g.ranks.push_back(l.result);
-  }
-  for (int fd : keep_open) close(fd);
-  g.wall_seconds = Since(t0);
-  return g;
-}
+GroupResult RunGroup(const GroupSpec& spec) { return GroupRun(spec).Run(); }
 
 }  // namespace pilot::supervisor

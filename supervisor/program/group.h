@@ -32,11 +32,14 @@ namespace pilot::supervisor {
 
 struct RankLaunch {
   int rank = 0;
-  std::vector<std::string> argv;  // argv[0] absolute, or looked up in the env's PATH as the user
+  // argv[0] absolute, or looked up in the env's PATH as the user
+  // (launch::ExecSearchingPath)
+  std::vector<std::string> argv;
   std::vector<std::string> env;   // complete
   std::string metrics_fifo;       // created by the caller; "" = none
   // > 0: the process is one `srun --label` step of this many tasks (ranks
-  // across nodes). Its output lines start with the task's id ("  2: ...");
+  // across nodes, launch/srun.h). Its output lines start with the task's
+  // id ("  2: ...", launch::SplitSrunLabel);
   // without a loss pattern each of its stdout lines is a metrics record of
   // the rank that id names, and stdout is not forwarded (the ranks' own
   // output goes to their stderr, pilot-program(7)). srun's lines about
@@ -97,11 +100,6 @@ struct GroupResult {
 
 // Runs every rank to its end (see above).
 GroupResult RunGroup(const GroupSpec& spec);
-
-// A line of an `srun --label` step of `tasks` tasks split into the task's
-// id and what it wrote; nullopt for a line without a task's label (srun's
-// own messages) or with an id outside 0..tasks-1.
-std::optional<std::pair<int, std::string>> SplitSrunLabel(const std::string& line, int tasks);
 
 // The last `lines` lines of `text`, at most `bytes` bytes.
 std::string TailLines(const std::string& text, size_t lines, size_t bytes = 4096);

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "core/base/strings.h"
+#include "launch/srun.h"
 
 namespace pilot::supervisor {
 namespace {
@@ -29,28 +30,11 @@ std::string LastWords(const std::string& tail) {
 std::string TaskLastWords(const std::string& tail, int task, int tasks) {
   std::string last;
   for (std::string_view line : SplitLines(tail)) {
-    auto split = SplitSrunLabel(std::string(line), tasks);
+    auto split = launch::SplitSrunLabel(std::string(line), tasks);
     if (split && split->first == task && !Trim(split->second).empty()) last = split->second;
   }
   if (last.size() > 400) last = last.substr(last.size() - 400);
   return last.empty() ? "" : ": " + last;
-}
-
-// srun's line about the task that failed first: srun reports the others
-// after it (ended because of it, "Terminated", or failing when their peer
-// went away). A task a signal ended is preferred to one that exited, the
-// peers of a killed rank usually exiting with an error of their own.
-const pilot::SrunTaskLine* FirstFailedTask(const std::vector<pilot::SrunTaskLine>& lines) {
-  for (int pass = 0; pass < 3; ++pass) {
-    for (const pilot::SrunTaskLine& l : lines) {
-      if (l.tasks.empty()) continue;
-      const bool terminated = l.what == "Terminated";
-      const bool exited = l.what.rfind("Exited", 0) == 0;
-      if ((pass == 0 && (terminated || exited)) || (pass == 1 && terminated)) continue;
-      return &l;
-    }
-  }
-  return nullptr;
 }
 
 double RelDiff(double a, double b) {
@@ -118,13 +102,16 @@ std::optional<PhaseProblem> CheckPhase(const GroupResult& g, const PhaseExpect& 
   const std::string after = last_seen > 0 ? " after step " + std::to_string(last_seen)
                                           : std::string(" before its first step");
   if (failed != nullptr && failed->srun_tasks > 0) {
-    const pilot::SrunTaskLine* t = FirstFailedTask(failed->srun_lines);
-    if (t == nullptr) {
+    // srun's line about the task that failed first (launch/srun.h).
+    const std::optional<launch::FailedTask> first =
+        launch::FailedTaskBySrunWords(failed->srun_lines);
+    if (!first) {
       return PhaseProblem{LooksOutOfMemory(failed->stderr_tail) ? "oom" : "error", at, std::nullopt,
                           "srun, which started the ranks of " + who + ", " + status + after +
                               LastWords(failed->stderr_tail)};
     }
-    const int rank = t->tasks.front();
+    const pilot::SrunTaskLine* t = first->line;
+    const int rank = first->task;
     const std::string words = TaskLastWords(failed->stderr_tail, rank, failed->srun_tasks);
     const std::string whom = "rank " + std::to_string(rank) + " on " + t->node;
     if (LooksOutOfMemory(words)) {

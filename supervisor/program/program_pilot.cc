@@ -1,9 +1,6 @@
 #include "supervisor/program/program_pilot.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,6 +11,10 @@
 #include "core/base/atomic_file.h"
 #include "core/base/strings.h"
 #include "core/records/hostlist.h"
+#include "launch/launcher.h"
+#include "launch/rank_env.h"
+#include "launch/spawn.h"
+#include "launch/srun.h"
 #include "supervisor/process.h"
 #include "supervisor/program/group.h"
 #include "supervisor/program/judge.h"
@@ -36,34 +37,7 @@ constexpr const char* kProgramPassThrough[] = {
     "LD_LIBRARY_PATH", "HF_HOME",          "HF_DATASETS_CACHE", "TRANSFORMERS_CACHE",
     "TORCH_HOME",    "XDG_CACHE_HOME",     "PYTHONHASHSEED",  "CUBLAS_WORKSPACE_CONFIG"};
 
-// Each task of the srun step that runs the ranks across nodes: torchrun's
-// variables from srun's, the rendezvous at srun's launch node (the first
-// node, where rank 0 runs), and without a loss pattern the records on the
-// task's stdout (srun --label names the rank) and its own output on stderr.
-constexpr const char* kRankScript =
-    "export RANK=\"$SLURM_PROCID\" LOCAL_RANK=\"$SLURM_LOCALID\" GROUP_RANK=\"$SLURM_NODEID\" "
-    "NODE_RANK=\"$SLURM_NODEID\"; "
-    "if [ -n \"$SLURM_LAUNCH_NODE_IPADDR\" ]; then export MASTER_ADDR=\"$SLURM_LAUNCH_NODE_IPADDR\"; fi; "
-    "if [ -n \"$PILOT_METRICS\" ]; then exec 3>&1 1>&2; export PILOT_METRICS=/proc/self/fd/3; fi; "
-    "exec \"$@\"";
-
 void Log(const std::string& line) { std::fprintf(stderr, "pilot: supervisor: %s\n", line.c_str()); }
-
-int FreePort() {
-  const int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (s < 0) return 29500;
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  int port = 29500;
-  if (bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-      getsockname(s, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-    port = ntohs(a.sin_port);
-  }
-  close(s);
-  return port;
-}
 
 // Keeps the larger of *peak and `v`.
 void RaisePeak(std::optional<int64_t>* peak, const std::optional<int64_t>& v) {
@@ -157,17 +131,22 @@ class ProgramPilot {
     const bool one_process = cfg_.program.launcher == "none" || across;
     const int processes = one_process ? 1 : world;
     const int local_world = across ? world / static_cast<int>(hosts_.size()) : world;
-    const int port = FreePort();
+    const int port = launch::FreePort();
     for (int rank = 0; rank < processes; ++rank) {
       RankLaunch r;
       r.rank = rank;
       r.argv = cfg_.program.command;
       if (across) {
+        // One srun step over the job's nodes; each task sets torchrun's
+        // variables from srun's and, without a loss pattern, writes its
+        // records on its stdout (srun --label names the rank).
         r.srun_tasks = world;
-        r.argv = {"srun", "--nodes=" + std::to_string(hosts_.size()), "--ntasks=" + std::to_string(world),
-                  "--ntasks-per-node=" + std::to_string(local_world), "--distribution=block",
-                  "--kill-on-bad-exit=1", "--wait=60", "--label", "/bin/sh", "-c", kRankScript, "pilot-rank"};
-        r.argv.insert(r.argv.end(), cfg_.program.command.begin(), cfg_.program.command.end());
+        launch::SrunStep step;
+        step.tasks = world;
+        step.nodes = static_cast<int>(hosts_.size());
+        step.label = true;
+        step.command = launch::TorchrunTaskCommand(cfg_.program.command);
+        r.argv = launch::SrunStepArgv(step);
       } else {
         r.metrics_fifo = MakeFifo(stage + "-" + process + "-" + std::to_string(rank));
       }
@@ -381,7 +360,9 @@ class ProgramPilot {
     NodeStage n;
     n.world_size = world_;
     n.mode = "program";
-    n.launcher = cfg_.program.launcher == "none" ? "program" : AcrossNodes() ? "srun" : "local";
+    n.launcher = cfg_.program.launcher == "none" ? "program"
+                 : AcrossNodes()                 ? launch::kSrun
+                                                 : launch::kLocal;
     n.data_ranks = world_;
     n.steps = cfg_.training.steps;
     n.status = "ok";
@@ -533,14 +514,14 @@ std::vector<std::string> ProgramEnv(const ProgramEnvInput& in) {
   SetEnvValue(&env, "PILOT_PROCESS", in.process);
   SetEnvValue(&env, "PILOT_DEVICE", in.device);
   SetEnvValue(&env, "PILOT_SEED", std::to_string(in.seed));
-  SetEnvValue(&env, "RANK", std::to_string(in.rank));
-  SetEnvValue(&env, "LOCAL_RANK", std::to_string(in.local_rank));
-  SetEnvValue(&env, "WORLD_SIZE", std::to_string(in.world_size));
-  SetEnvValue(&env, "LOCAL_WORLD_SIZE", std::to_string(in.local_world_size));
-  SetEnvValue(&env, "GROUP_RANK", "0");
-  SetEnvValue(&env, "NODE_RANK", "0");
-  SetEnvValue(&env, "MASTER_ADDR", in.master_addr);
-  SetEnvValue(&env, "MASTER_PORT", std::to_string(in.master_port));
+  launch::RankPlace place;
+  place.rank = in.rank;
+  place.local_rank = in.local_rank;
+  place.world_size = in.world_size;
+  place.local_world_size = in.local_world_size;
+  place.master_addr = in.master_addr;
+  place.master_port = in.master_port;
+  launch::SetRankEnv(&env, place, launch::RankVars::kTorchrun);
   return env;
 }
 

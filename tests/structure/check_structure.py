@@ -11,7 +11,10 @@ and the script exits 1 when any rule is broken. The rules:
   runner       nothing outside runner/ (and tests/) includes runner/ or names
                pilot::runner.
   executables  the Slurm-side executables (spank_plugin, prolog, epilog, cli,
-               supervisor) never include each other; job/ includes only core/.
+               supervisor) never include each other; job/ includes only core/;
+               of them only supervisor/ includes launch/ (as runner/ does).
+  launch       launch/ (how ranks start, shared by runner/ and supervisor/)
+               includes only core/ and itself: no torch, no Slurm header.
   functions    no C++ function body is longer than 150 lines.
 """
 import os
@@ -62,7 +65,7 @@ def rule_rooms(root):
 
 
 def rule_runner(root):
-    for top in ["core", "job"] + EXECUTABLES:
+    for top in ["core", "launch", "job"] + EXECUTABLES:
         for path in sources(root, top):
             with open(os.path.join(root, path), encoding="utf-8") as f:
                 text = f.read()
@@ -77,12 +80,31 @@ def rule_runner(root):
 def rule_executables(root):
     for top in EXECUTABLES + ["job"]:
         allowed = {"core", "job", top} if top != "job" else {"core", "job"}
+        if top == "supervisor":
+            allowed.add("launch")
         for path in sources(root, top):
             for line, inc in includes(root, path):
                 first = inc.split("/")[0]
                 if "/" in inc and first not in allowed and inc != GENERATED_VERSION:
                     yield f"{path}:{line}: includes {inc}: {top}/ uses only " \
                           f"{', '.join(sorted(allowed - {top}))} and itself"
+
+
+# Headers of libraries launch/ must not need (angle-bracket includes).
+LAUNCH_FORBIDDEN = re.compile(r'^\s*#\s*include\s+<(torch|ATen|c10|slurm)/', re.M)
+
+
+def rule_launch(root):
+    for path in sources(root, "launch"):
+        for line, inc in includes(root, path):
+            first = inc.split("/")[0]
+            if "/" in inc and first not in {"core", "launch"} and inc != GENERATED_VERSION:
+                yield f"{path}:{line}: includes {inc}: launch/ uses only core and itself"
+        with open(os.path.join(root, path), encoding="utf-8") as f:
+            text = f.read()
+        for m in LAUNCH_FORBIDDEN.finditer(text):
+            line = text.count("\n", 0, m.start()) + 1
+            yield f"{path}:{line}: includes <{m.group(1)}/...>: launch/ is torch-free and Slurm-header-free"
 
 
 def strip_code(text):
@@ -166,7 +188,8 @@ def functions(text):
 
 
 def rule_functions(root):
-    for top in ["core", "job", "runner", "supervisor", "spank_plugin", "prolog", "epilog", "cli"]:
+    for top in ["core", "launch", "job", "runner", "supervisor", "spank_plugin", "prolog", "epilog",
+                "cli"]:
         for path in sources(root, top):
             with open(os.path.join(root, path), encoding="utf-8") as f:
                 text = f.read()
@@ -179,7 +202,7 @@ def rule_functions(root):
 
 
 RULES = {"rooms": rule_rooms, "runner": rule_runner, "executables": rule_executables,
-         "functions": rule_functions}
+         "launch": rule_launch, "functions": rule_functions}
 
 
 def main(argv):

@@ -194,15 +194,5 @@ TEST_F(GroupTest, AnSrunThatStartedNoTaskSaysSo) {
                         "srun: error: Unable to create step for job 7: Requested node configuration is not available");
 }
 
-TEST(SplitSrunLabel, TheTaskIdAndItsText) {
-  EXPECT_EQ(SplitSrunLabel(" 3: hello", 4), std::make_pair(3, std::string("hello")));
-  EXPECT_EQ(SplitSrunLabel("12: {\"a\": 1}", 16), std::make_pair(12, std::string("{\"a\": 1}")));
-  EXPECT_EQ(SplitSrunLabel("0:", 1), std::make_pair(0, std::string()));
-  EXPECT_FALSE(SplitSrunLabel("4: out of range", 4).has_value());
-  EXPECT_FALSE(SplitSrunLabel("srun: error: pn1: task 0: Killed", 4).has_value());
-  EXPECT_FALSE(SplitSrunLabel("no label", 4).has_value());
-  EXPECT_FALSE(SplitSrunLabel("", 4).has_value());
-}
-
 }  // namespace
 }  // namespace pilot::supervisor

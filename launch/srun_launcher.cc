@@ -1,6 +1,7 @@
 // parallel.launcher = "srun": the ranks as one job step of the allocation
-// the runner runs in. Slurm sets each task's SLURM_* variables, from which
-// core/records/hostlist.h derives the rank and the rendezvous.
+// the runner runs in (SrunStepArgv, launch/srun.h). Slurm sets each task's
+// SLURM_* variables, from which core/records/hostlist.h derives the rank
+// and the rendezvous.
 //
 // srun's stderr (its own lines and the tasks' stderr it forwards) passes
 // through a pipe: a thread copies it to ours as it comes and keeps srun's
@@ -23,10 +24,11 @@
 #include <thread>
 #include <vector>
 
-#include "runner/node/launcher.h"
 #include "core/records/srun_lines.h"
+#include "launch/launcher.h"
+#include "launch/srun.h"
 
-namespace pilot::runner {
+namespace pilot::launch {
 namespace {
 
 // What the reading thread shares with the launcher; owned by both, so a
@@ -72,19 +74,21 @@ class SrunLauncher final : public Launcher {
  public:
   ~SrunLauncher() override { Finish(); }
 
-  std::string Name() const override { return "srun"; }
+  std::string Name() const override { return kSrun; }
 
   // One srun process for all ranks.
   std::vector<pid_t> Start(const LaunchRequest& req) override {
     Finish();
-    std::vector<std::string> a = {"srun", "--ntasks=" + std::to_string(req.world), "--kill-on-bad-exit=1",
-                                  "--wait=60", "/proc/self/exe"};
+    SrunStep step;
+    step.tasks = req.world;
     // srun runs the executable by path on every node: use the real one.
     std::error_code ec;
-    a.back() = std::filesystem::read_symlink("/proc/self/exe", ec).string();
-    a.insert(a.end(), req.args.begin(), req.args.end());
+    step.command = {std::filesystem::read_symlink("/proc/self/exe", ec).string()};
+    step.command.insert(step.command.end(), req.args.begin(), req.args.end());
+    const std::vector<std::string> a = SrunStepArgv(step);
     std::vector<std::string> env = req.env;
-    if (const char* port = std::getenv("PILOT_MASTER_PORT")) env.push_back(std::string("PILOT_MASTER_PORT=") + port);
+    if (const char* port = std::getenv("PILOT_MASTER_PORT"))
+      env.push_back(std::string("PILOT_MASTER_PORT=") + port);
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0) return {SpawnProcess("srun", a, env)};
     const pid_t pid = SpawnProcess("srun", a, env, fds[1]);
@@ -101,27 +105,19 @@ class SrunLauncher final : public Launcher {
   // the earliest error of its own.
   RankBlame Blame(size_t /*index*/, int status, bool /*signalled*/,
                   const std::vector<std::optional<RankReport>>& reports) const override {
-    std::vector<SrunTaskLine> lines = Lines();
-    const SrunTaskLine* pick = nullptr;
-    int pick_rank = -1;
-    for (int pass = 0; pass < 2 && pick == nullptr; ++pass) {
-      for (const SrunTaskLine& l : lines) {
-        for (int t : l.tasks) {
-          if (t < 0 || static_cast<size_t>(t) >= reports.size()) continue;
-          if (reports[t] && reports[t]->status == "ok") continue;
-          if (pass == 0 && Secondary(reports[t])) continue;
-          pick = &l;
-          pick_rank = t;
-          break;
-        }
-        if (pick != nullptr) break;
-      }
-    }
+    const std::vector<SrunTaskLine> lines = Lines();
+    const std::optional<FailedTask> pick =
+        FirstFailedTask(lines, 2, [&reports](int pass, const SrunTaskLine& /*line*/, int t) {
+          if (t < 0 || static_cast<size_t>(t) >= reports.size()) return false;
+          if (reports[t] && reports[t]->status == "ok") return false;
+          return pass != 0 || !Secondary(reports[t]);
+        });
     RankBlame b;
-    if (pick != nullptr) {
-      const std::optional<RankReport>& rep = reports[pick_rank];
-      b.rank = pick_rank;
-      b.message = "rank " + std::to_string(pick_rank) + " on " + pick->node + " failed (srun: " + pick->what + ")" +
+    if (pick) {
+      const std::optional<RankReport>& rep = reports[pick->task];
+      b.rank = pick->task;
+      b.message = "rank " + std::to_string(pick->task) + " on " + pick->line->node +
+                  " failed (srun: " + pick->line->what + ")" +
                   (rep && rep->message ? ": " + *rep->message : "");
       return b;
     }
@@ -131,7 +127,8 @@ class SrunLauncher final : public Launcher {
         if (rep && rep->status == "ok") continue;
         if (pass == 0 && Secondary(rep)) continue;
         b.rank = static_cast<int>(r);
-        b.message = "rank " + std::to_string(r) + (rep && !rep->host.empty() ? " on " + rep->host : "") + " failed" +
+        b.message = "rank " + std::to_string(r) +
+                    (rep && !rep->host.empty() ? " on " + rep->host : "") + " failed" +
                     (rep && rep->message ? ": " + *rep->message
                                          : " (no report; srun " + DescribeWaitStatus(status) + ")");
         return b;
@@ -174,4 +171,4 @@ class SrunLauncher final : public Launcher {
 
 std::unique_ptr<Launcher> MakeSrunLauncher() { return std::make_unique<SrunLauncher>(); }
 
-}  // namespace pilot::runner
+}  // namespace pilot::launch

@@ -1,53 +1,35 @@
 // parallel.launcher = "local": the ranks as child processes of this one,
-// on this machine, with the PILOT_* rank variables (core/records/hostlist.h)
-// and a rendezvous on the loopback interface.
-#include <netinet/in.h>
+// on this machine, with the PILOT_* rank variables (launch/rank_env.h,
+// read back by core/records/hostlist.h) and a rendezvous on the loopback
+// interface.
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstdlib>
 
-#include "core/records/hostlist.h"
-#include "runner/node/launcher.h"
+#include "launch/launcher.h"
+#include "launch/rank_env.h"
 
-namespace pilot::runner {
+namespace pilot::launch {
 namespace {
-
-// A free TCP port on the loopback interface (the kernel's choice).
-int FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return kPortBase;
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  socklen_t len = sizeof(a);
-  int port = kPortBase;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-    port = ntohs(a.sin_port);
-  }
-  ::close(fd);
-  return port;
-}
 
 class LocalLauncher final : public Launcher {
  public:
-  std::string Name() const override { return "local"; }
+  std::string Name() const override { return kLocal; }
 
   // One process per rank: watched process r is rank r.
   std::vector<pid_t> Start(const LaunchRequest& req) override {
-    const int port = std::getenv("PILOT_MASTER_PORT") ? std::atoi(std::getenv("PILOT_MASTER_PORT")) : FreePort();
+    const int port =
+        std::getenv("PILOT_MASTER_PORT") ? std::atoi(std::getenv("PILOT_MASTER_PORT")) : FreePort();
     std::vector<pid_t> pids;
     for (int r = 0; r < req.world; ++r) {
       std::vector<std::string> e = req.env;
-      e.push_back("PILOT_RANK=" + std::to_string(r));
-      e.push_back("PILOT_WORLD_SIZE=" + std::to_string(req.world));
-      e.push_back("PILOT_LOCAL_RANK=" + std::to_string(r));
-      e.push_back("PILOT_MASTER_ADDR=127.0.0.1");
-      e.push_back("PILOT_MASTER_PORT=" + std::to_string(port));
+      RankPlace place;
+      place.rank = r;
+      place.local_rank = r;
+      place.world_size = req.world;
+      place.master_port = port;
+      SetRankEnv(&e, place, RankVars::kPilot);
       std::vector<std::string> a = {"pilot-runner"};
       a.insert(a.end(), req.args.begin(), req.args.end());
       pids.push_back(SpawnProcess("/proc/self/exe", a, e));
@@ -74,4 +56,4 @@ class LocalLauncher final : public Launcher {
 
 std::unique_ptr<Launcher> MakeLocalLauncher() { return std::make_unique<LocalLauncher>(); }
 
-}  // namespace pilot::runner
+}  // namespace pilot::launch

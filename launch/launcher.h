@@ -1,12 +1,23 @@
-// How the node stage starts the processes of a phase: a Launcher per way
-// (local child processes, one srun step), chosen from parallel.launcher.
-// The stage (runner/node/stage.h) builds the ranks' arguments and
-// environment, watches the processes a launcher started, and reads the
-// ranks' reports; a launcher starts them and says which rank a failure
-// belongs to.
+// How the ranks of a node-stage phase start: the launch layer, torch-free,
+// shared by both workloads. pilot-runner's node stage (runner/node/stage.h)
+// starts its ranks through a Launcher chosen from parallel.launcher; the
+// supervisor's phases of a user's program (supervisor/program/) start
+// theirs with the same pieces: srun's step (launch/srun.h), the ranks'
+// variables (launch/rank_env.h), the processes (launch/spawn.h), and the
+// kind's name for results.json's stages.node.launcher (kSrun, kLocal).
 //
-// Adding a launcher ("a new file plus a schema value"): see the recipe
-// beside kLaunchers in launcher.cc.
+// The kinds:
+//   local  one process per rank on this node, the rank's variables set by
+//          the launcher, the rendezvous on the loopback interface;
+//   srun   one srun step of the job's allocation, a task per rank, the
+//          ranks' variables from srun's; srun's lines about its tasks name
+//          the rank that failed;
+//   "auto" (parallel.launcher) the first row of kLaunchers whose condition
+//          holds; a program's launcher "none" is one process that starts
+//          its own workers (results.json's launcher "program").
+//
+// Adding a launcher kind: see the recipe beside kLaunchers in
+// launch/launcher.cc (and docs/design.md, "Extending the runner").
 //
 // Thread-safety: called from the launching process's one thread (the srun
 // launcher reads srun's stderr on a thread of its own).
@@ -21,10 +32,17 @@
 #include <vector>
 
 #include "core/records/rank_report.h"
+#include "launch/spawn.h"
 
-namespace pilot::runner {
+namespace pilot::launch {
 
-// One phase's processes as the stage asks for them.
+// The kinds' names: parallel.launcher's values, results.json's
+// stages.node.launcher.
+inline constexpr char kLocal[] = "local";
+inline constexpr char kSrun[] = "srun";
+
+// One phase's processes as the node stage asks for them: every rank runs
+// this program again (pilot-runner) with `args`.
 struct LaunchRequest {
   int world = 1;                  // ranks
   std::vector<std::string> args;  // pilot-runner's arguments, without argv[0]
@@ -62,14 +80,7 @@ class Launcher {
 // asks for a number of processes, local otherwise).
 std::unique_ptr<Launcher> ChooseLauncher(const std::string& setting, int nproc);
 
-// Helpers of the launchers.
-// posix_spawn(p) of `exe` (a name without '/' is looked up in PATH) with
-// `args` (argv, argv[0] included) and `env`, its stderr on `stderr_fd`
-// when that is >= 0 (ours otherwise); -1 with a message when it cannot
-// start.
-pid_t SpawnProcess(const std::string& exe, const std::vector<std::string>& args,
-                   const std::vector<std::string>& env, int stderr_fd = -1);
-// "exit 3", "killed by signal 9 (Killed)".
-std::string DescribeWaitStatus(int status);
+// The names of kLaunchers' rows, in its order ("auto" not included).
+std::vector<std::string> LauncherNames();
 
-}  // namespace pilot::runner
+}  // namespace pilot::launch
