@@ -13,6 +13,7 @@
 
 #include "core/base/atomic_file.h"
 #include "core/base/strings.h"
+#include "core/records/exit_codes.h"
 #include "core/records/hostlist.h"
 #include "supervisor/process.h"
 #include "supervisor/program/group.h"
@@ -22,11 +23,6 @@
 
 namespace pilot::supervisor {
 namespace {
-
-constexpr int kExitOk = 0;
-constexpr int kExitFailed = 1;
-constexpr int kExitOutOfMemory = 3;
-constexpr int kExitError = 4;
 
 // Variables of the job's environment a program may need to find its own
 // interpreter and libraries (a virtual environment, conda, caches). They
@@ -105,7 +101,7 @@ class ProgramPilot {
     }
     const int nodes = std::max<int>(1, static_cast<int>(hosts_.size()));
     world_ = cfg_.parallel.nproc > 0 ? cfg_.parallel.nproc : per_node * nodes;
-    metrics_dir_ = in_.job_dir + "/metrics";
+    metrics_dir_ = in_.job.metrics;
     ::mkdir(metrics_dir_.c_str(), 0711);
     ::chmod(metrics_dir_.c_str(), 0711);
     int rc = kExitOk;
@@ -273,7 +269,7 @@ class ProgramPilot {
              (r->err.empty() ? "" : ": " + TailLines(r->err, 1, 300));
       return false;
     }
-    const std::string list = in_.job_dir + "/checkpoint-files-" + stage + ".json";
+    const std::string list = in_.job.CheckpointFiles(stage);
     Status w = WriteFileAtomic(list, r->out, 0644);
     if (!w.ok()) Log("cannot keep the checkpoint's file list: " + w.ToString());
     int count = 0;
