@@ -19,8 +19,7 @@ int RunFlush(const Invocation& inv) {
                  "to the policy's notify_url, signed like the epilog does. Each stored or\n"
                  "delivered one is removed from its queue, the others stay. Exit 0 when\n"
                  "both queues are empty afterwards, 1 when some remain.");
-  cl.options.add_options()("policy", po::value<std::string>()->default_value(""),
-                           "site policy (default: $PILOT_POLICY, else the installed pilot.conf)");
+  cl.options.add_options()("policy", PolicyValue(), PolicyHelp().c_str());
   po::variables_map vm;
   if (auto rc = ParseCommandArgs(inv, cl, vm)) return *rc;
   Result<Policy> policy = LoadCliPolicy(vm["policy"].as<std::string>());

@@ -67,8 +67,7 @@ int RunGrant(const Invocation& inv) {
       "user", po::value<std::string>()->default_value(""),
       "the user the reservation is for; must be the verdict's user")(
       "dry-run", po::bool_switch(), "check and print the scontrol command, create nothing")(
-      "policy", po::value<std::string>()->default_value(""),
-      "site policy (default: $PILOT_POLICY, else the installed pilot.conf)");
+      "policy", PolicyValue(), PolicyHelp().c_str());
   cl.hidden.add_options()("job", po::value<std::string>(), "job id");
   cl.positional.add("job", 1);
   po::variables_map vm;

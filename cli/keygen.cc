@@ -83,8 +83,7 @@ int RunKeygen(const Invocation& inv) {
                  "unverifiable.");
   cl.options.add_options()
       ("force", po::bool_switch(), "replace existing keys")
-      ("policy", po::value<std::string>()->default_value(""),
-       "site policy (default: $PILOT_POLICY, else the installed pilot.conf)");
+      ("policy", PolicyValue(), PolicyHelp().c_str());
   po::variables_map vm;
   if (auto rc = ParseCommandArgs(inv, cl, vm)) return *rc;
   Result<Policy> policy = LoadCliPolicy(vm["policy"].as<std::string>());

@@ -13,8 +13,7 @@ int RunList(const Invocation& inv) {
   cl.options.add_options()
       ("user", po::value<std::string>(), "only this user's verdicts")
       ("all", po::bool_switch(), "every user's verdicts")
-      ("policy", po::value<std::string>()->default_value(""),
-       "site policy (default: $PILOT_POLICY, else the installed pilot.conf)");
+      ("policy", PolicyValue(), PolicyHelp().c_str());
   po::variables_map vm;
   if (auto rc = ParseCommandArgs(inv, cl, vm)) return *rc;
   if (vm.count("user") && vm["all"].as<bool>()) {

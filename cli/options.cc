@@ -10,6 +10,13 @@ void PrintCommandHelp(const Invocation& inv, const CommandLine& cl) {
   inv.out << "\n" << cl.options << "\nSee pilot(1) for details.\n";
 }
 
+po::typed_value<std::string>* PolicyValue() { return po::value<std::string>()->default_value(""); }
+
+std::string PolicyHelp(const std::string& read_for) {
+  return "site policy " + (read_for.empty() ? "" : "for " + read_for + " ") +
+         "(default: $PILOT_POLICY, else the installed pilot.conf)";
+}
+
 int UsageError(const Invocation& inv, const std::string& message) {
   inv.err << Status::Invalid(inv.name, message)
                  .WithHint("see 'pilot " + inv.name + " --help'")

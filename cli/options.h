@@ -34,6 +34,16 @@ std::optional<int> ParseCommandArgs(const Invocation& inv, CommandLine& cl, po::
 // Prints the help of `cl` (usage, description, options).
 void PrintCommandHelp(const Invocation& inv, const CommandLine& cl);
 
+// The --policy option of every command that reads the site policy, where
+// the command lists it:
+//   cl.options.add_options()("policy", PolicyValue(), PolicyHelp().c_str())
+// Not given, its value is "": LoadCliPolicy (cli/verdict_store.h) then
+// takes $PILOT_POLICY, else the installed pilot.conf, as its help says.
+po::typed_value<std::string>* PolicyValue();
+// "site policy (default: ...)"; "site policy for KEY (default: ...)" for a
+// command that reads one key of it (`read_for`).
+std::string PolicyHelp(const std::string& read_for = "");
+
 // "pilot: COMMAND: message" and "HINT: see 'pilot COMMAND --help'"; returns
 // kExitUsage. For missing positionals and bad flag combinations.
 int UsageError(const Invocation& inv, const std::string& message);

@@ -222,8 +222,7 @@ int RunPlan(const Invocation& inv) {
       "a second results.json of the same shape at another micro-batch: activations from the "
       "two peaks")("config", po::value<std::string>()->default_value(""),
                    "the pilot's config (default: the job's copy, or results.json's config_path)")(
-      "policy", po::value<std::string>()->default_value(""),
-      "site policy (default: $PILOT_POLICY, else the installed pilot.conf)")(
+      "policy", PolicyValue(), PolicyHelp().c_str())(
       "json", po::bool_switch(), "print the plan as one JSON object");
   cl.hidden.add_options()("source", po::value<std::string>(), "job id or results.json");
   cl.positional.add("source", 1);

@@ -24,8 +24,7 @@ int RunReport(const Invocation& inv) {
                            "the HTML file to write ('-' = standard output)")(
       "config", po::value<std::string>()->default_value(""),
       "the pilot's config (default: the job's copy, or results.json's config_path)")(
-      "policy", po::value<std::string>()->default_value(""),
-      "site policy (default: $PILOT_POLICY, else the installed pilot.conf)");
+      "policy", PolicyValue(), PolicyHelp().c_str());
   cl.hidden.add_options()("source", po::value<std::string>(), "job id or results.json");
   cl.positional.add("source", 1);
   po::variables_map vm;

@@ -91,8 +91,7 @@ int RunVerdict(const Invocation& inv) {
       ("json", po::bool_switch(),
        "print the stored verdict.json with the member signature_check added")
       ("all", po::bool_switch(), "also the verdicts it replaced, oldest first")
-      ("policy", po::value<std::string>()->default_value(""),
-       "site policy (default: $PILOT_POLICY, else the installed pilot.conf)");
+      ("policy", PolicyValue(), PolicyHelp().c_str());
   cl.hidden.add_options()("job", po::value<std::string>(), "job id");
   cl.positional.add("job", 1);
   po::variables_map vm;

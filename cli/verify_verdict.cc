@@ -22,8 +22,7 @@ int RunVerifyVerdict(const Invocation& inv) {
   cl.options.add_options()
       ("public-key", po::value<std::string>(),
        "the Ed25519 public key (PEM) to check against")
-      ("policy", po::value<std::string>()->default_value(""),
-       "site policy for public_key_file (default: $PILOT_POLICY, else the installed pilot.conf)");
+      ("policy", PolicyValue(), PolicyHelp("public_key_file").c_str());
   cl.hidden.add_options()("file", po::value<std::string>(), "verdict file");
   cl.positional.add("file", 1);
   po::variables_map vm;

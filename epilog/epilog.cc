@@ -11,6 +11,7 @@
 
 #include "core/base/atomic_file.h"
 #include "core/records/checkpoint_meta.h"
+#include "core/records/exit_codes.h"
 #include "core/base/crypto.h"
 #include "core/base/strings.h"
 #include "core/records/verify_report.h"
@@ -237,7 +238,7 @@ EpilogInputs GatherInputs(const Policy& policy, const JobEnv& job, const EpilogD
     in.verify_problem = "pilot-runner verify could not start: " + v.status().Message();
     return in;
   }
-  in.verify_ran = !v->timed_out && !v->stopped && v->signal == 0 && v->exit_code <= 2;
+  in.verify_ran = !v->timed_out && !v->stopped && v->signal == 0 && v->exit_code <= kExitUsage;
   in.verify_exit_code = v->exit_code;
   in.verify_output = v->out;
   if (!in.verify_ran) {
@@ -247,7 +248,7 @@ EpilogInputs GatherInputs(const Policy& policy, const JobEnv& job, const EpilogD
                            std::to_string(policy.epilog_timeout_seconds) + ")";
     }
     if (!v->err.empty()) in.verify_problem += ": " + FirstLine(v->err);
-  } else if (v->exit_code == 2) {
+  } else if (v->exit_code == kExitUsage) {
     in.verify_problem = "pilot-runner verify could not check: " + FirstLine(v->err);
   }
   // A program's files were compared with the supervisor's list by verify.

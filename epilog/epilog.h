@@ -30,8 +30,15 @@
 // fails queues the signed verdict in STATE/outbox/unstored/ for `pilot
 // flush` to store, and when even that fails the report says `lost` and its
 // note carries the decision and the failed checks for the log.
-// On a job of several nodes, only the node whose task ran the pilot (it has
-// runner.started) decides; the others skip (and leave their work folder).
+// On a job of several nodes, only the job's first node (the first host of
+// SLURM_JOB_NODELIST, the batch host: job::FirstNodeIfOther) decides,
+// whether the pilot started or not. Every other node skips: it leaves the
+// job's folder and work folder alone, and removes its own pins
+// (STATE/nodes/JOBID/NODE.json) unless the first node's job folder is in
+// sight (a state directory the nodes share), where the first node's epilog
+// compares and keeps them. Only when the first node is unknown (no node
+// list that expands, or no SLURMD_NODENAME) does runner.started choose: a
+// node without it skips.
 // RunEpilog fails only when the node is broken (the state directory cannot
 // be made, or the decision cannot be made); every problem of the job is a
 // NO-GO verdict instead, and a full disk is no error.
@@ -68,7 +75,8 @@ struct EpilogInputs {
   std::string config_copy;       // the prolog's copy of the config
   // `pilot-runner verify`, when it ran.
   bool verify_ran = false;
-  int verify_exit_code = -1;     // 0 verified, 1 failed a check, 2 usage/IO
+  int verify_exit_code = -1;     // core/records/exit_codes.h: kExitOk verified, kExitFailed
+                                 // failed a check, kExitUsage usage/IO
   std::string verify_output;     // its stdout (JSON), at most 1 MiB
   std::string verify_problem;    // timed out, killed, could not start
   // The checkpoint's manifest.json now against the supervisor's hash of it

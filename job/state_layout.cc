@@ -20,6 +20,8 @@ constexpr std::string_view kResults = "results.json";
 constexpr std::string_view kReserve = "reserve";
 constexpr std::string_view kUnstored = "unstored";  // under outbox/
 constexpr std::string_view kNodes = "nodes";
+constexpr std::string_view kMetrics = "metrics";
+constexpr std::string_view kCheckpointFiles = "checkpoint-files-";  // + STAGE + ".json"
 constexpr std::string_view kRecordSuffix = ".json";  // verdicts/ and grants/
 constexpr size_t kMaxJobIdDigits = 12;
 constexpr size_t kMaxInstanceChars = 64;
@@ -101,7 +103,12 @@ JobPaths StateLayout::Job(int64_t job_id) const {
   p.results = Join(p.dir, kResults);
   p.work = work_root_.empty() ? Join(p.dir, kWork) : Join(work_root_, std::to_string(job_id));
   p.nodes = Join(p.dir, kNodes);
+  p.metrics = Join(p.dir, kMetrics);
   return p;
+}
+
+std::string JobPaths::CheckpointFiles(std::string_view stage) const {
+  return Join(dir, std::string(kCheckpointFiles) + std::string(stage) + ".json");
 }
 
 std::string StateLayout::VerdictFile(int64_t job_id) const { return Record(VerdictsDir(), job_id); }

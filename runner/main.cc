@@ -9,12 +9,12 @@
 #include <nlohmann/json.hpp>
 
 #include "pilot/version.h"
+#include "core/records/exit_codes.h"
 #include "runner/app/cli.h"
 #include "runner/app/fatal_signal.h"
 #include "runner/app/pilot.h"
 #include "runner/ckpt/program_verify.h"
 #include "runner/ckpt/verify.h"
-#include "runner/exit_codes.h"
 #include "runner/train/device.h"
 
 namespace pilot::runner {
@@ -79,5 +79,5 @@ int main(int argc, char** argv) {
   } catch (...) {
     std::fprintf(stderr, "pilot: internal error: unknown exception\n");
   }
-  return pilot::runner::kExitError;
+  return pilot::kExitError;
 }

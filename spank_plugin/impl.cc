@@ -57,7 +57,6 @@ void ApplyPolicy(PluginArgs* args) {
 }
 
 void LogError(const std::string& message) { slurm_error("pilot: %s", message.c_str()); }
-void LogInfo(const std::string& message) { slurm_info("pilot: %s", message.c_str()); }
 
 }  // namespace pilot::spank
 

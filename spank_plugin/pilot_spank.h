@@ -41,9 +41,8 @@ PluginState& State();
 // the policy file (a missing or broken policy keeps the defaults, logged).
 void ApplyPolicy(PluginArgs* args);
 
-// Logging: `pilot: ...` in the daemon's log (slurm_error / slurm_info).
+// Logging: `pilot: ...` in the daemon's log (slurm_error).
 void LogError(const std::string& message);
-void LogInfo(const std::string& message);
 
 // sbatch / salloc / srun: validate the config and mark the job.
 int SubmitInitPostOpt(spank_t sp);

@@ -8,6 +8,7 @@
 
 #include "core/base/atomic_file.h"
 #include "core/records/checkpoint_meta.h"
+#include "core/records/exit_codes.h"
 #include "core/config/config.h"
 #include "core/config/load.h"
 #include "core/base/crypto.h"
@@ -29,13 +30,6 @@
 
 namespace pilot::supervisor {
 namespace {
-
-// pilot-runner(1)'s exit statuses.
-constexpr int kExitOk = 0;
-constexpr int kExitFailed = 1;
-constexpr int kExitUsage = 2;
-constexpr int kExitOutOfMemory = 3;
-constexpr int kExitError = 4;
 
 std::string Now() {
   return FormatRfc3339(std::chrono::duration_cast<std::chrono::seconds>(
@@ -276,7 +270,7 @@ class Supervisor {
     in.opts = &o_;
     in.base_env = env_.env;
     in.out = out_;
-    in.job_dir = paths_.dir;
+    in.job = paths_;
     in.tick = [this] { sampler_.Sample(); };
     return RunProgramPilot(in, &res_, &info_);
   }

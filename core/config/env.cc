@@ -86,16 +86,4 @@ Result<std::string> ExpandVariables(std::string_view text, const VariableLookup*
   return out;
 }
 
-bool HasVariables(std::string_view text) {
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] != '$') continue;
-    if (i + 1 < text.size() && text[i + 1] == '$') {
-      ++i;
-      continue;
-    }
-    return true;
-  }
-  return false;
-}
-
 }  // namespace pilot

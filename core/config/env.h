@@ -32,7 +32,4 @@ const std::vector<std::string>& KnownPathVariables();
 //   "unterminated ${", "'$' must be followed by a variable name" (hint: $$).
 Result<std::string> ExpandVariables(std::string_view text, const VariableLookup* lookup);
 
-// True when `text` contains a variable reference (not counting "$$").
-bool HasVariables(std::string_view text);
-
 }  // namespace pilot

@@ -5,10 +5,12 @@
 #include <cstdarg>
 #include <cstdio>
 #include <map>
+#include <string_view>
 
-#include "core/models/plan.h"
 #include "core/base/rfc3339.h"
 #include "core/base/strings.h"
+#include "core/decide/checks.h"
+#include "core/models/plan.h"
 
 namespace pilot {
 namespace {
@@ -24,9 +26,10 @@ __attribute__((format(printf, 1, 2))) std::string Fmt(const char* fmt, ...) {
 
 std::string Sci(double v) { return Fmt("%.3g", v); }
 
-Check MakeCheck(std::string name, CheckStatus st, std::string measured, std::string threshold,
+// `name` is CheckName()'s: a name of kChecks.
+Check MakeCheck(std::string_view name, CheckStatus st, std::string measured, std::string threshold,
                 std::string detail, VerifiedBy by) {
-  return Check{std::move(name),   st, std::move(measured), std::move(threshold),
+  return Check{std::string(name), st, std::move(measured), std::move(threshold),
                std::move(detail), by};
 }
 
@@ -34,21 +37,22 @@ void CheckPinning(const DecideInput& in, std::vector<Check>* out) {
   if (in.lock.problems.empty()) {
     std::string pinned =
         in.lock.container.method == "none" ? "no container" : in.lock.container.digest;
-    out->push_back(MakeCheck(
-        "pinning", CheckStatus::kPass, std::to_string(in.lock.files.size()) + " files, " + pinned,
-        "no problems", "config, seeds, container, files and versions pinned", VerifiedBy::kProlog));
+    out->push_back(MakeCheck(CheckName("pinning"), CheckStatus::kPass,
+                             std::to_string(in.lock.files.size()) + " files, " + pinned,
+                             "no problems", "config, seeds, container, files and versions pinned",
+                             VerifiedBy::kProlog));
     return;
   }
   for (const auto& p : in.lock.problems) {
-    out->push_back(MakeCheck("pinning", CheckStatus::kFail, p.code, "no problems", p.detail,
-                             VerifiedBy::kProlog));
+    out->push_back(MakeCheck(CheckName("pinning"), CheckStatus::kFail, p.code, "no problems",
+                             p.detail, VerifiedBy::kProlog));
   }
 }
 
 void CheckConfig(const DecideInput& in, std::vector<Check>* out) {
   const LockConfig& c = in.lock.config;
   auto fail = [&](std::string measured, std::string detail) {
-    out->push_back(MakeCheck("config_unchanged", CheckStatus::kFail, std::move(measured),
+    out->push_back(MakeCheck(CheckName("config_unchanged"), CheckStatus::kFail, std::move(measured),
                              "sha256 at submit = copy = run", std::move(detail),
                              VerifiedBy::kProlog));
   };
@@ -67,9 +71,9 @@ void CheckConfig(const DecideInput& in, std::vector<Check>* out) {
     return fail("runner used " + in.results->config_sha256.substr(0, 12),
                 "the runner ran a different config than the one pinned");
   }
-  out->push_back(MakeCheck("config_unchanged", CheckStatus::kPass, c.sha256_copied.substr(0, 12),
-                           "sha256 at submit = copy = run", "config unchanged since submit",
-                           VerifiedBy::kProlog));
+  out->push_back(MakeCheck(CheckName("config_unchanged"), CheckStatus::kPass,
+                           c.sha256_copied.substr(0, 12), "sha256 at submit = copy = run",
+                           "config unchanged since submit", VerifiedBy::kProlog));
 }
 
 // "SIGKILL (9)" for the signals a pilot's process meets, "signal N" else.
@@ -92,7 +96,7 @@ std::string NodesPhrase(const std::vector<std::string>& nodes) {
 const SingleStage* CheckCompleted(const DecideInput& in, std::vector<Check>* out) {
   const std::string want = "single stage ok, exit 0";
   auto fail = [&](std::string measured, std::string detail) {
-    out->push_back(MakeCheck("completed", CheckStatus::kFail, std::move(measured), want,
+    out->push_back(MakeCheck(CheckName("completed"), CheckStatus::kFail, std::move(measured), want,
                              std::move(detail), VerifiedBy::kWorkload));
     return nullptr;
   };
@@ -106,7 +110,7 @@ const SingleStage* CheckCompleted(const DecideInput& in, std::vector<Check>* out
     const std::string why = in.nodes_down.empty()
                                 ? "the job was cancelled or reached its time limit"
                                 : "the job ended while Slurm had its " + NodesPhrase(in.nodes_down) + " down";
-    out->push_back(MakeCheck("completed", CheckStatus::kFail, "stopped", want,
+    out->push_back(MakeCheck(CheckName("completed"), CheckStatus::kFail, "stopped", want,
                              "the pilot did not finish: " + why +
                                  (in.results_error.empty() ? "" : " (" + in.results_error + ")"),
                              VerifiedBy::kSupervisor));
@@ -120,10 +124,11 @@ const SingleStage* CheckCompleted(const DecideInput& in, std::vector<Check>* out
       for (const SupervisedProcess& p : r.supervisor->processes) {
         if (p.signal == 0) continue;
         const std::string sig = SignalName(p.signal);
-        out->push_back(MakeCheck("completed", CheckStatus::kFail, p.role + " killed by " + sig, want,
-                                 "the pilot was killed: its " + p.role + " process ended by " + sig + " after " +
-                                     FormatFixed(p.wall_seconds, 1) + " s and wrote no results",
-                                 VerifiedBy::kSupervisor));
+        out->push_back(MakeCheck(
+            CheckName("completed"), CheckStatus::kFail, p.role + " killed by " + sig, want,
+            "the pilot was killed: its " + p.role + " process ended by " + sig + " after " +
+                FormatFixed(p.wall_seconds, 1) + " s and wrote no results",
+            VerifiedBy::kSupervisor));
         return nullptr;
       }
     }
@@ -139,7 +144,7 @@ const SingleStage* CheckCompleted(const DecideInput& in, std::vector<Check>* out
     std::string what = f.kind == "oom" ? "out of memory" : "error";
     if (r.program) {
       // The supervisor's sentence already says which process, step and why.
-      out->push_back(MakeCheck("completed", CheckStatus::kFail,
+      out->push_back(MakeCheck(CheckName("completed"), CheckStatus::kFail,
                                what + " at step " + std::to_string(f.step), want, f.message,
                                VerifiedBy::kSupervisor));
       return nullptr;
@@ -156,7 +161,7 @@ const SingleStage* CheckCompleted(const DecideInput& in, std::vector<Check>* out
   }
   // The supervisor saw every process exit and wrote the results itself.
   const VerifiedBy by = r.supervisor ? VerifiedBy::kSupervisor : VerifiedBy::kWorkload;
-  out->push_back(MakeCheck("completed", CheckStatus::kPass, "ok", want,
+  out->push_back(MakeCheck(CheckName("completed"), CheckStatus::kPass, "ok", want,
                            "load, steps, eval, checkpoint and restore ran", by));
   return &s;
 }
@@ -166,13 +171,13 @@ bool CheckShape(const Config& cfg, const SingleStage& s, const Results& r,
                 std::vector<Check>* out) {
   const ShapeInfo& sh = s.shape;
   if (r.program && !r.program->shape_reported) {
-    out->push_back(MakeCheck(
-        "shape", CheckStatus::kWarn, "not reported",
-        "seq_len " + std::to_string(cfg.run.seq_len) + ", micro_batch " +
-            std::to_string(cfg.run.micro_batch),
-        "the program reported no seq_len and micro_batch (slurm_pilot.step(seq_len=..., "
-        "micro_batch=...)): the verdict is not binding",
-        VerifiedBy::kWorkload));
+    out->push_back(
+        MakeCheck(CheckName("shape"), CheckStatus::kWarn, "not reported",
+                  "seq_len " + std::to_string(cfg.run.seq_len) + ", micro_batch " +
+                      std::to_string(cfg.run.micro_batch),
+                  "the program reported no seq_len and micro_batch (slurm_pilot.step(seq_len=..., "
+                  "micro_batch=...)): the verdict is not binding",
+                  VerifiedBy::kWorkload));
     return false;
   }
   std::string measured =
@@ -201,14 +206,14 @@ bool CheckShape(const Config& cfg, const SingleStage& s, const Results& r,
                 "needs (" + rd->detail + ")";
     }
   }
-  out->push_back(MakeCheck("shape", st, measured, want, detail, VerifiedBy::kWorkload));
+  out->push_back(MakeCheck(CheckName("shape"), st, measured, want, detail, VerifiedBy::kWorkload));
   return equal && sh.optimizer_state_included;
 }
 
 void CheckSteps(const SingleStage& s, const Policy& p, std::vector<Check>* out) {
   int min = p.thresholds.min_pilot_steps;
   bool ok = s.steps >= min;
-  out->push_back(MakeCheck("steps", ok ? CheckStatus::kPass : CheckStatus::kFail,
+  out->push_back(MakeCheck(CheckName("steps"), ok ? CheckStatus::kPass : CheckStatus::kFail,
                            std::to_string(s.steps), ">= " + std::to_string(min),
                            ok ? "enough optimizer steps" : "too few optimizer steps for a verdict",
                            VerifiedBy::kWorkload));
@@ -240,7 +245,7 @@ void CheckRestore(const SingleStage& s, bool supervisor_compared, const Policy& 
     detail =
         "the resumed run differs from the reference" + (r.detail.empty() ? "" : ": " + r.detail);
   }
-  out->push_back(MakeCheck("restore", st, measured, want, detail, by));
+  out->push_back(MakeCheck(CheckName("restore"), st, measured, want, detail, by));
 }
 
 // The full-node stage, when the run had one: it must have finished, and every
@@ -260,9 +265,9 @@ void CheckNode(const NodeStage& n, const Policy& p, bool on_gpu, std::vector<Che
     std::string rank = n.failure->rank && n.failure->message.rfind("rank ", 0) != 0
                            ? "rank " + std::to_string(*n.failure->rank) + ": "
                            : "";
-    out->push_back(MakeCheck("node_stage", CheckStatus::kFail, what + ", failed in " +
-                             n.failure->phase, "completes", rank + n.failure->message,
-                             VerifiedBy::kWorkload));
+    out->push_back(MakeCheck(CheckName("node_stage"), CheckStatus::kFail,
+                             what + ", failed in " + n.failure->phase, "completes",
+                             rank + n.failure->message, VerifiedBy::kWorkload));
     return;
   }
   bool all_equal = !n.restore.empty();
@@ -281,9 +286,9 @@ void CheckNode(const NodeStage& n, const Policy& p, bool on_gpu, std::vector<Che
     }
   }
   if (n.restore.empty()) detail = "no restore ran in the node stage";
-  out->push_back(MakeCheck("node_restore", all_equal ? CheckStatus::kPass : CheckStatus::kFail,
-                           what + (measured.empty() ? "" : ": " + measured), "equal", detail,
-                           VerifiedBy::kWorkload));
+  out->push_back(MakeCheck(
+      CheckName("node_restore"), all_equal ? CheckStatus::kPass : CheckStatus::kFail,
+      what + (measured.empty() ? "" : ": " + measured), "equal", detail, VerifiedBy::kWorkload));
   if (n.comm.intra_node || n.comm.inter_node) {
     // Recorded, not judged: what one all-reduce of the gradients costs on
     // each level of a world across nodes.
@@ -294,13 +299,15 @@ void CheckNode(const NodeStage& n, const Policy& p, bool on_gpu, std::vector<Che
       return std::string(b) + (l->groups > 1 ? " x " + std::to_string(l->groups) : "") + ")";
     };
     const int64_t bytes = n.comm.inter_node ? n.comm.inter_node->bytes : n.comm.intra_node->bytes;
-    out->push_back(MakeCheck("node_levels", on_gpu ? CheckStatus::kPass : CheckStatus::kSkip,
-                             "all-reduce of " + Fmt("%.1f MB", static_cast<double>(bytes) / 1e6) + ": " + level(n.comm.intra_node, "within a node") +
-                                 ", " + level(n.comm.inter_node, "between nodes"),
-                             "recorded",
-                             on_gpu ? "one all-reduce of the gradients' size on each level of the run's network"
-                                    : "measured on CPU processes: not evidence about the cluster's network",
-                             VerifiedBy::kWorkload));
+    out->push_back(MakeCheck(
+        CheckName("node_levels"), on_gpu ? CheckStatus::kPass : CheckStatus::kSkip,
+        "all-reduce of " + Fmt("%.1f MB", static_cast<double>(bytes) / 1e6) + ": " +
+            level(n.comm.intra_node, "within a node") + ", " +
+            level(n.comm.inter_node, "between nodes"),
+        "recorded",
+        on_gpu ? "one all-reduce of the gradients' size on each level of the run's network"
+               : "measured on CPU processes: not evidence about the cluster's network",
+        VerifiedBy::kWorkload));
   }
   if (n.scaling.efficiency) {
     const double eff = *n.scaling.efficiency, min = p.thresholds.min_scaling_efficiency;
@@ -308,7 +315,7 @@ void CheckNode(const NodeStage& n, const Policy& p, bool on_gpu, std::vector<Che
                              : (eff >= min ? CheckStatus::kPass : CheckStatus::kWarn);
     std::string d = !on_gpu ? "measured on CPU processes: not evidence about GPU scaling"
                             : "per-GPU throughput against the single stage";
-    out->push_back(MakeCheck("scaling", st,
+    out->push_back(MakeCheck(CheckName("scaling"), st,
                              Sci(eff) + ", comm exposed " + Sci(n.comm.exposed_fraction),
                              ">= " + Sci(min), d, VerifiedBy::kWorkload));
   }
@@ -317,7 +324,7 @@ void CheckNode(const NodeStage& n, const Policy& p, bool on_gpu, std::vector<Che
 void CheckCheckpoint(const VerifyReport& v, std::vector<Check>* out) {
   const std::string want = "manifest ok, complete, eval recomputed within tolerance";
   auto fail = [&](std::string measured, std::string detail) {
-    out->push_back(MakeCheck("checkpoint", CheckStatus::kFail, std::move(measured), want,
+    out->push_back(MakeCheck(CheckName("checkpoint"), CheckStatus::kFail, std::move(measured), want,
                              std::move(detail), VerifiedBy::kEpilog));
   };
   if (!v.ran) return fail("not verified", "verification did not run: " + v.error);
@@ -335,7 +342,7 @@ void CheckCheckpoint(const VerifyReport& v, std::vector<Check>* out) {
                 "eval loss from the restored weights (" + Sci(v.eval_loss_recomputed) +
                     ") differs from the recorded one (" + Sci(v.eval_loss_recorded) + ")");
   }
-  out->push_back(MakeCheck("checkpoint", CheckStatus::kPass,
+  out->push_back(MakeCheck(CheckName("checkpoint"), CheckStatus::kPass,
                            std::to_string(v.files_checked) + " files, " + std::to_string(v.params) +
                                " params, eval rel diff " + Sci(v.eval_rel_diff),
                            want, "checkpoint re-read and checked by the epilog",
@@ -348,8 +355,8 @@ void CheckCheckpoint(const VerifyReport& v, std::vector<Check>* out) {
 void CheckProgramCheckpoint(const VerifyReport& v, std::vector<Check>* out) {
   const std::string want = "unchanged since listed, readable, optimizer state";
   auto add = [&](CheckStatus st, std::string measured, std::string detail) {
-    out->push_back(MakeCheck("checkpoint", st, std::move(measured), want, std::move(detail),
-                             VerifiedBy::kEpilog));
+    out->push_back(MakeCheck(CheckName("checkpoint"), st, std::move(measured), want,
+                             std::move(detail), VerifiedBy::kEpilog));
   };
   if (!v.ran) return add(CheckStatus::kFail, "not verified", "verification did not run: " + v.error);
   if (v.files.empty()) {
@@ -396,9 +403,9 @@ void CheckMemory(const SingleStage& s, const Config& cfg, const DecideInput& in,
   double need = p.thresholds.memory_headroom;
   std::string want = Fmt(">= %.0f%% free", need * 100);
   if (!peak) {
-    out->push_back(MakeCheck("memory_headroom", CheckStatus::kSkip, "no device memory figures",
-                             want, "the pilot ran on " + s.device + ": nothing to compare",
-                             VerifiedBy::kWorkload));
+    out->push_back(MakeCheck(
+        CheckName("memory_headroom"), CheckStatus::kSkip, "no device memory figures", want,
+        "the pilot ran on " + s.device + ": nothing to compare", VerifiedBy::kWorkload));
     return;
   }
   int64_t mem = 0;
@@ -414,8 +421,8 @@ void CheckMemory(const SingleStage& s, const Config& cfg, const DecideInput& in,
     where = s.device_name;
   }
   if (mem <= 0) {
-    out->push_back(MakeCheck("memory_headroom", CheckStatus::kWarn, FormatGiB(*peak), want,
-                             "no GPU memory size known to compare with",
+    out->push_back(MakeCheck(CheckName("memory_headroom"), CheckStatus::kWarn, FormatGiB(*peak),
+                             want, "no GPU memory size known to compare with",
                              VerifiedBy::kWorkload));
     return;
   }
@@ -427,10 +434,12 @@ void CheckMemory(const SingleStage& s, const Config& cfg, const DecideInput& in,
     const auto& n = in.results ? in.results->node : std::nullopt;
     if (!n || n->status != "ok" || !n->memory.fresh_peak_bytes || *n->memory.fresh_peak_bytes <= 0) {
       out->push_back(MakeCheck(
-          "memory_headroom", CheckStatus::kWarn, FormatGiB(*peak) + " at " +
-              std::to_string(s.reduced_depth->layers) + " of " + std::to_string(s.reduced_depth->full_layers) + " layers",
-          want, "the single stage ran at reduced depth and no full-node stage measured the full depth "
-                "sharded: the run's memory is predicted only (memory_fit)",
+          CheckName("memory_headroom"), CheckStatus::kWarn,
+          FormatGiB(*peak) + " at " + std::to_string(s.reduced_depth->layers) + " of " +
+              std::to_string(s.reduced_depth->full_layers) + " layers",
+          want,
+          "the single stage ran at reduced depth and no full-node stage measured the full depth "
+          "sharded: the run's memory is predicted only (memory_fit)",
           VerifiedBy::kWorkload));
       return;
     }
@@ -442,8 +451,10 @@ void CheckMemory(const SingleStage& s, const Config& cfg, const DecideInput& in,
   double free = 1.0 - static_cast<double>(*peak) / static_cast<double>(mem);
   bool ok = free >= need;
   out->push_back(MakeCheck(
-      "memory_headroom", ok ? CheckStatus::kPass : CheckStatus::kFail,
-      FormatGiB(*peak) + " of " + FormatGiB(mem) + " on " + where + Fmt(" (%.0f%% free)", free * 100), want,
+      CheckName("memory_headroom"), ok ? CheckStatus::kPass : CheckStatus::kFail,
+      FormatGiB(*peak) + " of " + FormatGiB(mem) + " on " + where +
+          Fmt(" (%.0f%% free)", free * 100),
+      want,
       ok ? what + " fits with headroom"
          : "too little memory left at " + (s.reduced_depth ? what : std::string("the peak")),
       VerifiedBy::kWorkload));
@@ -454,12 +465,12 @@ void CheckPrecision(const SingleStage& s, const Policy& p, std::vector<Check>* o
   double tol = p.thresholds.precision_loss_tolerance;
   std::string want = "rel loss diff vs fp32 <= " + Sci(tol);
   if (s.shape.precision == "fp32" || s.shape.precision.empty()) {
-    out->push_back(MakeCheck("precision", CheckStatus::kSkip, "fp32", want,
+    out->push_back(MakeCheck(CheckName("precision"), CheckStatus::kSkip, "fp32", want,
                              "full precision: nothing to compare", VerifiedBy::kWorkload));
     return;
   }
   if (!pc.ran) {
-    out->push_back(MakeCheck("precision", CheckStatus::kWarn, "not measured", want,
+    out->push_back(MakeCheck(CheckName("precision"), CheckStatus::kWarn, "not measured", want,
                              s.shape.precision + " was not compared with fp32" +
                                  (pc.detail.empty() ? "" : ": " + pc.detail),
                              VerifiedBy::kWorkload));
@@ -467,7 +478,7 @@ void CheckPrecision(const SingleStage& s, const Policy& p, std::vector<Check>* o
   }
   bool ok = pc.max_rel_loss_diff <= tol;
   out->push_back(
-      MakeCheck("precision", ok ? CheckStatus::kPass : CheckStatus::kFail,
+      MakeCheck(CheckName("precision"), ok ? CheckStatus::kPass : CheckStatus::kFail,
                 s.shape.precision + " rel diff " + Sci(pc.max_rel_loss_diff), want,
                 ok ? "lower precision tracks fp32" : "lower precision diverges from fp32",
                 VerifiedBy::kWorkload));
@@ -514,7 +525,7 @@ void CheckMemoryFit(const Plan& plan, const Policy& p, std::vector<Check>* out) 
   const std::string want =
       Fmt("predicted <= %.0f%% of GPU memory", (1 - p.thresholds.memory_headroom) * 100);
   if (plan.chosen < 0) {
-    out->push_back(MakeCheck("memory_fit", CheckStatus::kWarn, "no GPU type", want,
+    out->push_back(MakeCheck(CheckName("memory_fit"), CheckStatus::kWarn, "no GPU type", want,
                              "none of the candidate GPU types is in the catalog",
                              VerifiedBy::kWorkload));
     return;
@@ -536,8 +547,9 @@ void CheckMemoryFit(const Plan& plan, const Policy& p, std::vector<Check>* out) 
                                "checkpointing (pilot plan)"
                              : "; fits: " + others);
   }
-  out->push_back(MakeCheck("memory_fit", o.fit.fits ? CheckStatus::kPass : CheckStatus::kFail,
-                           measured, want, detail, VerifiedBy::kWorkload));
+  out->push_back(MakeCheck(CheckName("memory_fit"),
+                           o.fit.fits ? CheckStatus::kPass : CheckStatus::kFail, measured, want,
+                           detail, VerifiedBy::kWorkload));
 }
 
 // budget: fail when the whole pipeline does not fit a 30-day term, warn
@@ -545,23 +557,23 @@ void CheckMemoryFit(const Plan& plan, const Policy& p, std::vector<Check>* out) 
 void CheckBudget(const Budget& b, const Config& cfg, std::vector<Check>* out) {
   std::string want = "<= " + Fmt("%g", cfg.run.reservation_days) + " days requested, <= 30 days";
   if (b.days <= 0) {
-    out->push_back(MakeCheck("budget", CheckStatus::kSkip, "no throughput", want,
+    out->push_back(MakeCheck(CheckName("budget"), CheckStatus::kSkip, "no throughput", want,
                              "no throughput measured to estimate from", VerifiedBy::kWorkload));
     return;
   }
   std::string measured = Fmt("%.1f days", b.days) + " (" + b.term + ")";
   if (b.term == "none") {
-    out->push_back(MakeCheck(
-        "budget", CheckStatus::kFail, measured, want,
-        Fmt("does not fit a 30-day term: %.1f days incl. buffer (train %.1f, ", b.days,
-            b.breakdown.count("train") ? b.breakdown.at("train") : 0.0) +
-            Fmt("%.0f GPU-hours); use more nodes or fewer tokens", b.gpu_hours),
-        VerifiedBy::kWorkload));
+    out->push_back(
+        MakeCheck(CheckName("budget"), CheckStatus::kFail, measured, want,
+                  Fmt("does not fit a 30-day term: %.1f days incl. buffer (train %.1f, ", b.days,
+                      b.breakdown.count("train") ? b.breakdown.at("train") : 0.0) +
+                      Fmt("%.0f GPU-hours); use more nodes or fewer tokens", b.gpu_hours),
+                  VerifiedBy::kWorkload));
     return;
   }
   bool ok = b.days <= cfg.run.reservation_days;
   out->push_back(MakeCheck(
-      "budget", ok ? CheckStatus::kPass : CheckStatus::kWarn, measured, want,
+      CheckName("budget"), ok ? CheckStatus::kPass : CheckStatus::kWarn, measured, want,
       ok ? "the estimated pipeline fits the requested term"
          : "the estimated pipeline does not fit the requested term: plan a longer or wider run",
       VerifiedBy::kWorkload));
@@ -571,13 +583,13 @@ void CheckContainerTag(const DecideInput& in, std::vector<Check>* out) {
   const LockContainer& c = in.lock.container;
   if (in.container_digest_now.empty() || c.method != "registry") return;
   bool same = in.container_digest_now == c.digest;
-  out->push_back(MakeCheck("container_tag", same ? CheckStatus::kPass : CheckStatus::kWarn,
-                           in.container_digest_now, "= " + c.digest,
-                           same ? "the tag still points at the pinned image"
-                                : "the tag " + c.reference +
-                                      " moved during the job; the pilot ran the pinned " +
-                                      c.digest + ": use the pinned reference for the long run",
-                           VerifiedBy::kEpilog));
+  out->push_back(MakeCheck(
+      CheckName("container_tag"), same ? CheckStatus::kPass : CheckStatus::kWarn,
+      in.container_digest_now, "= " + c.digest,
+      same ? "the tag still points at the pinned image"
+           : "the tag " + c.reference + " moved during the job; the pilot ran the pinned " +
+                 c.digest + ": use the pinned reference for the long run",
+      VerifiedBy::kEpilog));
 }
 
 // The versions the ranks of one run must share on every node.
@@ -622,9 +634,10 @@ void CheckNodesPinned(const DecideInput& in, std::vector<Check>* out) {
   const std::string want = "the same pins as " + first;
   const std::string nodes = std::to_string(in.lock.job.nodes) + " nodes";
   if (in.other_nodes.empty()) {
-    out->push_back(MakeCheck("nodes_pinned", CheckStatus::kSkip, nodes, want,
-                             "the other nodes' pins are in their own state directories: not compared here",
-                             VerifiedBy::kProlog));
+    out->push_back(
+        MakeCheck(CheckName("nodes_pinned"), CheckStatus::kSkip, nodes, want,
+                  "the other nodes' pins are in their own state directories: not compared here",
+                  VerifiedBy::kProlog));
     return;
   }
   std::vector<std::string> differ, missing;
@@ -637,17 +650,19 @@ void CheckNodesPinned(const DecideInput& in, std::vector<Check>* out) {
     if (!d.empty()) differ.push_back(n.node + ": " + d);
   }
   if (!differ.empty()) {
-    out->push_back(MakeCheck("nodes_pinned", CheckStatus::kFail,
+    out->push_back(MakeCheck(CheckName("nodes_pinned"), CheckStatus::kFail,
                              nodes + ", " + std::to_string(differ.size()) + " different", want,
-                             Join(differ, "; ") + ": the run's ranks would not run the same software on the same "
-                                                  "hardware",
+                             Join(differ, "; ") +
+                                 ": the run's ranks would not run the same software on the same "
+                                 "hardware",
                              VerifiedBy::kProlog));
   } else if (!missing.empty()) {
-    out->push_back(MakeCheck("nodes_pinned", CheckStatus::kWarn,
-                             nodes + ", " + std::to_string(missing.size()) + " without a record", want,
-                             "no pins of " + Join(missing, ", "), VerifiedBy::kProlog));
+    out->push_back(MakeCheck(CheckName("nodes_pinned"), CheckStatus::kWarn,
+                             nodes + ", " + std::to_string(missing.size()) + " without a record",
+                             want, "no pins of " + Join(missing, ", "), VerifiedBy::kProlog));
   } else {
-    out->push_back(MakeCheck("nodes_pinned", CheckStatus::kPass, nodes + ", same pins", want,
+    out->push_back(MakeCheck(CheckName("nodes_pinned"), CheckStatus::kPass, nodes + ", same pins",
+                             want,
                              "every node pinned the same versions, GPUs and container as " + first,
                              VerifiedBy::kProlog));
   }
@@ -750,7 +765,7 @@ Verdict Decide(const DecideInput& in, const Policy& policy, const HardwareCatalo
   if (!any_fail && in.results && in.results->exit_code != 0) {
     // A failed check of the run's own that none of the above explains.
     for (Check& c : checks) {
-      if (c.name != "completed") continue;
+      if (c.name != CheckName("completed")) continue;
       c.status = CheckStatus::kFail;
       c.measured = "exit " + std::to_string(in.results->exit_code);
       c.detail = "the pilot reported a failed check that no verdict check explains";

@@ -2,59 +2,26 @@
 // the verdict. A pure function: no files, no clock, no environment; the
 // epilog reads the inputs, calls Decide, then signs and stores the result.
 //
-// Checks (Check::name; each pass | warn | fail | skip), in the order Decide
-// makes them; [who] is the check's verified_by:
-//   pinning          one per lock problem (fail), or one pass     [prolog]
-//   container_tag    only when container_digest_now is set and the image
-//                    was pinned from a registry: the tag still points at
-//                    the pinned digest (warn when it moved; the job ran the
-//                    pinned image either way)                      [epilog]
-//   config_unchanged submitted sha256 == copied sha256 == the one the
-//                    runner reports                               [prolog]
-//   completed        results present, single stage "ok", exit 0; an OOM is
-//                    a fail naming step, phase and memory         [self_reported]
-// With a single stage and a parsed config:
-//   shape            pilot seq_len / micro_batch == the run's, optimizer
-//                    state included; smaller with allow_smaller_shape = warn
-//                    and a non-binding verdict                    [self_reported]
-//   steps            steps completed >= thresholds.min_pilot_steps
-//   restore          fresh-process resume ran, skipped nothing and is equal
-//                    (bitwise mode: loss and parameters exactly; otherwise
-//                    rel loss diff <= thresholds.restore_tolerance)
-//                    [epilog when verify recomputed the eval loss within
-//                    tolerance, else self_reported]
-// Always:
-//   checkpoint       verify ran, COMPLETE marker, manifest sizes and hashes,
-//                    every parameter has its optimizer state, eval loss
-//                    recomputed within tolerance                   [epilog]
-// With a single stage and a parsed config:
-//   memory_headroom  peak device bytes (PeakDeviceBytes) vs the memory of
-//                    the wanted GPU type (else the lock's GPUs, else the
-//                    device total) with thresholds.memory_headroom free;
-//                    skip without device figures (CPU), warn when no memory
-//                    size is known
-//   precision        bf16/fp16 loss vs fp32 within
-//                    thresholds.precision_loss_tolerance; skip for fp32,
-//                    warn when not measured
-// When results.json has a node stage:
-//   node_stage       fail when the stage failed (phase, rank, message);
-//                    then no other node check
-//   node_restore     every sharded restore (same and other world size) ran,
-//                    skipped nothing and resumed equal
-//   scaling          only with a measured efficiency: per-GPU throughput
-//                    against the single stage >= thresholds.
-//                    min_scaling_efficiency (warn below); skip on CPU
-// When a plan could be made (single stage, config, a parameter count):
-//   memory_fit       the memory model's predicted peak for the run's shape,
-//                    layout (ddp/sharded x GPUs) and GPU type within
-//                    (1 - memory_headroom) of its memory (core/models/plan.h);
-//                    calibrated by the runner's memory_calibration when the
-//                    results hold one (CalibrationFrom), else residual;
-//                    warn when no GPU type was chosen
-//   budget           the whole pipeline (core/models/budget.h) within 30 days (fail
-//                    "does not fit a 30-day term" otherwise) and within the
-//                    requested run.reservation_days (warn if not); skip
-//                    without a throughput
+// Checks (Check::name; each pass | warn | fail | skip): kChecks in
+// core/decide/checks.h names every one in the order Decide makes them, with
+// what it compares and who establishes it. Which apply:
+//   always           pinning, nodes_pinned (a job of several nodes),
+//                    container_tag (container_digest_now set, a registry
+//                    image), config_unchanged, completed, checkpoint (a
+//                    program's own checkpoint in program mode)
+//   a single stage and a parsed config
+//                    shape, steps, restore, memory_headroom, precision
+//   a node stage in results.json
+//                    node_stage (failed: then no other node check),
+//                    node_restore, node_levels (comm levels recorded),
+//                    scaling (a measured efficiency)
+//   a plan (single stage, config, a parameter count)
+//                    memory_fit (core/models/plan.h; calibrated by the
+//                    runner's memory_calibration when the results hold one,
+//                    CalibrationFrom, else residual), budget
+//                    (core/models/budget.h)
+// Then the policy's independent_checks fail where only the workload vouches
+// for a pass, and a failed exit the checks do not explain fails completed.
 // hardware = one entry per GPU option of the plan (no plan: per candidate
 // type of [hardware], else per catalog type, "no memory measurement");
 // budget = the plan's. decision = GO iff no check

@@ -113,7 +113,7 @@ void Fields(V& v, S& s, std::type_identity<Policy>) {
   v("runner_path", s.runner_path, Validate{&AbsoluteOrEmpty}, kMayBeAbsent,
     Doc{"pilot-runner to run (\"\" = beside the calling program)"});
   v("supervisor_path", s.supervisor_path, Validate{&AbsoluteOrEmpty}, kMayBeAbsent,
-    Doc{"pilot-supervisor the plugin starts (\"\" = beside the calling program)"});
+    Doc{"pilot-supervisor the plugin starts (\"\" = the installed one)"});
   v("probe_path", s.probe_path, Validate{&AbsoluteOrEmpty}, kMayBeAbsent,
     Doc{"folder with the slurm_pilot Python package, put first on a program's PYTHONPATH"});
   v("allow_test_switches", s.allow_test_switches, kMayBeAbsent,
@@ -226,10 +226,6 @@ std::string ResolveProbePath(const Policy& policy) {
   if (!policy.probe_path.empty()) return policy.probe_path;
   const std::string bin = BesideSelf("");
   return bin + "../share/slurm-pilot/python";
-}
-
-std::string ResolveSupervisorPath(const Policy& policy) {
-  return policy.supervisor_path.empty() ? BesideSelf("pilot-supervisor") : policy.supervisor_path;
 }
 
 OciOptions OciOptionsFrom(const RegistryPolicy& registry) {

@@ -72,7 +72,7 @@ struct Policy {
   int notify_retries = 3;            // extra attempts after the first
   std::string hardware_catalog;      // default: <sysconfdir>/slurm-pilot/hardware.toml
   std::string runner_path;           // "" = pilot-runner beside the calling program
-  std::string supervisor_path;       // "" = pilot-supervisor beside the calling program
+  std::string supervisor_path;       // "" = the plugin's built-in <sbindir>/pilot-supervisor
   std::string probe_path;            // folder holding the slurm_pilot Python package;
                                      // "" = ../share/slurm-pilot/python beside the program
   // PILOT_RUNNER_TEST_* switches reach the workload only when true (test
@@ -136,10 +136,6 @@ std::string ResolveRunnerPath(const Policy& policy);
 // policy.probe_path, or share/slurm-pilot/python of the installation the
 // running program belongs to.
 std::string ResolveProbePath(const Policy& policy);
-
-// policy.supervisor_path, or "pilot-supervisor" beside the running
-// executable when it is empty.
-std::string ResolveSupervisorPath(const Policy& policy);
 
 // The registry client options a site's [registry] section sets (pilot.conf(5)).
 OciOptions OciOptionsFrom(const RegistryPolicy& registry);

@@ -9,9 +9,9 @@
 #include <optional>
 
 #include "core/base/atomic_file.h"
+#include "core/records/exit_codes.h"
 #include "core/records/results.h"
 #include "pilot/version.h"
-#include "runner/exit_codes.h"
 #include "runner/node/stage.h"
 #include "runner/train/device.h"
 #include "runner/train/format.h"

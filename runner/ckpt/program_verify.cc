@@ -17,9 +17,9 @@
 
 #include "core/base/atomic_file.h"
 #include "core/base/crypto.h"
+#include "core/records/exit_codes.h"
 #include "core/records/verify_report.h"
 #include "runner/ckpt/program_files.h"
-#include "runner/exit_codes.h"
 
 namespace pilot::runner {
 namespace {

@@ -12,10 +12,10 @@
 
 #include "core/base/atomic_file.h"
 #include "core/base/crypto.h"
+#include "core/records/exit_codes.h"
 #include "core/records/verify_report.h"
 #include "runner/ckpt/checkpoint.h"
 #include "runner/ckpt/safetensors.h"
-#include "runner/exit_codes.h"
 #include "runner/train/format.h"
 #include "runner/train/inputs.h"
 #include "runner/train/session.h"

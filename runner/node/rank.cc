@@ -22,12 +22,12 @@
 #include <vector>
 
 #include "core/base/atomic_file.h"
+#include "core/records/exit_codes.h"
 #include "core/records/rank_report.h"
 #include "runner/ckpt/checkpoint.h"
 #include "runner/ckpt/compare.h"
 #include "runner/ckpt/node_checkpoint.h"
 #include "runner/ckpt/safetensors.h"
-#include "runner/exit_codes.h"
 #include "runner/node/comm.h"
 #include "runner/node/engine.h"
 #include "core/records/hostlist.h"

@@ -29,8 +29,8 @@
 #include <string>
 
 #include "core/config/config.h"
+#include "core/records/exit_codes.h"
 #include "core/records/results_node.h"
-#include "runner/exit_codes.h"
 #include "runner/run_options.h"
 
 namespace pilot::runner {

@@ -97,12 +97,4 @@ bool FusedHeadLossSupports(at::ScalarType compute) {
   return compute == at::kBFloat16 || compute == at::kFloat;
 }
 
-bool FusedHeadLossKernel() {
-#ifdef PILOT_RUNNER_CUDA_KERNELS
-  return true;
-#else
-  return false;
-#endif
-}
-
 }  // namespace pilot::runner

@@ -25,7 +25,4 @@ at::Tensor FusedHeadLoss(const at::Tensor& x, const at::Tensor& w, const at::Ten
 // gradient would need the loss scale before rounding).
 bool FusedHeadLossSupports(at::ScalarType compute);
 
-// Whether this build has the CUDA kernel.
-bool FusedHeadLossKernel();
-
 }  // namespace pilot::runner

@@ -5,12 +5,15 @@
 // same for every workload.
 //
 // Today there is one: the builtin models (runner/workload/builtin.h, the
-// GPT and Llama families of runner/train/). Another kind, such as the
-// user's own training program, is one more folder or file implementing
-// this interface and its case in SelectWorkload().
+// GPT and Llama families of runner/train/). Another builtin kind is one
+// more folder or file implementing this interface and its case in
+// SelectWorkload(). A user's own training program is not a workload: the
+// supervisor runs it itself as the job's user (supervisor/program/), and
+// the runner's only part in it is reading its checkpoint
+// (`pilot-runner verify --program-checkpoint`, runner/ckpt/program_verify.h).
 //
 // Contract for an implementation: every method returns an exit status of
-// pilot-runner(1) (runner/exit_codes.h) and throws nothing; RunSingle
+// pilot-runner(1) (core/records/exit_codes.h) and throws nothing; RunSingle
 // fills stages.single, RunResumed writes <out>/resume.json, RunNodeRank
 // writes its rank report (runner/node/rank.h describes its fields).
 //

@@ -10,6 +10,7 @@
 
 #include "core/base/atomic_file.h"
 #include "core/base/strings.h"
+#include "core/records/exit_codes.h"
 #include "core/records/hostlist.h"
 #include "launch/launcher.h"
 #include "launch/rank_env.h"
@@ -23,11 +24,6 @@
 
 namespace pilot::supervisor {
 namespace {
-
-constexpr int kExitOk = 0;
-constexpr int kExitFailed = 1;
-constexpr int kExitOutOfMemory = 3;
-constexpr int kExitError = 4;
 
 // Variables of the job's environment a program may need to find its own
 // interpreter and libraries (a virtual environment, conda, caches). They
@@ -79,7 +75,7 @@ class ProgramPilot {
     }
     const int nodes = std::max<int>(1, static_cast<int>(hosts_.size()));
     world_ = cfg_.parallel.nproc > 0 ? cfg_.parallel.nproc : per_node * nodes;
-    metrics_dir_ = in_.job_dir + "/metrics";
+    metrics_dir_ = in_.job.metrics;
     ::mkdir(metrics_dir_.c_str(), 0711);
     ::chmod(metrics_dir_.c_str(), 0711);
     int rc = kExitOk;
@@ -252,7 +248,7 @@ class ProgramPilot {
              (r->err.empty() ? "" : ": " + TailLines(r->err, 1, 300));
       return false;
     }
-    const std::string list = in_.job_dir + "/checkpoint-files-" + stage + ".json";
+    const std::string list = in_.job.CheckpointFiles(stage);
     Status w = WriteFileAtomic(list, r->out, 0644);
     if (!w.ok()) Log("cannot keep the checkpoint's file list: " + w.ToString());
     int count = 0;

@@ -25,6 +25,7 @@
 #include "core/config/config.h"
 #include "core/records/lock.h"
 #include "core/records/results.h"
+#include "job/state_layout.h"
 #include "supervisor/supervise.h"
 
 namespace pilot::supervisor {
@@ -35,7 +36,7 @@ struct ProgramPilotInput {
   const SuperviseOptions* opts = nullptr;
   std::vector<std::string> base_env;  // the allow-listed workload environment
   std::string out;                    // the job's work folder (the user's)
-  std::string job_dir;                // the job's root-owned folder
+  job::JobPaths job;                  // the job's root-owned folder and its files
   std::function<void()> tick;         // device memory sampling
 };
 

@@ -16,6 +16,9 @@ and the script exits 1 when any rule is broken. The rules:
   launch       launch/ (how ranks start, shared by runner/ and supervisor/)
                includes only core/ and itself: no torch, no Slurm header.
   functions    no C++ function body is longer than 150 lines.
+  paths        no C++ source outside job/ spells a path under the state
+               directory: job/state_layout.h (StateLayout) is the one place.
+               See rule_paths for what counts.
 """
 import os
 import re
@@ -187,6 +190,80 @@ def functions(text):
             last_stop = i + 1
 
 
+# The names StateLayout (job/state_layout.cc) spells under the state
+# directory and in a job's folder: a path component equal to one of NAMES, or
+# starting with one of PREFIXES, is a path StateLayout must build.
+STATE_NAMES = {"jobs", "verdicts", "attic", "outbox", "unstored", "grants", "config.toml",
+               "lock.json", "runner.started", "results.json", "metrics", "work", "nodes"}
+STATE_PREFIXES = ("checkpoint-files-",)
+# Names a folder may spell for files of its own that StateLayout also names
+# (rule_paths says why).
+PATH_EXEMPT = {"runner": {"results.json"}}
+LITERAL = re.compile(r'(?<![\w\'])"((?:[^"\\\n]|\\.)*)"')
+
+
+def string_literals(text):
+    """(line, literal, the code before it, the code after it) of every
+    ordinary string literal outside comments."""
+    code = re.sub(r"//[^\n]*", lambda m: " " * len(m.group(0)), text)
+    code = re.sub(r"/\*.*?\*/", lambda m: re.sub(r"[^\n]", " ", m.group(0)), code, flags=re.S)
+    code = re.sub(r"(?m)^[ \t]*#[ \t]*include.*", "", code)
+    code = re.sub(r'\bR"([^(\s]*)\(.*?\)\1"', lambda m: re.sub(r"[^\n]", " ", m.group(0)), code,
+                  flags=re.S)
+    for m in LITERAL.finditer(code):
+        before = code[:m.start()].rstrip()[-1:]
+        after = code[m.end():].lstrip()[:1]
+        yield code.count("\n", 0, m.start()) + 1, m.group(1), before, after
+
+
+def state_name_in(literal):
+    """The StateLayout name a literal spells as a path, or None. A literal
+    with white space is prose (a message naming a file), not a path; one
+    with a '/' is a path; a bare name is one when it is joined with '+'."""
+    if not literal or any(c.isspace() for c in literal):
+        return None
+    for part in literal.split("/"):
+        if part in STATE_NAMES or part.startswith(STATE_PREFIXES):
+            return part
+    return None
+
+
+def rule_paths(root):
+    """Every path under the state directory is spelled in job/state_layout.h
+    (StateLayout) and nowhere else. In the C++ sources of core/, runner/ and
+    the Slurm-side executables, a string literal is a breach when it spells
+    one of STATE_NAMES (or a name starting with one of STATE_PREFIXES) as a
+    path component: a literal holding a '/' ("/lock.json", "jobs/"), or a
+    bare name joined with '+' (dir + "/" + "results.json"). A literal with
+    white space is prose, a message naming a file ("results.json is
+    invalid"), and a bare name passed on its own is a label in messages
+    (ParseLock's "lock.json"); neither is a path. Comments and #include
+    lines are not read; tests/ builds its fixtures' paths as it likes.
+
+    runner/ is exempt for results.json only. It never learns the state
+    directory: every path it uses comes on its command line. It writes into
+    its own --out folder (the job's work folder, or a user's --pilot-out):
+    results.json there, which StateLayout::ResultsIn names for the
+    Slurm-side parts and which runner/ cannot take from job/ (it uses core/
+    only); its other files there (metrics.jsonl, resume.json, the ranks'
+    reports, checkpoints) are no names of StateLayout's, so every other name
+    is a breach in runner/ as anywhere.
+    """
+    for top in ["core", "launch", "runner"] + EXECUTABLES:
+        exempt = PATH_EXEMPT.get(top, set())
+        for path in sources(root, top):
+            with open(os.path.join(root, path), encoding="utf-8") as f:
+                text = f.read()
+            for line, lit, before, after in string_literals(text):
+                name = state_name_in(lit)
+                if name is None or name in exempt:
+                    continue
+                if "/" not in lit and before != "+" and after != "+":
+                    continue
+                yield f'{path}:{line}: "{lit}" spells {name}: paths under the state ' \
+                      f"directory are StateLayout's (job/state_layout.h)"
+
+
 def rule_functions(root):
     for top in ["core", "launch", "job", "runner", "supervisor", "spank_plugin", "prolog", "epilog",
                 "cli"]:
@@ -202,7 +279,7 @@ def rule_functions(root):
 
 
 RULES = {"rooms": rule_rooms, "runner": rule_runner, "executables": rule_executables,
-         "launch": rule_launch, "functions": rule_functions}
+         "launch": rule_launch, "functions": rule_functions, "paths": rule_paths}
 
 
 def main(argv):

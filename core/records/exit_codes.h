@@ -1,10 +1,15 @@
 // Exit statuses of pilot-runner, as pilot-runner(1) documents them under
-// EXIT STATUS. Every entry point of the runner returns one of these.
+// EXIT STATUS. Every entry point of the runner returns one of these; the
+// supervisor returns them for the phases it runs (a user's program's too)
+// and reads them from the runner's processes, and the epilog reads them from
+// `pilot-runner verify`.
+//
+// Thread-safety: constants and a pure function.
 #pragma once
 
 #include "core/base/status.h"
 
-namespace pilot::runner {
+namespace pilot {
 
 enum ExitCode : int {
   kExitOk = 0,           // run: pilot complete, restore equal; verify: verified
@@ -29,4 +34,4 @@ inline int ExitFor(const Status& s) {
   }
 }
 
-}  // namespace pilot::runner
+}  // namespace pilot

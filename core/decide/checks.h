@@ -1,0 +1,107 @@
+// The verdict's checks: every name Decide() gives a Check, in the order it
+// makes them, each with what it compares in one line. This list is the one
+// spelling of the names: Decide names a check through CheckName(), which
+// does not compile for a name missing here, and the lists of docs/formats.md
+// and pilot-files(5) must say the same names in the same words
+// (tests/core/decide/checks_doc_test.cc holds them to this one).
+//
+// Who establishes each (Check::verified_by): pinning, nodes_pinned and
+// config_unchanged the prolog; container_tag and checkpoint the epilog;
+// completed's pass the supervisor when it wrote the results (its fails
+// mostly the workload's own record); restore the supervisor when it
+// compared the two processes itself, else the workload; every other check
+// the workload.
+//
+// Adding a verdict check `foo`, every file in order:
+//   1. core/decide/checks.h (here): {"foo", "what it compares"} in kChecks,
+//      at the place Decide makes it;
+//   2. core/decide/decide.cc: a CheckFoo() that appends
+//      MakeCheck(CheckName("foo"), status, measured, threshold, detail,
+//      verified_by), called from Decide() at that place; a figure it needs
+//      that results.json lacks is a field of its record first
+//      (core/records/results.h, as core/records/record.h says), a threshold
+//      a field of Policy's thresholds (core/records/policy.h and .cc,
+//      man/pilot.conf.5);
+//   3. core/decide/decide.h: the input in DecideInput, when Decide needs one
+//      the epilog gathers (epilog/epilog.cc fills it);
+//   4. docs/formats.md ("Check names") and man/pilot-files.5 (the verdict's
+//      checks): one line each, `foo` and the same words as here, in the
+//      same order;
+//   5. tests/core/decide/decide_test.cc: a verdict where it passes and one
+//      where it fails (or warns or skips), and what the decision becomes.
+//
+// Thread-safety: constants and compile-time functions.
+#pragma once
+
+#include <string_view>
+
+namespace pilot {
+
+struct CheckInfo {
+  std::string_view name;     // Check::name
+  std::string_view meaning;  // one line, what the check compares
+};
+
+inline constexpr CheckInfo kChecks[] = {
+    {"pinning",
+     "the prolog pinned what the config names: one fail per problem it recorded in the lock, "
+     "else one pass"},
+    {"nodes_pinned",
+     "a job of several nodes: every other node's pins (the versions the ranks share, GPUs, "
+     "container) against the lock; skip when the nodes do not share the state directory"},
+    {"container_tag",
+     "only when the epilog resolved a registry image's tag again: the tag still points at the "
+     "pinned digest (warn when it moved; the job ran the pinned image either way)"},
+    {"config_unchanged",
+     "the submitted config's sha256 equals that of the prolog's copy and the one the workload "
+     "reports"},
+    {"completed",
+     "results present, the single stage ok, exit 0; an out-of-memory fails naming step, phase "
+     "and memory"},
+    {"shape",
+     "the pilot's seq_len and micro_batch are the run's, optimizer state included (smaller with "
+     "allow_smaller_shape: warn and a non-binding verdict)"},
+    {"steps", "the steps completed reach thresholds.min_pilot_steps"},
+    {"restore",
+     "a fresh process resumed from the checkpoint, skipped nothing and is equal (bitwise, or "
+     "within thresholds.restore_tolerance)"},
+    {"checkpoint",
+     "verify ran: COMPLETE marker, manifest sizes and hashes, optimizer state for every "
+     "parameter, eval loss recomputed within tolerance (a program's checkpoint: its files "
+     "unchanged since the supervisor listed them, readable, optimizer state among them)"},
+    {"memory_headroom",
+     "the peak device bytes against the memory of the wanted GPU type with "
+     "thresholds.memory_headroom free (skip without device figures, warn when no memory size "
+     "is known)"},
+    {"precision",
+     "the bf16 or fp16 loss against fp32 within thresholds.precision_loss_tolerance (skip for "
+     "fp32, warn when not measured)"},
+    {"node_stage",
+     "only when the node stage failed: a fail naming the phase and the rank that failed (its "
+     "node under srun), and then no other node check"},
+    {"node_restore",
+     "every restore of the node stage's checkpoint, at the same and at another world size, "
+     "ran, skipped nothing and resumed equal"},
+    {"node_levels",
+     "ranks across nodes: the all-reduce times within a node and between nodes "
+     "(stages.node.comm.intra_node and inter_node), recorded and never failed; skip on CPU"},
+    {"scaling",
+     "per-GPU throughput against the single stage reaches thresholds.min_scaling_efficiency "
+     "(warn below; skip on CPU)"},
+    {"memory_fit",
+     "the memory model's predicted peak for the run's shape, layout and GPU type within "
+     "(1 - memory_headroom) of its memory (warn when no GPU type was chosen)"},
+    {"budget",
+     "the whole pipeline within a 30-day term (else fail) and within run.reservation_days "
+     "(else warn); skip without a throughput"},
+};
+
+// `name`, when kChecks holds it; a name it lacks does not compile.
+consteval std::string_view CheckName(std::string_view name) {
+  for (const CheckInfo& c : kChecks) {
+    if (c.name == name) return c.name;
+  }
+  throw "not a check of kChecks (core/decide/checks.h)";
+}
+
+}  // namespace pilot
