@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/base/status.h"
+#include "core/records/memory_figures.h"
 
 namespace pilot::supervisor {
 
@@ -40,6 +41,12 @@ struct MetricRecord {
 
 // One line (without its newline). Errors: kInvalid saying what is wrong.
 Result<MetricRecord> ParseMetricLine(std::string_view line);
+
+// The record's memory figures as results.json holds them: the record's
+// device ("" when it named none), device_used_bytes from device_total_bytes
+// less device_free_bytes when it reported both, peak_rss_bytes as the
+// process's peak resident set.
+MemoryFigures MemoryFiguresOf(const MetricRecord& r);
 
 // Every field ParseMetricLine reads, required ones first (pilot-program(7)
 // documents each; a test checks it).
