@@ -5,21 +5,14 @@
 #include <nlohmann/json.hpp>
 
 #include "core/base/atomic_file.h"
+#include "core/records/memory_fields.h"
 #include "core/records/record.h"
 
 namespace pilot {
 
 template <class V, class S>
 void Fields(V& v, S& s, std::type_identity<RankMemory>) {
-  v("device", s.device);
-  v("step", s.step);
-  v("peak_allocated_bytes", s.peak_allocated_bytes, kOmitIfUnset);
-  v("peak_reserved_bytes", s.peak_reserved_bytes, kOmitIfUnset);
-  v("device_used_bytes", s.device_used_bytes, kOmitIfUnset);
-  v("process_device_bytes", s.process_device_bytes, kOmitIfUnset);
-  v("process_peak_rss_bytes", s.process_peak_rss_bytes, kOmitIfUnset);
-  v("process_rss_bytes", s.process_rss_bytes, kOmitIfUnset);
-  v("forward_peak_allocated_bytes", s.forward_peak_allocated_bytes, kOmitIfUnset);
+  MemoryFields(v, s, kRankMemoryKeys);
 }
 
 template <class V, class S>

@@ -18,25 +18,50 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/base/status.h"
+#include "core/records/memory_figures.h"
 
 namespace pilot {
 
 inline constexpr size_t kMaxRankReportBytes = 16u << 20;
 
-// "memory": the allocator and process figures of the measured step.
-struct RankMemory {
-  std::string device;  // "cuda" | "cpu"
-  int64_t step = 0;    // the step measured
-  std::optional<int64_t> peak_allocated_bytes;
-  std::optional<int64_t> peak_reserved_bytes;
-  std::optional<int64_t> device_used_bytes;
-  std::optional<int64_t> process_device_bytes;
-  std::optional<int64_t> process_peak_rss_bytes;
-  std::optional<int64_t> process_rss_bytes;
-  std::optional<int64_t> forward_peak_allocated_bytes;  // activation peak of the forward pass
+// "memory": the allocator and process figures of the measured step: the
+// figures of MemoryFigures (core/records/memory_figures.h) that
+// kRankMemoryKeys names, in that order, left out when unset.
+inline constexpr MemoryKey kRankMemoryKeys[] = {
+    {"device"},
+    {"step"},
+    {"peak_allocated_bytes", MemoryKeyRule::kOmitIfUnset},
+    {"peak_reserved_bytes", MemoryKeyRule::kOmitIfUnset},
+    {"device_used_bytes", MemoryKeyRule::kOmitIfUnset},
+    {"process_device_bytes", MemoryKeyRule::kOmitIfUnset},
+    {"process_peak_rss_bytes", MemoryKeyRule::kOmitIfUnset},
+    {"process_rss_bytes", MemoryKeyRule::kOmitIfUnset},
+    // The activation peak of the forward pass.
+    {"forward_peak_allocated_bytes", MemoryKeyRule::kOmitIfUnset},
+};
+struct RankMemory : MemoryFigures {
+  RankMemory() = default;
+  // The figures of `f` this record has (KeepFigures).
+  explicit RankMemory(const MemoryFigures& f) : MemoryFigures(KeepFigures(f, kRankMemoryKeys)) {}
+  // Its figures in kRankMemoryKeys' order.
+  RankMemory(std::string device_name, int64_t measured_step, std::optional<int64_t> peak_allocated,
+             std::optional<int64_t> peak_reserved, std::optional<int64_t> device_used,
+             std::optional<int64_t> process_device, std::optional<int64_t> process_peak_rss,
+             std::optional<int64_t> process_rss, std::optional<int64_t> forward_peak_allocated) {
+    device = std::move(device_name);
+    step = measured_step;
+    peak_allocated_bytes = peak_allocated;
+    peak_reserved_bytes = peak_reserved;
+    device_used_bytes = device_used;
+    process_device_bytes = process_device;
+    process_peak_rss_bytes = process_peak_rss;
+    process_rss_bytes = process_rss;
+    forward_peak_allocated_bytes = forward_peak_allocated;
+  }
   bool operator==(const RankMemory&) const = default;
 };
 

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/base/atomic_file.h"
+#include "core/records/memory_fields.h"
 #include "core/records/record.h"
 
 namespace pilot {
@@ -15,18 +16,7 @@ namespace pilot {
 
 template <class V, class S>
 void Fields(V& v, S& s, std::type_identity<MemoryStats>) {
-  v("device", s.device);
-  v("step", s.step);
-  v("peak_allocated_bytes", s.peak_allocated_bytes);
-  v("peak_reserved_bytes", s.peak_reserved_bytes);
-  v("device_used_bytes", s.device_used_bytes);
-  v("device_total_bytes", s.device_total_bytes);
-  v("process_device_bytes", s.process_device_bytes);
-  v("runtime_overhead_bytes", s.runtime_overhead_bytes);
-  v("alloc_retries", s.alloc_retries);
-  v("ooms", s.ooms);
-  v("process_peak_rss_bytes", s.process_peak_rss_bytes);
-  v("process_rss_bytes", s.process_rss_bytes);
+  MemoryFields(v, s, kMemoryStatsKeys);
 }
 
 template <class V, class S>
@@ -155,11 +145,7 @@ void Fields(V& v, S& s, std::type_identity<MemoryCalibrationCheck>) {
   v("seq_len", s.seq_len);
   v("activation_checkpointing", s.activation_checkpointing);
   v("steps", s.steps);
-  v("step", s.step);
-  v("peak_allocated_bytes", s.peak_allocated_bytes);
-  v("peak_reserved_bytes", s.peak_reserved_bytes);
-  v("device_used_bytes", s.device_used_bytes);
-  v("process_peak_rss_bytes", s.process_peak_rss_bytes);
+  MemoryFields(v, s, kCalibrationMemoryKeys);
   v("forward_backward_ms", s.forward_backward_ms, kMayBeAbsent);
   v("detail", s.detail);
 }
@@ -229,12 +215,7 @@ void Fields(V& v, S& s, std::type_identity<Versions>) {
 
 template <class V, class S>
 void Fields(V& v, S& s, std::type_identity<NodeMemoryStats>) {
-  v("step", s.step);
-  v("peak_allocated_bytes", s.peak_allocated_bytes);
-  v("peak_reserved_bytes", s.peak_reserved_bytes);
-  v("process_peak_rss_bytes", s.process_peak_rss_bytes);
-  v("device_used_bytes", s.device_used_bytes, kMayBeAbsent);
-  v("forward_peak_allocated_bytes", s.forward_peak_allocated_bytes, kMayBeAbsent);
+  MemoryFields(v, s, kNodeMemoryKeys);
 }
 
 template <class V, class S>

@@ -22,8 +22,9 @@
 #include <string>
 #include <vector>
 
-#include "core/records/results_node.h"
 #include "core/base/status.h"
+#include "core/records/memory_figures.h"
+#include "core/records/results_node.h"
 
 namespace pilot {
 
@@ -33,21 +34,27 @@ inline constexpr char kResultsSchema[] = "slurm-pilot/results/1";
 inline constexpr size_t kResultsMaxBytes = 16u << 20;  // 16 MiB
 
 // Memory around one optimizer step (reset peak, zero_grad, forward, backward,
-// optimizer step, synchronize). CUDA fields are null on a CPU and the
-// process_* fields are what the operating system says about this process.
-struct MemoryStats {
-  std::string device;              // "cuda" | "cpu"
-  int64_t step = 0;                // the step measured (1-based)
-  std::optional<int64_t> peak_allocated_bytes;   // allocator peak (tensors)
-  std::optional<int64_t> peak_reserved_bytes;    // allocator peak reserved
-  std::optional<int64_t> device_used_bytes;      // cudaMemGetInfo total - free
-  std::optional<int64_t> device_total_bytes;     // cudaMemGetInfo total
-  std::optional<int64_t> process_device_bytes;   // NVML, this process
-  std::optional<int64_t> runtime_overhead_bytes; // device used - reserved
-  std::optional<int64_t> alloc_retries;          // allocator retries (cumulative)
-  std::optional<int64_t> ooms;                   // allocator OOMs (cumulative)
-  std::optional<int64_t> process_peak_rss_bytes; // VmHWM
-  std::optional<int64_t> process_rss_bytes;      // VmRSS after the step
+// optimizer step, synchronize): the figures of MemoryFigures
+// (core/records/memory_figures.h) that kMemoryStatsKeys names, in that
+// order, written null when unset. CUDA figures are null on a CPU.
+inline constexpr MemoryKey kMemoryStatsKeys[] = {
+    {"device"},
+    {"step"},
+    {"peak_allocated_bytes"},
+    {"peak_reserved_bytes"},
+    {"device_used_bytes"},
+    {"device_total_bytes"},
+    {"process_device_bytes"},
+    {"runtime_overhead_bytes"},
+    {"alloc_retries"},
+    {"ooms"},
+    {"process_peak_rss_bytes"},
+    {"process_rss_bytes"},
+};
+struct MemoryStats : MemoryFigures {
+  MemoryStats() = default;
+  // The figures of `f` this record has (KeepFigures).
+  explicit MemoryStats(const MemoryFigures& f) : MemoryFigures(KeepFigures(f, kMemoryStatsKeys)) {}
   bool operator==(const MemoryStats&) const = default;
 };
 
@@ -176,23 +183,31 @@ struct InstrumentationCheck {
 // like `memory`: with the steady step's allocated peak it gives the memory
 // model two points (core/models/memory_model.h, "calibrated"). On a CPU there are no
 // allocator peaks: the process's peak resident set is recorded as what it is
-// and the memory model does not use it.
-struct MemoryCalibrationCheck {
+// and the memory model does not use it. The measured step's figures are
+// those of MemoryFigures that kCalibrationMemoryKeys names (between `steps`
+// and `forward_backward_ms` in the file).
+inline constexpr MemoryKey kCalibrationMemoryKeys[] = {
+    {"step"},
+    {"peak_allocated_bytes"},
+    {"peak_reserved_bytes"},
+    {"device_used_bytes"},
+    {"process_peak_rss_bytes"},  // VmHWM (CPU figure)
+};
+struct MemoryCalibrationCheck : MemoryFigures {
   std::string status;              // "ok" | "skipped" | "oom" | "error"
   int micro_batch = 0;
   int seq_len = 0;
   bool activation_checkpointing = false;
-  int steps = 0;                   // steps run (the last one measured)
-  int64_t step = 0;                // the step measured (1-based)
-  std::optional<int64_t> peak_allocated_bytes;
-  std::optional<int64_t> peak_reserved_bytes;
-  std::optional<int64_t> device_used_bytes;
-  std::optional<int64_t> process_peak_rss_bytes;  // VmHWM (CPU figure)
+  int steps = 0;  // steps run (the last one measured)
   // One micro-batch's forward and backward, mean over the check's steps
   // after its first: with the steady steps' figure, the step-time model's
   // second point (core/models/step_time.h). Null in older files.
   std::optional<double> forward_backward_ms;
   std::string detail;              // why skipped / failed, or what the figures are
+  // Takes the measured step's figures of `f` (KeepFigures); the rest stays.
+  void SetFigures(const MemoryFigures& f) {
+    static_cast<MemoryFigures&>(*this) = KeepFigures(f, kCalibrationMemoryKeys);
+  }
   bool operator==(const MemoryCalibrationCheck&) const = default;
 };
 

@@ -9,17 +9,41 @@
 #include <string>
 #include <vector>
 
+#include "core/records/memory_figures.h"
+
 namespace pilot {
 
-// Memory of one rank at one measured step (the fields the device has:
-// allocator figures on CUDA, resident set on the CPU).
-struct NodeMemoryStats {
-  int64_t step = 0;
-  std::optional<int64_t> peak_allocated_bytes;
-  std::optional<int64_t> peak_reserved_bytes;
-  std::optional<int64_t> process_peak_rss_bytes;
-  std::optional<int64_t> device_used_bytes;  // the rank's device, as the system reports it
-  std::optional<int64_t> forward_peak_allocated_bytes;  // peak up to the end of the forward pass
+// Memory of one rank at one measured step (the figures the device has:
+// allocator figures on CUDA, resident set on the CPU): the figures of
+// MemoryFigures (core/records/memory_figures.h) that kNodeMemoryKeys names,
+// in that order (device_used_bytes and forward_peak_allocated_bytes came
+// later, hence their place and their rule).
+inline constexpr MemoryKey kNodeMemoryKeys[] = {
+    {"step"},
+    {"peak_allocated_bytes"},
+    {"peak_reserved_bytes"},
+    {"process_peak_rss_bytes"},
+    // The rank's device, as the system reports it.
+    {"device_used_bytes", MemoryKeyRule::kMayBeAbsent},
+    {"forward_peak_allocated_bytes", MemoryKeyRule::kMayBeAbsent},
+};
+struct NodeMemoryStats : MemoryFigures {
+  NodeMemoryStats() = default;
+  // The figures of `f` this record has (KeepFigures).
+  explicit NodeMemoryStats(const MemoryFigures& f)
+      : MemoryFigures(KeepFigures(f, kNodeMemoryKeys)) {}
+  // Its figures in kNodeMemoryKeys' order.
+  NodeMemoryStats(int64_t measured_step, std::optional<int64_t> peak_allocated,
+                  std::optional<int64_t> peak_reserved, std::optional<int64_t> process_peak_rss,
+                  std::optional<int64_t> device_used,
+                  std::optional<int64_t> forward_peak_allocated) {
+    step = measured_step;
+    peak_allocated_bytes = peak_allocated;
+    peak_reserved_bytes = peak_reserved;
+    process_peak_rss_bytes = process_peak_rss;
+    device_used_bytes = device_used;
+    forward_peak_allocated_bytes = forward_peak_allocated;
+  }
   bool operator==(const NodeMemoryStats&) const = default;
 };
 

@@ -343,52 +343,148 @@ bool IsDcpShardName(const std::string& name) {
   return true;
 }
 
+namespace {
+
+// ---- the single-file rows' recognisers and readers -------------------------
+
+bool IsZip(const FileHead& f) { return f.bytes.substr(0, 4) == std::string_view("PK\x03\x04", 4); }
+
+// A zip archive whose first entry is one torch.save writes first.
+bool IsTorchZip(const FileHead& f) {
+  if (!IsZip(f)) return false;
+  const std::string first = FirstZipName(f.fd, f.size);
+  return EndsWith(first, "/data.pkl") || EndsWith(first, "/version") ||
+         EndsWith(first, "/.format_version") || EndsWith(first, "/byteorder");
+}
+
+FileReading ReadTorchZipFile(const FileHead& f) { return ReadTorchZip(f.fd, f.size); }
+
+FileReading ReadOtherZip(const FileHead&) {
+  FileReading r;
+  r.format = "other";
+  r.detail = "a zip archive that is not a torch.save archive";
+  return r;
+}
+
+bool IsLegacyTorch(const FileHead& f) {
+  return f.bytes.substr(0, 14) == std::string_view(kLegacyMagic, 14);
+}
+
+FileReading ReadLegacyTorch(const FileHead&) {
+  FileReading r;
+  r.format = "torch-legacy";
+  r.detail =
+      "a torch.save of the format before 1.6 (not a zip archive): readable only by Python's "
+      "unpickler";
+  return r;
+}
+
+// The 8-byte little-endian header length, 0 when the bytes after it do not
+// open a JSON object.
+uint64_t SafetensorsHeaderLength(const FileHead& f) {
+  if (f.bytes.size() < 9 || f.bytes[8] != '{') return 0;
+  uint64_t hl = 0;
+  for (int k = 7; k >= 0; --k) {
+    hl = (hl << 8) | static_cast<unsigned char>(f.bytes[static_cast<size_t>(k)]);
+  }
+  return hl;
+}
+
+bool IsSafetensors(const FileHead& f) {
+  const uint64_t hl = SafetensorsHeaderLength(f);
+  return hl >= 2 && hl <= static_cast<uint64_t>(kMaxHeader);
+}
+
+FileReading ReadSafetensorsFile(const FileHead& f) {
+  return ReadSafetensors(f.fd, f.size, SafetensorsHeaderLength(f));
+}
+
+bool IsNumpy(const FileHead& f) { return f.bytes.substr(0, 6) == std::string_view("\x93NUMPY", 6); }
+
+FileReading ReadNumpy(const FileHead&) {
+  FileReading r;
+  r.format = "other";
+  r.detail = "a NumPy array file";
+  return r;
+}
+
+FileReading NoFormat() {
+  FileReading r;
+  r.format = "other";
+  r.detail = "contents of no format read independently";
+  return r;
+}
+
+bool IsSmall(const FileHead& f) { return f.size <= kMaxMetadataText; }
+
+// Small text (JSON, YAML, notes): no NUL byte. Anything else small is of no
+// format.
+FileReading ReadSmallText(const FileHead& f) {
+  std::string text(static_cast<size_t>(f.size), '\0');
+  if (f.size > 0 && !PreadAll(f.fd, 0, text.data(), f.size)) return Failed("other", "cannot read");
+  if (text.find('\0') != std::string::npos) return NoFormat();
+  FileReading r;
+  r.format = "metadata";
+  r.readable = true;
+  r.detail = "text, " + std::to_string(f.size) + " bytes";
+  return r;
+}
+
+// ---- the directory rows ----------------------------------------------------
+
+bool IsDcpMember(const std::string& name) { return name == ".metadata" || IsDcpShardName(name); }
+
+}  // namespace
+
+const std::vector<ProgramFormat>& ProgramFormats() {
+  // program_files.h says what a row is and how to add one. Rows are tried
+  // in this order: the first whose `recognise` accepts a file reads it.
+  static const std::vector<ProgramFormat> kProgramFormats = {
+      {.name = "torch", .checkpoint = true, .recognise = IsTorchZip, .read = ReadTorchZipFile},
+      {.name = "other", .checkpoint = false, .recognise = IsZip, .read = ReadOtherZip},
+      {.name = "torch-legacy",
+       .checkpoint = false,
+       .recognise = IsLegacyTorch,
+       .read = ReadLegacyTorch},
+      {.name = "safetensors",
+       .checkpoint = true,
+       .recognise = IsSafetensors,
+       .read = ReadSafetensorsFile},
+      {.name = "other", .checkpoint = false, .recognise = IsNumpy, .read = ReadNumpy},
+      {.name = "metadata", .checkpoint = false, .recognise = IsSmall, .read = ReadSmallText},
+      {.name = "dcp",
+       .checkpoint = true,
+       .member = IsDcpMember,
+       .index = ".metadata",
+       .read_directory = ReadDcpDirectory},
+  };
+  return kProgramFormats;
+}
+
+const ProgramFormat* DirectoryFormatOf(const std::string& file_name) {
+  for (const ProgramFormat& f : ProgramFormats()) {
+    if (f.member != nullptr && f.member(file_name)) return &f;
+  }
+  return nullptr;
+}
+
+bool IsCheckpointFormat(const std::string& format) {
+  for (const ProgramFormat& f : ProgramFormats()) {
+    if (f.checkpoint && format == f.name) return true;
+  }
+  return false;
+}
+
 FileReading ReadProgramFile(int fd, int64_t size, const std::string& label) {
   (void)label;
   char head[16] = {};
   const int64_t n = std::min<int64_t>(size, 16);
   if (n > 0 && !PreadAll(fd, 0, head, n)) return Failed("other", "cannot read");
-  const std::string_view h(head, static_cast<size_t>(n));
-  if (h.substr(0, 4) == std::string_view("PK\x03\x04", 4)) {
-    const std::string first = FirstZipName(fd, size);
-    if (EndsWith(first, "/data.pkl") || EndsWith(first, "/version") || EndsWith(first, "/.format_version") ||
-        EndsWith(first, "/byteorder")) {
-      return ReadTorchZip(fd, size);
-    }
-    FileReading r;
-    r.format = "other";
-    r.detail = "a zip archive that is not a torch.save archive";
-    return r;
+  const FileHead f{fd, size, std::string_view(head, static_cast<size_t>(n))};
+  for (const ProgramFormat& row : ProgramFormats()) {
+    if (row.recognise != nullptr && row.recognise(f)) return row.read(f);
   }
-  if (h.substr(0, 14) == std::string_view(kLegacyMagic, 14)) {
-    FileReading r;
-    r.format = "torch-legacy";
-    r.detail = "a torch.save of the format before 1.6 (not a zip archive): readable only by Python's unpickler";
-    return r;
-  }
-  if (n >= 9 && head[8] == '{') {
-    uint64_t hl = 0;
-    for (int k = 7; k >= 0; --k) hl = (hl << 8) | static_cast<unsigned char>(head[k]);
-    if (hl >= 2 && hl <= static_cast<uint64_t>(kMaxHeader)) return ReadSafetensors(fd, size, hl);
-  }
-  FileReading r;
-  r.format = "other";
-  if (h.substr(0, 6) == std::string_view("\x93NUMPY", 6)) {
-    r.detail = "a NumPy array file";
-    return r;
-  }
-  if (size <= kMaxMetadataText) {
-    std::string text(static_cast<size_t>(size), '\0');
-    if (size > 0 && !PreadAll(fd, 0, text.data(), size)) return Failed("other", "cannot read");
-    if (text.find('\0') == std::string::npos) {
-      r.format = "metadata";
-      r.readable = true;
-      r.detail = "text, " + std::to_string(size) + " bytes";
-      return r;
-    }
-  }
-  r.detail = "contents of no format read independently";
-  return r;
+  return NoFormat();
 }
 
 namespace {

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <map>
 #include <set>
+#include <utility>
 
 #include "core/base/atomic_file.h"
 #include "core/base/crypto.h"
@@ -24,7 +25,7 @@
 namespace pilot::runner {
 namespace {
 
-constexpr int64_t kMaxDcpMetadata = 256ll << 20;  // program_files.cc says so when larger
+constexpr int64_t kMaxDirectoryIndex = 256ll << 20;  // program_files.cc says so when larger
 
 class Fd {
  public:
@@ -76,9 +77,10 @@ std::string Spelled(const std::string& s) {
   return out;
 }
 
-struct DcpDir {
-  std::string metadata;            // .metadata's bytes
-  int64_t metadata_size = -1;      // -1: no .metadata here
+// The files of one directory in a directory format (kProgramFormats).
+struct DirectoryFiles {
+  std::string index;        // the index file's bytes (DCP's .metadata)
+  int64_t index_size = -1;  // -1: no index file here
 };
 
 class Verifier {
@@ -209,13 +211,14 @@ class Verifier {
     if (expected != manifest_.end() && expected->second.sha256 != f.sha256) {
       ManifestMismatch(f.path, "sha256 " + f.sha256 + " does not match the manifest's " + expected->second.sha256);
     }
-    if (name == ".metadata" || IsDcpShardName(name)) {
-      DcpDir& d = dcp_[rel];
-      if (name == ".metadata") {
-        d.metadata_size = f.size;
-        if (f.size <= kMaxDcpMetadata) {
-          d.metadata.resize(static_cast<size_t>(f.size));
-          if (f.size > 0 && ::pread(fd.get(), d.metadata.data(), d.metadata.size(), 0) != f.size) d.metadata.clear();
+    if (const ProgramFormat* format = DirectoryFormatOf(name)) {
+      DirectoryFiles& d = directories_[{rel, format}];
+      if (name == format->index) {
+        d.index_size = f.size;
+        if (f.size <= kMaxDirectoryIndex) {
+          d.index.resize(static_cast<size_t>(f.size));
+          if (f.size > 0 && ::pread(fd.get(), d.index.data(), d.index.size(), 0) != f.size)
+            d.index.clear();
         }
       }
     }
@@ -234,13 +237,15 @@ class Verifier {
     f->detail = Spelled(r.detail.size() > 400 ? r.detail.substr(0, 400) + "..." : r.detail);
   }
 
-  // Files of DCP directories are read as a group once the walk is done.
-  void ReadDcp() {
+  // Files of a directory format (DCP) are read as a group once the walk is
+  // done; that reading replaces their single-file readings.
+  void ReadDirectories() {
     std::map<std::string, ProgramFile*> by_path;
     for (ProgramFile& f : rep_->files) by_path[f.path] = &f;
-    for (auto& [rel, d] : dcp_) {
-      if (d.metadata_size < 0) continue;  // shard-like names without a .metadata: plain files
-      DcpReading r = ReadDcpDirectory(d.metadata, d.metadata_size, dir_sizes_[rel], Shown(rel));
+    for (auto& [key, d] : directories_) {
+      const auto& [rel, format] = key;
+      if (d.index_size < 0) continue;  // member-like names without the index file: plain files
+      DcpReading r = format->read_directory(d.index, d.index_size, dir_sizes_[rel], Shown(rel));
       rep_->shards += r.shards;
       rep_->optimizer_state = rep_->optimizer_state || r.optimizer_state;
       for (const auto& [name, reading] : r.readings) {
@@ -280,10 +285,10 @@ class Verifier {
     Status s = OpenRoot(&root);
     if (!s.ok()) return InputError(s);
     Walk(root.get(), "", 0);
-    ReadDcp();
+    ReadDirectories();
     std::set<std::string> formats;
     for (const ProgramFile& f : rep_->files) {
-      if (f.format == "safetensors" || f.format == "torch" || f.format == "dcp") formats.insert(f.format);
+      if (IsCheckpointFormat(f.format)) formats.insert(f.format);
       if (f.readable) rep_->tensors += f.tensors;
       if (f.format == "symlink" || f.format == "special") continue;
       if (failed_.count(f.path)) {
@@ -354,7 +359,8 @@ class Verifier {
   const VerifyOptions& o_;
   VerifyReport* rep_;
   std::map<std::string, ProgramFile> manifest_;
-  std::map<std::string, DcpDir> dcp_;
+  // By directory and format.
+  std::map<std::pair<std::string, const ProgramFormat*>, DirectoryFiles> directories_;
   std::map<std::string, std::map<std::string, int64_t>> dir_sizes_;  // dir -> name -> size
   std::set<std::string> failed_;  // files that claim a known format and fail its check
   int64_t count_ = 0;

@@ -55,19 +55,6 @@ int EnvInt(const char* name, int fallback) {
   return (end && *end == 0 && n > 0 && n < (1 << 30)) ? static_cast<int>(n) : fallback;
 }
 
-RankMemory RankMemoryOf(const MemoryStats& m) {
-  RankMemory r;
-  r.device = m.device;
-  r.step = m.step;
-  r.peak_allocated_bytes = m.peak_allocated_bytes;
-  r.peak_reserved_bytes = m.peak_reserved_bytes;
-  r.device_used_bytes = m.device_used_bytes;
-  r.process_device_bytes = m.process_device_bytes;
-  r.process_peak_rss_bytes = m.process_peak_rss_bytes;
-  r.process_rss_bytes = m.process_rss_bytes;
-  return r;
-}
-
 std::string FirstLine(std::string m) {
   const size_t cut = m.find("\nException raised from");
   if (cut != std::string::npos) m.resize(cut);
@@ -280,7 +267,7 @@ int RunNodeRank(const RunOptions& o) {
       int64_t colls = 0;
       const double busy = comm->TakeBusySeconds(&colls);
       if (mem) {
-        rep.memory = RankMemoryOf(Snapshot(s->device(), step));
+        rep.memory = RankMemory(Snapshot(s->device(), step));
         rep.memory->forward_peak_allocated_bytes = r.forward_peak_allocated_bytes;
       }
       losses.push_back(r.loss);

@@ -202,15 +202,7 @@ double Mean(const std::vector<std::optional<RankReport>>& reps,
 
 std::optional<NodeMemoryStats> MemoryOf(const std::optional<RankReport>& rep) {
   if (!rep || !rep->memory) return std::nullopt;
-  const RankMemory& m = *rep->memory;
-  NodeMemoryStats s;
-  s.step = m.step;
-  s.peak_allocated_bytes = m.peak_allocated_bytes;
-  s.peak_reserved_bytes = m.peak_reserved_bytes;
-  s.process_peak_rss_bytes = m.process_peak_rss_bytes;
-  s.device_used_bytes = m.device_used_bytes;
-  s.forward_peak_allocated_bytes = m.forward_peak_allocated_bytes;
-  return s;
+  return NodeMemoryStats(*rep->memory);
 }
 
 std::optional<int64_t> PeakOf(const std::optional<NodeMemoryStats>& m) {

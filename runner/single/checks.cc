@@ -260,12 +260,7 @@ void MemoryCalibrationRun(Session& s, const std::string& ckpt, int micro_batch, 
       ++mc.steps;
       if (measure) {
         Synchronize(dev);
-        const MemoryStats m = Snapshot(dev, step);
-        mc.step = step;
-        mc.peak_allocated_bytes = m.peak_allocated_bytes;
-        mc.peak_reserved_bytes = m.peak_reserved_bytes;
-        mc.device_used_bytes = m.device_used_bytes;
-        mc.process_peak_rss_bytes = m.process_peak_rss_bytes;
+        mc.SetFigures(Snapshot(dev, step));
       }
     }
     mc.status = "ok";

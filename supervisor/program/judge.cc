@@ -300,18 +300,8 @@ Throughput ThroughputOf(const std::map<int64_t, MetricRecord>& steps, int64_t wa
 namespace {
 
 MemoryStats MemoryOf(const MetricRecord& r, const std::string& device) {
-  MemoryStats m;
-  m.device = r.device.empty() ? device : r.device;
-  m.step = r.step;
-  m.peak_allocated_bytes = r.peak_allocated_bytes;
-  m.peak_reserved_bytes = r.peak_reserved_bytes;
-  if (r.device_total_bytes && r.device_free_bytes) {
-    m.device_used_bytes = *r.device_total_bytes - *r.device_free_bytes;
-  }
-  m.device_total_bytes = r.device_total_bytes;
-  m.alloc_retries = r.alloc_retries;
-  m.ooms = r.ooms;
-  m.process_peak_rss_bytes = r.peak_rss_bytes;
+  MemoryStats m(MemoryFiguresOf(r));
+  if (m.device.empty()) m.device = device;
   if (m.device_used_bytes && m.peak_reserved_bytes) {
     m.runtime_overhead_bytes = *m.device_used_bytes - *m.peak_reserved_bytes;
   }
@@ -326,17 +316,7 @@ std::optional<MemoryStats> FirstStepMemory(const GroupResult& g, const std::stri
   return MemoryOf(steps.begin()->second, device);
 }
 
-NodeMemoryStats NodeMemoryOf(const MetricRecord& r) {
-  NodeMemoryStats m;
-  m.step = r.step;
-  m.peak_allocated_bytes = r.peak_allocated_bytes;
-  m.peak_reserved_bytes = r.peak_reserved_bytes;
-  m.process_peak_rss_bytes = r.peak_rss_bytes;
-  if (r.device_total_bytes && r.device_free_bytes) {
-    m.device_used_bytes = *r.device_total_bytes - *r.device_free_bytes;
-  }
-  return m;
-}
+NodeMemoryStats NodeMemoryOf(const MetricRecord& r) { return NodeMemoryStats(MemoryFiguresOf(r)); }
 
 SingleStage SingleFromRecords(const SingleInputs& in) {
   SingleStage s;

@@ -108,6 +108,22 @@ constexpr NumField kNumFields[] = {
 
 }  // namespace
 
+MemoryFigures MemoryFiguresOf(const MetricRecord& r) {
+  MemoryFigures m;
+  m.device = r.device;
+  m.step = r.step;
+  m.peak_allocated_bytes = r.peak_allocated_bytes;
+  m.peak_reserved_bytes = r.peak_reserved_bytes;
+  if (r.device_total_bytes && r.device_free_bytes) {
+    m.device_used_bytes = *r.device_total_bytes - *r.device_free_bytes;
+  }
+  m.device_total_bytes = r.device_total_bytes;
+  m.alloc_retries = r.alloc_retries;
+  m.ooms = r.ooms;
+  m.process_peak_rss_bytes = r.peak_rss_bytes;
+  return m;
+}
+
 const std::vector<std::string>& MetricFieldNames() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> n = {"step", "loss", "rank", "device"};

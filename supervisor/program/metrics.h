@@ -9,6 +9,42 @@
 // loss as the bare token NaN or Infinity: those are accepted and read as a
 // non-finite loss.
 //
+// A metric the program reports that should reach results, verdict and
+// report touches, in this order:
+//   1. python/slurm_pilot/__init__.py: step() writes it into the record
+//      (from an argument, or measured like _cuda_fields and _model_fields
+//      do), and its name joins CORE_FIELDS, so that a too long line never
+//      drops it; tests/program/test_probe.py checks the record.
+//   2. Here: a member of MetricRecord and its row in kIntFields or
+//      kNumFields (metrics.cc), which alone read the optional fields and
+//      make MetricFieldNames; a wrong type is ignored, never an error.
+//      tests/supervisor/program_metrics_test.cc parses a line with it.
+//   3. pilot-program(7), METRICS RECORD: a .TP tag with its name
+//      (tests/supervisor/program_doc_test.cc checks that every name
+//      MetricFieldNames gives has one).
+//   4. Its place in results.json: a member of the stage's struct
+//      (core/records/results.h, or results_node.h for stages.node) and its
+//      one line in that struct's Fields (core/records/results.cc), with
+//      kMayBeAbsent so that files written before it still read; a memory
+//      figure is a member and line of MemoryFigures instead
+//      (core/records/memory_figures.h, which says how) and, for the probe's
+//      own spelling, MemoryFiguresOf below.
+//   5. Filling it from the records: the single stage in SingleFromRecords
+//      (judge.cc: the reference's steps; FirstStepMemory for the resumed
+//      process), the node stage's ranks in ProgramPilot::Node()
+//      (program_pilot.cc: each rank's NodeRankStats, beside NodeMemoryOf);
+//      tests/supervisor/program_judge_test.cc and
+//      tests/supervisor/program/program_pilot_test.cc.
+//   6. pilot-files(5), RESULTS.JSON: its line under its stage (the man-page
+//      test, tests/core/records/results_test.cc, checks every ResultsKeys
+//      key), and docs/formats.md's results.json section.
+//   7. The verdict: a check in core/decide/decide.cc (a Check* function
+//      called from Decide, VerifiedBy::kWorkload: only the program vouches
+//      for its figures), a threshold in the site policy when it has one
+//      (core/records/policy.h, pilot.conf(5)); tests/core/decide/.
+//   8. The report: its row or plot in core/decide/report.cc (the single
+//      stage's table, or the node stage's); tests/report/ renders it.
+//
 // Thread-safety: pure functions; LineBuffer is a plain value.
 #pragma once
 
@@ -20,6 +56,7 @@
 #include <vector>
 
 #include "core/base/status.h"
+#include "core/records/memory_figures.h"
 
 namespace pilot::supervisor {
 
@@ -40,6 +77,12 @@ struct MetricRecord {
 
 // One line (without its newline). Errors: kInvalid saying what is wrong.
 Result<MetricRecord> ParseMetricLine(std::string_view line);
+
+// The record's memory figures as results.json holds them: the record's
+// device ("" when it named none), device_used_bytes from device_total_bytes
+// less device_free_bytes when it reported both, peak_rss_bytes as the
+// process's peak resident set.
+MemoryFigures MemoryFiguresOf(const MetricRecord& r);
 
 // Every field ParseMetricLine reads, required ones first (pilot-program(7)
 // documents each; a test checks it).
