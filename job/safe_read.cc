@@ -10,31 +10,13 @@
 #include <filesystem>
 #include <vector>
 
+#include "core/base/unique_fd.h"
+
 namespace pilot::job {
 namespace {
 
 constexpr char kNotFollowed[] =
     "is a symbolic link (not followed: the job's folder belongs to its user)";
-
-// A descriptor closed when it goes out of scope.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const { return fd_; }
-  // Closes the descriptor held and holds `fd`.
-  void Reset(int fd) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = fd;
-  }
-
- private:
-  int fd_;
-};
 
 // What a non-regular file is, for the message.
 std::string KindOf(mode_t mode) {
@@ -89,13 +71,13 @@ Result<std::string> ReadFileBeneath(const std::string& dir, const std::string& r
 
   int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return OpenError(AT_FDCWD, dir, dir, errno);
-  Fd current(fd);
+  UniqueFd current(fd);
   std::string path = dir;
   for (size_t i = 0; i + 1 < names.size(); ++i) {
     path += "/" + names[i];
     fd = ::openat(current.get(), names[i].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) return OpenError(current.get(), names[i], path, errno);
-    current.Reset(fd);
+    current.reset(fd);
   }
   path += "/" + names.back();
 
@@ -110,7 +92,7 @@ Result<std::string> ReadFileBeneath(const std::string& dir, const std::string& r
   fd = ::openat(current.get(), names.back().c_str(),
                 O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
   if (fd < 0) return OpenError(current.get(), names.back(), path, errno);
-  const Fd file(fd);
+  const UniqueFd file(fd);
   if (::fstat(file.get(), &st) != 0) {
     return Status::IoError(path, std::string("fstat: ") + std::strerror(errno));
   }

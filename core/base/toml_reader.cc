@@ -29,13 +29,31 @@ const char* TypeName(const toml::node& n) {
 
 }  // namespace
 
-Result<toml::table> ParseTomlText(std::string_view text, const std::string& file) {
+std::optional<toml::table> ParseToml(std::string_view text, const std::string& file,
+                                     TomlSyntaxError* error) {
   try {
     return toml::parse(text, std::string_view(file));
   } catch (const toml::parse_error& e) {
-    std::string what = file + ":" + std::to_string(e.source().begin.line);
-    return Status::Invalid(what, "syntax error: " + std::string(e.description()));
+    *error = TomlSyntaxError{TomlLine(e.source()), std::string(e.description())};
+    return std::nullopt;
   }
+}
+
+Result<toml::table> ParseTomlText(std::string_view text, const std::string& file) {
+  TomlSyntaxError e;
+  std::optional<toml::table> t = ParseToml(text, file, &e);
+  if (!t) {
+    return Status::Invalid(file + ":" + std::to_string(e.line), "syntax error: " + e.description);
+  }
+  return std::move(*t);
+}
+
+int TomlLine(const toml::source_region& r) { return static_cast<int>(r.begin.line); }
+
+std::optional<double> TomlNumber(const toml::node& n) {
+  if (n.is_floating_point()) return n.as_floating_point()->get();
+  if (n.is_integer()) return static_cast<double>(n.as_integer()->get());
+  return std::nullopt;
 }
 
 TomlReader::TomlReader(const toml::table& table, std::string file, std::string prefix)
@@ -48,14 +66,14 @@ std::string TomlReader::Name(std::string_view key) const {
 
 int TomlReader::LineOf(std::string_view key) const {
   for (auto&& [k, v] : *table_) {
-    if (k.str() == key) return static_cast<int>(k.source().begin.line);
+    if (k.str() == key) return TomlLine(k.source());
   }
   return 0;
 }
 
 Status TomlReader::Error(std::string_view key, const std::string& detail) const {
   int line = LineOf(key);
-  if (line == 0) line = static_cast<int>(table_->source().begin.line);
+  if (line == 0) line = TomlLine(table_->source());
   std::string where = file_;
   if (line > 0) where += ":" + std::to_string(line);
   return Status::Invalid(where + ": " + Name(key), detail);
@@ -111,15 +129,12 @@ TomlReader& TomlReader::Int(std::string_view key, int* out, int64_t lo, int64_t 
 
 TomlReader& TomlReader::Num(std::string_view key, double* out, double lo, double hi, Need need) {
   if (const toml::node* n = Get(key, need)) {
-    double v;
-    if (n->is_floating_point()) {
-      v = n->as_floating_point()->get();
-    } else if (n->is_integer()) {
-      v = static_cast<double>(n->as_integer()->get());
-    } else {
+    const std::optional<double> number = TomlNumber(*n);
+    if (!number) {
       Fail(key, std::string("expected a number, got ") + TypeName(*n));
       return *this;
     }
+    const double v = *number;
     if (!std::isfinite(v) || v < lo || v > hi) {
       Fail(key, "must be between " + FormatDouble(lo) + " and " + FormatDouble(hi) + ", got " +
                     FormatDouble(v));

@@ -1,8 +1,12 @@
 // Strict reading of the site's TOML files (pilot.conf, hardware.toml): the
 // primitives the records' TOML backend (core/records/record_toml.h) drives from a
 // field list, and that a reader uses directly for what a field list cannot
-// say (the [gpu.NAME] sections named by their keys). Internal to pilot_core: the header pulls in TOML++, which is a private
-// dependency of the library.
+// say (the [gpu.NAME] sections named by their keys). Internal to pilot_core: the header pulls in
+// TOML++, which is a private dependency of the library.
+//
+// Every reader of TOML in pilot_core includes TOML++ through this header and
+// parses with ParseToml: pilot.toml's loader (core/config/load.cc) words
+// its own messages over the same parse, key lines and numbers.
 //
 // Every problem becomes one Status of kind kInvalid whose `what` is
 // "FILE:LINE: key" (the key's full dotted name) and whose detail says what
@@ -15,10 +19,16 @@
 // Thread-safety: a reader is used by one thread.
 #pragma once
 
+// TOML++ asserts on some malformed input (e.g. "[[}x]") in builds without
+// NDEBUG; its release path reports a parse error there. A reader of a file a
+// user or a site writes must never abort on it, so the asserts are off in
+// every build.
+#define TOML_ASSERT(expr) static_cast<void>(0)
 #include <toml++/toml.h>
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -28,9 +38,28 @@
 
 namespace pilot {
 
+// A syntax error as TOML++ reports it: the line it names (0 for none) and
+// its description, unchanged.
+struct TomlSyntaxError {
+  int line = 0;
+  std::string description;
+};
+
+// Parses TOML text; `file` is the source name TOML++ records. On a syntax
+// error (duplicate keys included) returns nullopt and fills *error.
+std::optional<toml::table> ParseToml(std::string_view text, const std::string& file,
+                                     TomlSyntaxError* error);
+
 // Parses TOML text; `file` is used in messages. Errors: kInvalid
 // "FILE:LINE: syntax error: ..." (duplicate keys included).
 Result<toml::table> ParseTomlText(std::string_view text, const std::string& file);
+
+// The line a key, value or table starts on (0 when TOML++ knows none).
+int TomlLine(const toml::source_region& r);
+
+// A number: a float's value, or an integer's as a double; nullopt for a
+// value of any other type.
+std::optional<double> TomlNumber(const toml::node& n);
 
 class TomlReader {
  public:

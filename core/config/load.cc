@@ -2,6 +2,8 @@
 // cross-field rules (config_validate.cc). Every problem becomes one kInvalid
 // Status; when several keys are wrong the one earliest in the file wins, so
 // the message a user sees does not depend on TOML++'s map order.
+#include "core/config/load.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -11,18 +13,12 @@
 #include <regex>
 #include <sstream>
 
-// TOML++ asserts on some malformed input (e.g. "[[}x]") in builds without
-// NDEBUG; its release path reports a parse error there. A config loader must
-// never abort on user input, so the asserts are off in every build.
-#define TOML_ASSERT(expr) static_cast<void>(0)
-#include <toml++/toml.h>
-
-#include "core/config/config.h"
-#include "core/config/load.h"
-#include "core/config/config_schema.h"
 #include "core/base/crypto.h"
-#include "core/config/env.h"
 #include "core/base/strings.h"
+#include "core/base/toml_reader.h"
+#include "core/config/config.h"
+#include "core/config/config_schema.h"
+#include "core/config/env.h"
 
 namespace pilot {
 namespace {
@@ -65,8 +61,6 @@ std::string TypeName(const toml::node& n) {
   }
 }
 
-int LineOf(const toml::source_region& r) { return static_cast<int>(r.begin.line); }
-
 // TOML++'s descriptions may quote the offending bytes; keep messages printable.
 std::string Printable(std::string_view s) {
   std::string out;
@@ -93,13 +87,15 @@ bool IsNameChar(char c) {
 // Unknown keys are refused: torch skips them silently, so a typo would run
 // the pilot with settings other than the ones written.
 std::string AllocConfProblem(const std::string& v) {
-  static const char* const kBool[] = {"expandable_segments", "release_lock_on_cudamalloc",
-                                      "pinned_use_cuda_host_register",
-                                      "pinned_use_background_threads",
-                                      "graph_capture_record_stream_reuse"};
-  static const char* const kOther[] = {"max_split_size_mb", "max_non_split_rounding_mb",
-                                       "roundup_power2_divisions", "garbage_collection_threshold",
-                                       "backend", "pinned_num_register_threads",
+  static const char* const kBool[] = {
+      "expandable_segments", "release_lock_on_cudamalloc", "pinned_use_cuda_host_register",
+      "pinned_use_background_threads", "graph_capture_record_stream_reuse"};
+  static const char* const kOther[] = {"max_split_size_mb",
+                                       "max_non_split_rounding_mb",
+                                       "roundup_power2_divisions",
+                                       "garbage_collection_threshold",
+                                       "backend",
+                                       "pinned_num_register_threads",
                                        "pinned_reserve_segment_size_mb",
                                        "per_process_memory_fraction"};
   size_t start = 0;
@@ -237,13 +233,9 @@ Status Loader::ApplyOverride(toml::table& root, const std::string& text) {
   // The value is TOML ("12", "true", "[\"a\", \"b\"]", "\"x\""); anything
   // that is not a single TOML value is taken as a bare string, and so is
   // every unquoted value of a string key (--set model.kind=llama).
-  std::optional<toml::table> parsed;
   const bool quoted = !value.empty() && (value[0] == '"' || value[0] == '\'');
-  try {
-    parsed = toml::parse("v = " + value);
-  } catch (const toml::parse_error&) {
-    parsed.reset();
-  }
+  TomlSyntaxError not_toml;
+  std::optional<toml::table> parsed = ParseToml("v = " + value, "", &not_toml);
   toml::table* sec = nullptr;
   if (toml::node* existing = root.get(section)) {
     sec = existing->as_table();
@@ -265,7 +257,7 @@ Status Loader::ApplyOverride(toml::table& root, const std::string& text) {
 void Loader::Walk(const toml::table& root, Config& c) {
   for (auto&& [k, node] : root) {
     const std::string section(k.str());
-    const int line = LineOf(k.source()) > 0 ? LineOf(k.source()) : LineOf(node.source());
+    const int line = TomlLine(k.source()) > 0 ? TomlLine(k.source()) : TomlLine(node.source());
     const auto& sections = SectionNames();
     if (std::find(sections.begin(), sections.end(), section) == sections.end()) {
       if (!node.is_table()) {
@@ -296,13 +288,13 @@ void Loader::Walk(const toml::table& root, Config& c) {
                                                                      "]), got " + TypeName(node)));
       continue;
     }
-    origins_.section_lines[section] = LineOf(tbl->source()) > 0 ? LineOf(tbl->source()) : line;
+    origins_.section_lines[section] = TomlLine(tbl->source()) > 0 ? TomlLine(tbl->source()) : line;
     for (auto&& [kk, value] : *tbl) {
       const std::string key(kk.str());
       const std::string name = section + "." + key;
       const KeySpec* spec = FindKey(section, key);
       const bool from_override = origins_.overrides.count(name) > 0;
-      const int kline = from_override ? 0 : LineOf(kk.source());
+      const int kline = from_override ? 0 : TomlLine(kk.source());
       if (spec == nullptr) {
         Status s = Status::Invalid(At(kline) + ": " + name, "unknown key");
         const std::vector<std::string> keys = KeysOf(section);
@@ -366,15 +358,12 @@ void Loader::Assign(const KeySpec& spec, const toml::node& node, int line, Confi
       **std::get_if<int64_t*>(&field) = v;
     }
   } else if (auto* pd = std::get_if<double*>(&field)) {
-    double v = 0;
-    if (node.is_floating_point()) {
-      v = node.as_floating_point()->get();
-    } else if (node.is_integer()) {
-      v = static_cast<double>(node.as_integer()->get());
-    } else {
+    const std::optional<double> number = TomlNumber(node);
+    if (!number) {
       fail("must be a number, got " + TypeName(node));
       return;
     }
+    const double v = *number;
     const bool below = spec.dlo_open ? !(v > spec.dlo) : !(v >= spec.dlo);
     const bool above = spec.dhi_open ? !(v < spec.dhi) : !(v <= spec.dhi);
     if (!std::isfinite(v) || below || above) {
@@ -397,7 +386,7 @@ void Loader::Assign(const KeySpec& spec, const toml::node& node, int line, Confi
     std::vector<std::string> out;
     for (size_t i = 0; i < arr->size(); ++i) {
       const toml::node& e = *arr->get(i);
-      const int eline = line == 0 ? 0 : LineOf(e.source());
+      const int eline = line == 0 ? 0 : TomlLine(e.source());
       if (!e.is_string() || Trim(e.as_string()->get()).empty()) {
         fail("element " + std::to_string(i + 1) + " must be a non-empty string, got " + TypeName(e),
              eline);
@@ -429,13 +418,12 @@ void Loader::Assign(const KeySpec& spec, const toml::node& node, int line, Confi
     std::map<std::string, std::string> out;
     for (auto&& [kk, value] : *tbl) {
       const std::string var(kk.str());
-      const int eline = line == 0 ? 0 : LineOf(kk.source());
-      const bool name_ok =
-          !var.empty() && !(var[0] >= '0' && var[0] <= '9') &&
-          std::all_of(var.begin(), var.end(), [](char ch) {
-            return ch == '_' || (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
-                   (ch >= '0' && ch <= '9');
-          });
+      const int eline = line == 0 ? 0 : TomlLine(kk.source());
+      const bool name_ok = !var.empty() && !(var[0] >= '0' && var[0] <= '9') &&
+                           std::all_of(var.begin(), var.end(), [](char ch) {
+                             return ch == '_' || (ch >= 'A' && ch <= 'Z') ||
+                                    (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9');
+                           });
       if (!name_ok) {
         fail(Quote(var) + " is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)", eline);
         return;
@@ -479,8 +467,9 @@ void Loader::CheckString(const KeySpec& spec, std::string& v, int line) {
     case StringKind::kAllocConf: {
       std::string why = AllocConfProblem(v);
       if (!why.empty()) {
-        fail(why + " in " + Quote(v), "write key:value pairs separated by commas, e.g. "
-                                      "\"expandable_segments:True,max_split_size_mb:512\"");
+        fail(why + " in " + Quote(v),
+             "write key:value pairs separated by commas, e.g. "
+             "\"expandable_segments:True,max_split_size_mb:512\"");
       }
       return;
     }
@@ -553,20 +542,19 @@ Result<Config> Loader::Run(const std::string& text) {
         .WithHint("a config needs at least [run] name, seq_len and micro_batch; see pilot.toml(5)");
   }
   c.sha256 = Sha256Hex(text);
-  toml::table root;
-  try {
-    root = toml::parse(text, origins_.file);
-  } catch (const toml::parse_error& e) {
-    const int line = std::max(1, LineOf(e.source()));
-    Status s = Status::Invalid(At(line) + ": syntax error", Printable(e.description()));
-    if (std::string_view(e.description()).find("redefine") != std::string_view::npos) {
+  TomlSyntaxError e;
+  std::optional<toml::table> parsed = ParseToml(text, origins_.file, &e);
+  if (!parsed) {
+    const int line = std::max(1, e.line);
+    Status s = Status::Invalid(At(line) + ": syntax error", Printable(e.description));
+    if (e.description.find("redefine") != std::string::npos) {
       s = s.WithHint("each key and each [section] may appear only once");
-    } else if (std::string_view(e.description()).find("determine value type") !=
-               std::string_view::npos) {
+    } else if (e.description.find("determine value type") != std::string::npos) {
       s = s.WithHint("strings are written in quotes (kind = \"gpt\"); see pilot.toml(5)");
     }
     return s;
   }
+  toml::table& root = *parsed;
   for (const std::string& o : opts_.overrides) {
     Status s = ApplyOverride(root, o);
     if (!s.ok()) ProblemAt(0, s, /*from_override=*/true);

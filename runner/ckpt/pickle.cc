@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <unordered_map>
 
 namespace pilot::runner {
@@ -18,12 +19,14 @@ struct StorageClass {
   int64_t size;
 };
 constexpr StorageClass kStorages[] = {
-    {"FloatStorage", "F32", 4},   {"DoubleStorage", "F64", 8},        {"HalfStorage", "F16", 2},
-    {"BFloat16Storage", "BF16", 2}, {"LongStorage", "I64", 8},        {"IntStorage", "I32", 4},
-    {"ShortStorage", "I16", 2},   {"CharStorage", "I8", 1},           {"ByteStorage", "U8", 1},
-    {"BoolStorage", "BOOL", 1},   {"ComplexFloatStorage", "C64", 8},  {"ComplexDoubleStorage", "C128", 16},
-    {"QInt8Storage", "I8", 1},    {"QUInt8Storage", "U8", 1},         {"QInt32Storage", "I32", 4},
-    {"UntypedStorage", "U8", 1},
+    {"FloatStorage", "F32", 4},        {"DoubleStorage", "F64", 8},
+    {"HalfStorage", "F16", 2},         {"BFloat16Storage", "BF16", 2},
+    {"LongStorage", "I64", 8},         {"IntStorage", "I32", 4},
+    {"ShortStorage", "I16", 2},        {"CharStorage", "I8", 1},
+    {"ByteStorage", "U8", 1},          {"BoolStorage", "BOOL", 1},
+    {"ComplexFloatStorage", "C64", 8}, {"ComplexDoubleStorage", "C128", 16},
+    {"QInt8Storage", "I8", 1},         {"QUInt8Storage", "U8", 1},
+    {"QInt32Storage", "I32", 4},       {"UntypedStorage", "U8", 1},
 };
 
 // Functions and classes read without running them.
@@ -62,7 +65,8 @@ class Machine {
         return Status::Invalid(label_, "more than " + std::to_string(kMaxPickleValues) + " values");
       }
     }
-    if (stack_.size() != 1) return Bad("STOP with " + std::to_string(stack_.size()) + " values on the stack");
+    if (stack_.size() != 1)
+      return Bad("STOP with " + std::to_string(stack_.size()) + " values on the stack");
     out_.root = stack_.back();
     return std::move(out_);
   }
@@ -79,7 +83,8 @@ class Machine {
   bool Need(size_t n) const { return d_.size() - pos_ >= n; }
   uint64_t Le(size_t n) {
     uint64_t v = 0;
-    for (size_t k = 0; k < n; ++k) v |= static_cast<uint64_t>(static_cast<unsigned char>(d_[pos_ + k])) << (8 * k);
+    for (size_t k = 0; k < n; ++k)
+      v |= static_cast<uint64_t>(static_cast<unsigned char>(d_[pos_ + k])) << (8 * k);
     pos_ += n;
     return v;
   }
@@ -97,7 +102,8 @@ class Machine {
     return Status::Ok();
   }
   Status Pop(PyValue** v) {
-    if (stack_.empty() || (!marks_.empty() && stack_.size() <= marks_.back())) return Bad("stack underflow");
+    if (stack_.empty() || (!marks_.empty() && stack_.size() <= marks_.back()))
+      return Bad("stack underflow");
     *v = stack_.back();
     stack_.pop_back();
     return Status::Ok();
@@ -143,11 +149,13 @@ class Machine {
     const std::string full = module + "." + name;
     // dtypes, layouts, storage classes; memory formats as torch 1.13 names them.
     bool ok = (module == "torch" && name.find('.') == std::string::npos) ||
-              (module == "torch._utils" && name.rfind("torch.", 0) == 0 && name.find('.', 6) == std::string::npos);
+              (module == "torch._utils" && name.rfind("torch.", 0) == 0 &&
+               name.find('.', 6) == std::string::npos);
     for (const char* g : kKnownGlobals) ok = ok || full == g;
     for (const auto& p : opts_.object_modules) ok = ok || full.rfind(p, 0) == 0;
     if (!ok) {
-      return Status::Invalid(label_, "class " + full.substr(0, 160) + " cannot be read without the program's code");
+      return Status::Invalid(
+          label_, "class " + full.substr(0, 160) + " cannot be read without the program's code");
     }
     Push(Str(full, PyValue::kGlobal));
     return Status::Ok();
@@ -190,9 +198,12 @@ class Machine {
       *out = New(PyValue::kDict);
       return Status::Ok();
     }
-    if (f == "torch._utils._rebuild_tensor_v2" || f == "torch._utils._rebuild_tensor") return Tensor(a, out);
-    if (f == "torch._utils._rebuild_parameter" || f == "torch._utils._rebuild_parameter_with_state") {
-      if (a.empty() || a[0]->kind != PyValue::kTensor) return Bad("_rebuild_parameter without a tensor");
+    if (f == "torch._utils._rebuild_tensor_v2" || f == "torch._utils._rebuild_tensor")
+      return Tensor(a, out);
+    if (f == "torch._utils._rebuild_parameter" ||
+        f == "torch._utils._rebuild_parameter_with_state") {
+      if (a.empty() || a[0]->kind != PyValue::kTensor)
+        return Bad("_rebuild_parameter without a tensor");
       *out = a[0];
       return Status::Ok();
     }
@@ -231,7 +242,8 @@ class Machine {
         if (c < 0x80) {
           bytes += static_cast<char>(c);
         } else if ((c & 0xe0) == 0xc0 && k + 1 < u.size()) {
-          bytes += static_cast<char>(((c & 0x1f) << 6) | (static_cast<unsigned char>(u[k + 1]) & 0x3f));
+          bytes +=
+              static_cast<char>(((c & 0x1f) << 6) | (static_cast<unsigned char>(u[k + 1]) & 0x3f));
           ++k;
         } else {
           return Bad("_codecs.encode of a string outside latin1");
@@ -260,10 +272,12 @@ class Machine {
     return Status::Invalid(label_, f + "(...) cannot be read without the program's code");
   }
   Status PersistentLoad(PyValue* pid) {
-    if (!opts_.torch_storages) return Status::Invalid(label_, "persistent ids are not expected here");
+    if (!opts_.torch_storages)
+      return Status::Invalid(label_, "persistent ids are not expected here");
     const auto& a = pid->items;
     if (pid->kind != PyValue::kTuple || a.size() != 5 || !a[0]->IsStr("storage") ||
-        a[1]->kind != PyValue::kGlobal || a[2]->kind != PyValue::kStr || a[4]->kind != PyValue::kInt) {
+        a[1]->kind != PyValue::kGlobal || a[2]->kind != PyValue::kStr ||
+        a[4]->kind != PyValue::kInt) {
       return Bad("a persistent id that is not ('storage', type, key, location, numel)");
     }
     auto it = storages_.find(a[2]->s);
@@ -275,7 +289,8 @@ class Machine {
     PyValue* st = New(PyValue::kStorage);
     st->s = a[2]->s;
     st->elem_size = TorchStorageElemSize(cls, &st->dtype);
-    if (st->elem_size == 0) return Status::Invalid(label_, "storage type " + a[1]->s + " is not known");
+    if (st->elem_size == 0)
+      return Status::Invalid(label_, "storage type " + a[1]->s + " is not known");
     st->numel = a[4]->i;
     if (st->numel < 0 || st->numel > std::numeric_limits<int64_t>::max() / st->elem_size) {
       return Bad("storage of " + std::to_string(st->numel) + " elements");
@@ -310,13 +325,30 @@ class Machine {
     PyValue* l = nullptr;
     PILOT_RETURN_IF_ERROR(Top(&l));
     if (l->kind != (set ? PyValue::kSet : PyValue::kList)) {
-      return Bad(set ? "ADDITEMS on a value that is not a set" : "APPEND(S) on a value that is not a list");
+      return Bad(set ? "ADDITEMS on a value that is not a set"
+                     : "APPEND(S) on a value that is not a list");
     }
     l->items.insert(l->items.end(), xs.begin(), xs.end());
     return Status::Ok();
   }
 
+  // Reads opcode `op` and its operands. Each group below reads its own
+  // opcodes and returns nullopt for any other.
   Status Step(unsigned char op);
+  // Framing, STOP, and the stack's marks: PROTO, FRAME, STOP, MARK, POP_MARK,
+  // POP, DUP.
+  std::optional<Status> StackOp(unsigned char op);
+  // None, booleans, integers (binary, long and text) and floats.
+  std::optional<Status> ScalarOp(unsigned char op);
+  // Text and byte strings of every width.
+  std::optional<Status> StringOp(unsigned char op);
+  // Tuples, lists, dicts and sets: empty, from a mark or the stack's top, and
+  // filled in place (SETITEM(S), APPEND(S), ADDITEMS).
+  std::optional<Status> ContainerOp(unsigned char op);
+  // The memo: PUT and GET in their binary, long and text forms, MEMOIZE.
+  std::optional<Status> MemoOp(unsigned char op);
+  // Globals, calls (REDUCE, NEWOBJ, NEWOBJ_EX), BUILD and persistent ids.
+  std::optional<Status> ObjectOp(unsigned char op);
 
   std::string_view d_;
   size_t pos_ = 0;
@@ -330,10 +362,8 @@ class Machine {
   bool stopped_ = false;
 };
 
-Status Machine::Step(unsigned char op) {
-  uint64_t n = 0;
+std::optional<Status> Machine::StackOp(unsigned char op) {
   PyValue* a = nullptr;
-  PyValue* b = nullptr;
   std::vector<PyValue*> items;
   switch (op) {
     case 0x80:  // PROTO
@@ -359,6 +389,15 @@ Status Machine::Step(unsigned char op) {
       PILOT_RETURN_IF_ERROR(Top(&a));
       Push(a);
       return Status::Ok();
+    default:
+      return std::nullopt;
+  }
+}
+
+std::optional<Status> Machine::ScalarOp(unsigned char op) {
+  uint64_t n = 0;
+  PyValue* a = nullptr;
+  switch (op) {
     case 'N':
       Push(New(PyValue::kNone));
       return Status::Ok();
@@ -427,6 +466,14 @@ Status Machine::Step(unsigned char op) {
       Push(a);
       return Status::Ok();
     }
+    default:
+      return std::nullopt;
+  }
+}
+
+std::optional<Status> Machine::StringOp(unsigned char op) {
+  uint64_t n = 0;
+  switch (op) {
     case 'X':
     case 0x8c:
     case 0x8d:
@@ -436,13 +483,25 @@ Status Machine::Step(unsigned char op) {
     case 0x96:
     case 'U':
     case 'T': {
-      const size_t width = (op == 0x8c || op == 'C' || op == 'U') ? 1 : (op == 0x8d || op == 0x8e || op == 0x96) ? 8 : 4;
+      const size_t width = (op == 0x8c || op == 'C' || op == 'U')     ? 1
+                           : (op == 0x8d || op == 0x8e || op == 0x96) ? 8
+                                                                      : 4;
       PILOT_RETURN_IF_ERROR(ReadLen(width, &n));
       const bool text = op == 'X' || op == 0x8c || op == 0x8d || op == 'U' || op == 'T';
       Push(Str(d_.substr(pos_, n), text ? PyValue::kStr : PyValue::kBytes));
       pos_ += n;
       return Status::Ok();
     }
+    default:
+      return std::nullopt;
+  }
+}
+
+std::optional<Status> Machine::ContainerOp(unsigned char op) {
+  PyValue* a = nullptr;
+  PyValue* b = nullptr;
+  std::vector<PyValue*> items;
+  switch (op) {
     case ')':
       Push(New(PyValue::kTuple));
       return Status::Ok();
@@ -467,7 +526,8 @@ Status Machine::Step(unsigned char op) {
     case 0x86:
     case 0x87: {
       const size_t k = op - 0x84;
-      if (stack_.size() < k || (!marks_.empty() && stack_.size() - k < marks_.back())) return Bad("stack underflow");
+      if (stack_.size() < k || (!marks_.empty() && stack_.size() - k < marks_.back()))
+        return Bad("stack underflow");
       a = New(PyValue::kTuple);
       a->items.assign(stack_.end() - static_cast<std::ptrdiff_t>(k), stack_.end());
       stack_.resize(stack_.size() - k);
@@ -494,6 +554,13 @@ Status Machine::Step(unsigned char op) {
     case 0x90:
       PILOT_RETURN_IF_ERROR(PopMark(&items));
       return Append(std::move(items), true);
+    default:
+      return std::nullopt;
+  }
+}
+
+std::optional<Status> Machine::MemoOp(unsigned char op) {
+  switch (op) {
     case 'q':
       if (!Need(1)) return Bad("BINPUT runs past the end");
       return Memo(Le(1));
@@ -517,6 +584,15 @@ Status Machine::Step(unsigned char op) {
       if (line.empty() || *end != '\0') return Bad("memo key is not a number");
       return op == 'p' ? Memo(k) : Get(k);
     }
+    default:
+      return std::nullopt;
+  }
+}
+
+std::optional<Status> Machine::ObjectOp(unsigned char op) {
+  PyValue* a = nullptr;
+  PyValue* b = nullptr;
+  switch (op) {
     case 'c': {
       std::string module, name;
       PILOT_RETURN_IF_ERROR(Line(&module));
@@ -526,10 +602,11 @@ Status Machine::Step(unsigned char op) {
     case 0x93:  // STACK_GLOBAL
       PILOT_RETURN_IF_ERROR(Pop(&b));
       PILOT_RETURN_IF_ERROR(Pop(&a));
-      if (a->kind != PyValue::kStr || b->kind != PyValue::kStr) return Bad("STACK_GLOBAL of non-strings");
+      if (a->kind != PyValue::kStr || b->kind != PyValue::kStr)
+        return Bad("STACK_GLOBAL of non-strings");
       return Global(a->s, b->s);
-    case 'R':    // REDUCE
-    case 0x81: { // NEWOBJ
+    case 'R':     // REDUCE
+    case 0x81: {  // NEWOBJ
       PILOT_RETURN_IF_ERROR(Pop(&b));
       PILOT_RETURN_IF_ERROR(Pop(&a));
       PyValue* r = nullptr;
@@ -552,19 +629,28 @@ Status Machine::Step(unsigned char op) {
       PILOT_RETURN_IF_ERROR(Top(&a));
       // An OrderedDict's attributes (a state_dict's _metadata) and a
       // tensor's Python attributes carry nothing this reader checks.
-      if (a->kind == PyValue::kObject) a->state = b;
-      else if (a->kind != PyValue::kDict && a->kind != PyValue::kTensor) return Bad("BUILD on a plain value");
+      if (a->kind == PyValue::kObject)
+        a->state = b;
+      else if (a->kind != PyValue::kDict && a->kind != PyValue::kTensor)
+        return Bad("BUILD on a plain value");
       return Status::Ok();
     }
     case 'Q':  // BINPERSID
       PILOT_RETURN_IF_ERROR(Pop(&a));
       return PersistentLoad(a);
-    default: {
-      char hex[8];
-      std::snprintf(hex, sizeof(hex), "0x%02x", op);
-      return Bad(std::string("opcode ") + hex + " is not read");
-    }
+    default:
+      return std::nullopt;
   }
+}
+
+Status Machine::Step(unsigned char op) {
+  for (auto read : {&Machine::StackOp, &Machine::ScalarOp, &Machine::StringOp,
+                    &Machine::ContainerOp, &Machine::MemoOp, &Machine::ObjectOp}) {
+    if (std::optional<Status> s = (this->*read)(op)) return *std::move(s);
+  }
+  char hex[8];
+  std::snprintf(hex, sizeof(hex), "0x%02x", op);
+  return Bad(std::string("opcode ") + hex + " is not read");
 }
 
 }  // namespace
@@ -587,7 +673,8 @@ int64_t TorchStorageElemSize(const std::string& storage_class, std::string* dtyp
   return 0;
 }
 
-Result<Pickle> Unpickle(std::string_view data, const std::string& label, const UnpickleOptions& opts) {
+Result<Pickle> Unpickle(std::string_view data, const std::string& label,
+                        const UnpickleOptions& opts) {
   Machine m(data, label, opts);
   return m.Run();
 }

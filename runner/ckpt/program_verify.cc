@@ -19,6 +19,7 @@
 #include "core/base/atomic_file.h"
 #include "core/base/crypto.h"
 #include "core/records/exit_codes.h"
+#include "core/base/unique_fd.h"
 #include "core/records/verify_report.h"
 #include "runner/ckpt/program_files.h"
 
@@ -26,24 +27,6 @@ namespace pilot::runner {
 namespace {
 
 constexpr int64_t kMaxDirectoryIndex = 256ll << 20;  // program_files.cc says so when larger
-
-class Fd {
- public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const { return fd_; }
-  void reset(int fd) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = fd;
-  }
-
- private:
-  int fd_;
-};
 
 // A file name or detail as the report spells it: valid UTF-8 is kept,
 // control characters, backslashes and bytes of no UTF-8 sequence become
@@ -65,7 +48,8 @@ std::string Spelled(const std::string& s) {
     }
     const size_t len = (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
     bool valid = len > 0 && c >= 0xc2 && c <= 0xf4 && i + len <= s.size();
-    for (size_t k = 1; valid && k < len; ++k) valid = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
+    for (size_t k = 1; valid && k < len; ++k)
+      valid = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
     if (valid) {
       out.append(s, i, len);
       i += len;
@@ -90,20 +74,22 @@ class Verifier {
   // `path` and `detail` as the report spells them (Spelled).
   void Problem(const std::string& check, const std::string& path, const std::string& detail) {
     rep_->problems.push_back(path + ": " + detail);
-    std::fprintf(stderr, "pilot: verify: %s: FAILED: %s: %s\n", check.c_str(), path.c_str(), detail.c_str());
+    std::fprintf(stderr, "pilot: verify: %s: FAILED: %s: %s\n", check.c_str(), path.c_str(),
+                 detail.c_str());
   }
   void Pass(const std::string& check, const std::string& detail) const {
     if (!o_.json) std::printf("pilot: verify: %s: ok (%s)\n", check.c_str(), detail.c_str());
   }
 
   // Opens the checkpoint directory one component at a time, none a link.
-  Status OpenRoot(Fd* out) {
+  Status OpenRoot(UniqueFd* out) {
     const std::string& p = o_.program_checkpoint;
     int fd = ::open(p[0] == '/' ? "/" : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     size_t pos = 0;
     while (fd >= 0 && pos < p.size()) {
       const size_t slash = p.find('/', pos);
-      const std::string comp = p.substr(pos, slash == std::string::npos ? std::string::npos : slash - pos);
+      const std::string comp =
+          p.substr(pos, slash == std::string::npos ? std::string::npos : slash - pos);
       pos = slash == std::string::npos ? p.size() : slash + 1;
       if (comp.empty() || comp == ".") continue;
       const int next = ::openat(fd, comp.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -114,7 +100,8 @@ class Verifier {
     }
     if (fd < 0) {
       if (errno == ENOENT) return Status::NotFound(p, "no such checkpoint directory");
-      if (errno == ELOOP || errno == ENOTDIR) return Status::Invalid(p, "not a directory (or reached through a link)");
+      if (errno == ELOOP || errno == ENOTDIR)
+        return Status::Invalid(p, "not a directory (or reached through a link)");
       return Status::IoError(p, std::strerror(errno));
     }
     out->reset(fd);
@@ -147,10 +134,11 @@ class Verifier {
       }
       if (S_ISDIR(st.st_mode)) {
         if (depth + 1 > kMaxProgramDepth) {
-          Problem("files", path, "deeper than " + std::to_string(kMaxProgramDepth) + " levels; not read");
+          Problem("files", path,
+                  "deeper than " + std::to_string(kMaxProgramDepth) + " levels; not read");
           continue;
         }
-        Fd sub(::openat(dirfd, n.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        UniqueFd sub(::openat(dirfd, n.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
         if (sub.get() < 0) {
           Problem("files", path, std::string("cannot open: ") + std::strerror(errno));
           continue;
@@ -159,7 +147,8 @@ class Verifier {
         continue;
       }
       if (++count_ > kMaxProgramFiles) {
-        Problem("files", Shown(rel), "more than " + std::to_string(kMaxProgramFiles) + " files; the rest not read");
+        Problem("files", Shown(rel),
+                "more than " + std::to_string(kMaxProgramFiles) + " files; the rest not read");
         stop_ = true;
         return;
       }
@@ -182,13 +171,14 @@ class Verifier {
     auto expected = manifest_.find(f.path);
     if (expected != manifest_.end() && expected->second.size != f.size) {
       f.format = expected->second.format;
-      f.detail = std::to_string(f.size) + " bytes, the manifest says " + std::to_string(expected->second.size) +
-                 "; not read";
+      f.detail = std::to_string(f.size) + " bytes, the manifest says " +
+                 std::to_string(expected->second.size) + "; not read";
       ManifestMismatch(f.path, f.detail);
       rep_->files.push_back(std::move(f));
       return;
     }
-    Fd fd(::openat(dirfd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+    UniqueFd fd(
+        ::openat(dirfd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
     struct stat st {};
     if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
       f.format = "special";
@@ -209,7 +199,8 @@ class Verifier {
     }
     f.sha256 = *sha;
     if (expected != manifest_.end() && expected->second.sha256 != f.sha256) {
-      ManifestMismatch(f.path, "sha256 " + f.sha256 + " does not match the manifest's " + expected->second.sha256);
+      ManifestMismatch(f.path, "sha256 " + f.sha256 + " does not match the manifest's " +
+                                   expected->second.sha256);
     }
     if (const ProgramFormat* format = DirectoryFormatOf(name)) {
       DirectoryFiles& d = directories_[{rel, format}];
@@ -250,7 +241,8 @@ class Verifier {
       rep_->optimizer_state = rep_->optimizer_state || r.optimizer_state;
       for (const auto& [name, reading] : r.readings) {
         auto it = by_path.find(rel.empty() ? name : rel + "/" + name);
-        if (it != by_path.end() && it->second->format != "symlink" && it->second->format != "special") {
+        if (it != by_path.end() && it->second->format != "symlink" &&
+            it->second->format != "special") {
           Apply(reading, it->second);
           if (reading.failed) {
             failed_.insert(it->first);
@@ -273,15 +265,17 @@ class Verifier {
     rep_->checkpoint = o_.program_checkpoint;
     if (!o_.expect_manifest.empty()) {
       Result<std::string> text = ReadFileLimited(o_.expect_manifest, kMaxVerifyBytes);
-      Result<VerifyReport> m = text.ok() ? ParseVerifyReport(*text, o_.expect_manifest) : Result<VerifyReport>(text.status());
+      Result<VerifyReport> m = text.ok() ? ParseVerifyReport(*text, o_.expect_manifest)
+                                         : Result<VerifyReport>(text.status());
       if (!m.ok()) return InputError(m.status());
       if (m->mode != "program") {
-        return InputError(Status::Invalid(o_.expect_manifest, "not a report of --program-checkpoint"));
+        return InputError(
+            Status::Invalid(o_.expect_manifest, "not a report of --program-checkpoint"));
       }
       for (const ProgramFile& f : m->files) manifest_[f.path] = f;
       rep_->manifest_ok = true;
     }
-    Fd root;
+    UniqueFd root;
     Status s = OpenRoot(&root);
     if (!s.ok()) return InputError(s);
     Walk(root.get(), "", 0);
@@ -295,12 +289,12 @@ class Verifier {
         Problem("read", f.path, f.detail);
       } else if (!f.readable && f.sha256.size() == 64) {
         rep_->not_readable.push_back(f.path);
-        std::fprintf(stderr, "pilot: verify: read: warning: %s: not read independently: %s\n", f.path.c_str(),
-                     f.detail.c_str());
+        std::fprintf(stderr, "pilot: verify: read: warning: %s: not read independently: %s\n",
+                     f.path.c_str(), f.detail.c_str());
       }
     }
-    rep_->format = rep_->files.empty() ? "none"
-                   : formats.empty()   ? "unknown"
+    rep_->format = rep_->files.empty()  ? "none"
+                   : formats.empty()    ? "unknown"
                    : formats.size() > 1 ? "mixed"
                                         : *formats.begin();
     rep_->files_checked = static_cast<int>(rep_->files.size());
@@ -315,20 +309,23 @@ class Verifier {
         if (!manifest_.count(p)) rep_->manifest_extra.push_back(p);
       }
       if (rep_->manifest_ok) {
-        Pass("manifest", std::to_string(manifest_.size()) + " files, size and sha256" +
-                             (rep_->manifest_extra.empty() ? "" : ", " + std::to_string(rep_->manifest_extra.size()) +
-                                                                      " files not in it"));
+        Pass("manifest",
+             std::to_string(manifest_.size()) + " files, size and sha256" +
+                 (rep_->manifest_extra.empty()
+                      ? ""
+                      : ", " + std::to_string(rep_->manifest_extra.size()) + " files not in it"));
       }
     }
     rep_->ran = true;
     const bool ok = rep_->problems.empty();
     if (ok) {
-      Pass("files", std::to_string(rep_->files.size()) + " files, format " + rep_->format + ", " +
-                        std::to_string(rep_->tensors) + " tensors" +
-                        (rep_->optimizer_state ? ", optimizer state" : ", no optimizer state") +
-                        (rep_->not_readable.empty()
-                             ? ""
-                             : ", " + std::to_string(rep_->not_readable.size()) + " not read independently"));
+      Pass("files",
+           std::to_string(rep_->files.size()) + " files, format " + rep_->format + ", " +
+               std::to_string(rep_->tensors) + " tensors" +
+               (rep_->optimizer_state ? ", optimizer state" : ", no optimizer state") +
+               (rep_->not_readable.empty() ? ""
+                                           : ", " + std::to_string(rep_->not_readable.size()) +
+                                                 " not read independently"));
     }
     if (!o_.json) std::printf("pilot: verify: %s\n", ok ? "VERIFIED" : "FAILED");
     return Finish(ok ? kExitOk : kExitFailed);

@@ -2,30 +2,30 @@
 #include "runner/ckpt/safetensors.h"
 
 #include <fcntl.h>
+#include <openssl/evp.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <openssl/evp.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <future>
 #include <memory>
-
 #include <nlohmann/json.hpp>
+
+#include "core/base/unique_fd.h"
 
 namespace pilot::runner {
 namespace {
 
-constexpr int64_t kChunk = 64ll << 20;          // bytes per write / read
+constexpr int64_t kChunk = 64ll << 20;  // bytes per write / read
 
 struct DtypeName {
   at::ScalarType type;
   const char* name;
 };
 constexpr DtypeName kDtypes[] = {
-    {at::kFloat, "F32"}, {at::kBFloat16, "BF16"}, {at::kHalf, "F16"}, {at::kDouble, "F64"},
+    {at::kFloat, "F32"}, {at::kBFloat16, "BF16"}, {at::kHalf, "F16"},  {at::kDouble, "F64"},
     {at::kLong, "I64"},  {at::kInt, "I32"},       {at::kShort, "I16"}, {at::kChar, "I8"},
     {at::kByte, "U8"},   {at::kBool, "BOOL"},
 };
@@ -51,23 +51,6 @@ class Sha256 {
 
  private:
   EVP_MD_CTX* ctx_;
-};
-
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const { return fd_; }
-  int release() {
-    int f = fd_;
-    fd_ = -1;
-    return f;
-  }
-
- private:
-  int fd_;
 };
 
 Status Errno(const std::string& path, const char* op) {
@@ -115,7 +98,8 @@ class HashPipe {
   ~HashPipe() { Wait(); }
   void Start(const char* p, int64_t n) {
     Wait();
-    pending_ = std::async(std::launch::async, [this, p, n] { sha_->Update(p, static_cast<size_t>(n)); });
+    pending_ =
+        std::async(std::launch::async, [this, p, n] { sha_->Update(p, static_cast<size_t>(n)); });
   }
   void Wait() {
     if (pending_.valid()) pending_.get();
@@ -127,11 +111,12 @@ class HashPipe {
 };
 
 // The data part of WriteSafetensors, into the open file `fd`.
-Result<FileDigest> WriteOpenFile(Fd& fd, const std::string& path, const std::string& prefix,
+Result<FileDigest> WriteOpenFile(UniqueFd& fd, const std::string& path, const std::string& prefix,
                                  const NamedTensors& tensors, bool any_cuda) {
   Sha256 sha;
   sha.Update(prefix.data(), prefix.size());
-  PILOT_RETURN_IF_ERROR(WriteAll(fd.get(), prefix.data(), static_cast<int64_t>(prefix.size()), path));
+  PILOT_RETURN_IF_ERROR(
+      WriteAll(fd.get(), prefix.data(), static_cast<int64_t>(prefix.size()), path));
   int64_t written = static_cast<int64_t>(prefix.size());
   int64_t flushed = 0;  // bytes whose write-back was started
 
@@ -206,7 +191,7 @@ Result<FileDigest> WriteSafetensors(const std::string& path, const NamedTensors&
   for (int i = 0; i < 8; ++i) prefix[i] = static_cast<char>((hl >> (8 * i)) & 0xff);
   prefix += header;
 
-  Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   if (fd.get() < 0) return Errno(path, "open");
   // A file that could not be written whole is removed, whatever stopped it
   // (a full disk, a file-size limit, a device error while staging).
@@ -221,7 +206,7 @@ Result<FileDigest> WriteSafetensors(const std::string& path, const NamedTensors&
 }
 
 Result<SafetensorsHeader> ReadSafetensorsHeader(const std::string& path) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) {
     if (errno == ENOENT) return Status::NotFound(path, "no such file");
     return Errno(path, "open");
@@ -254,7 +239,7 @@ Result<FileDigest> LoadSafetensors(const std::string& path,
   for (const auto& [name, t] : dst) {
     if (!h.Find(name)) return Status::Corrupt(path, "missing tensor " + name);
   }
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) return Errno(path, "open");
   ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
   Sha256 sha;

@@ -1,9 +1,8 @@
 // A rank of the node stage with the builtin workload: one phase (train or
 // resume) of the distributed run, reported in <phase dir>/rank-NNNNN.json.
+#include <c10/util/Exception.h>
 #include <signal.h>
 #include <unistd.h>
-
-#include <c10/util/Exception.h>
 
 #ifdef PILOT_RUNNER_CUDA
 #include <c10/cuda/CUDAFunctions.h>
@@ -23,6 +22,7 @@
 
 #include "core/base/atomic_file.h"
 #include "core/records/exit_codes.h"
+#include "core/records/hostlist.h"
 #include "core/records/rank_report.h"
 #include "runner/ckpt/checkpoint.h"
 #include "runner/ckpt/compare.h"
@@ -30,7 +30,6 @@
 #include "runner/ckpt/safetensors.h"
 #include "runner/node/comm.h"
 #include "runner/node/engine.h"
-#include "core/records/hostlist.h"
 #include "runner/node/rank.h"
 #include "runner/node/stage.h"
 #include "runner/train/device.h"
@@ -71,8 +70,9 @@ void MaybeCrash(int rank, int64_t step) {
   const int r = std::atoi(v->substr(0, colon).c_str());
   const int64_t at = colon == std::string::npos ? 2 : std::atoll(v->substr(colon + 1).c_str());
   if (r != rank || step != at) return;
-  std::fprintf(stderr, "pilot: node: rank %d: test crash before step %lld (PILOT_RUNNER_TEST_CRASH_RANK)\n", rank,
-               static_cast<long long>(step));
+  std::fprintf(stderr,
+               "pilot: node: rank %d: test crash before step %lld (PILOT_RUNNER_TEST_CRASH_RANK)\n",
+               rank, static_cast<long long>(step));
   std::fflush(nullptr);
   ::kill(::getpid(), SIGKILL);
 }
@@ -86,7 +86,8 @@ std::optional<RankCommProbe> ProbeLevels(Comm& comm, const RankInfo& info, const
   const std::string key = "probe/node-of/";
   comm.StoreSet(key + std::to_string(info.rank), std::to_string(info.node_id));
   std::vector<int> node_of(static_cast<size_t>(info.world_size));
-  for (int r = 0; r < info.world_size; ++r) node_of[r] = std::atoi(comm.StoreGet(key + std::to_string(r)).c_str());
+  for (int r = 0; r < info.world_size; ++r)
+    node_of[r] = std::atoi(comm.StoreGet(key + std::to_string(r)).c_str());
   std::vector<int> nodes = node_of;
   std::sort(nodes.begin(), nodes.end());
   nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
@@ -99,7 +100,8 @@ std::optional<RankCommProbe> ProbeLevels(Comm& comm, const RankInfo& info, const
     return m;
   };
   const std::vector<int> intra = ranks_on(info.node_id);
-  const size_t place = static_cast<size_t>(std::find(intra.begin(), intra.end(), info.rank) - intra.begin());
+  const size_t place =
+      static_cast<size_t>(std::find(intra.begin(), intra.end(), info.rank) - intra.begin());
   std::vector<int> inter;
   for (int node : nodes) {
     const std::vector<int> m = ranks_on(node);
@@ -118,7 +120,9 @@ std::optional<RankCommProbe> ProbeLevels(Comm& comm, const RankInfo& info, const
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < kTimed; ++i) g.AllReduce(buf);
     (void)buf[0].item<float>();
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / kTimed;
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+               .count() /
+           kTimed;
   };
   auto group = [&](const std::string& name, const std::vector<int>& members) {
     Result<std::unique_ptr<Comm>> g = comm.Subgroup(name, members, device, timeout);
@@ -136,24 +140,23 @@ std::optional<RankCommProbe> ProbeLevels(Comm& comm, const RankInfo& info, const
   return p;
 }
 
-}  // namespace
+// The failure that ends a rank's phase early: its exit code and message.
+struct Failure {
+  int code;
+  std::string message;
+};
 
-int RunNodeRank(const RunOptions& o) {
-  Result<RankInfo> ri = RankFromEnv(ProcessEnv());
-  if (!ri.ok()) {
-    std::fprintf(stderr, "%s\n", ri.status().ToString().c_str());
-    return kExitUsage;
-  }
-  const RankInfo info = *ri;
-  const bool resume = !o.resume_checkpoint.empty();
-  const std::string dir = Getenv("PILOT_NODE_DIR").value_or(o.out + "/node/" + (resume ? "resume" : "train"));
-  const std::string report = dir + "/" + [&] {
-    char b[32];
-    std::snprintf(b, sizeof(b), "rank-%05d.json", info.rank);
-    return std::string(b);
-  }();
-  std::error_code ec;
-  fs::create_directories(dir, ec);
+// This rank's session, communicator and engine. The session is made first,
+// so that a failure while making the others names its phase.
+struct RankParts {
+  std::unique_ptr<Session> s;
+  std::unique_ptr<Comm> comm;
+  std::unique_ptr<NodeEngine> e;
+};
+
+// The report's fields known before the phase runs: the rank, its place,
+// the phase, and the node it runs on.
+RankReport StartReport(const RankInfo& info, bool resume) {
   RankReport rep;
   rep.rank = info.rank;
   rep.world_size = info.world_size;
@@ -170,6 +173,232 @@ int RunNodeRank(const RunOptions& o) {
     ::gethostname(host, sizeof(host) - 1);
     rep.host = host;
   }
+  return rep;
+}
+
+// Makes this rank's session, communicator and engine into *p, in that
+// order, and records the backend and the engine's layout in *rep. Throws
+// as libtorch does.
+std::optional<Failure> MakeParts(const Config& cfg, const Pins& pins, const RankInfo& info,
+                                 int data_ranks, std::chrono::seconds timeout, RankParts* p,
+                                 RankReport* rep) {
+#ifdef PILOT_RUNNER_CUDA
+  // One GPU per rank, made current before anything touches CUDA (the
+  // session resolves "cuda" to the current device, NCCL builds its
+  // communicator there). Modulo the visible count: srun may bind each
+  // task to its own GPU (CUDA_VISIBLE_DEVICES of one device).
+  if (cfg.training.device != "cpu" && CudaAvailable()) {
+    const int n = static_cast<int>(c10::cuda::device_count());
+    c10::cuda::set_device(static_cast<c10::DeviceIndex>(info.local_rank % n));
+  }
+#endif
+  Result<std::unique_ptr<Session>> made = Session::Create(cfg, pins);
+  if (!made.ok()) return Failure{kExitUsage, made.status().ToString()};
+  p->s = std::move(made).value();
+  Result<std::unique_ptr<Comm>> cm = Comm::Create(info, p->s->device(), timeout);
+  if (!cm.ok()) return Failure{kExitError, cm.status().ToString()};
+  p->comm = std::move(cm).value();
+  rep->backend = p->comm->backend();
+  Result<std::unique_ptr<NodeEngine>> em =
+      NodeEngine::Create(p->s.get(), p->comm.get(), p->s->cfg().parallel.mode, data_ranks);
+  if (!em.ok()) return Failure{kExitUsage, em.status().ToString()};
+  p->e = std::move(em).value();
+  rep->mode = p->e->mode();
+  rep->data_ranks = data_ranks;
+  rep->buckets = p->e->buckets();
+  rep->units = p->e->units();
+  return std::nullopt;
+}
+
+// Loads the node checkpoint into the engine: *first becomes the step after
+// the saved one, and *rewind_data says whether the data's place is left
+// out (a test switch). Records the load in *rep.
+std::optional<Failure> Restore(const std::string& checkpoint, NodeEngine& e, int64_t* first,
+                               bool* rewind_data, RankReport* rep) {
+  NodeCheckpointInfo ci;
+  Result<NodeCheckpointIo> io = LoadNodeCheckpoint(checkpoint, e, &ci);
+  if (!io.ok()) return Failure{kExitUsage, io.status().ToString()};
+  *first = ci.step + 1;
+  // Test switch (pilot-runner(1)): leave parts out so that the
+  // comparison must fail.
+  const RestoreSkips skips = RestoreSkips::FromEnv();
+  if (skips.optimizer) e.optim().Reset();
+  *rewind_data = skips.data;
+  rep->skipped = skips.Describe();
+  rep->load = RankLoad{io->path, io->bytes, io->seconds, ci.world_size};
+  return std::nullopt;
+}
+
+// The sums over a phase's timed steps (not the measured step, not the
+// checkpoint's, not the warm-up).
+struct StepSums {
+  double ms = 0, wait = 0, compute = 0, exposed = 0, opt = 0, busy = 0;
+  int64_t collectives = 0;
+  int timed = 0;
+};
+
+// The timed steps' means into the report.
+void AverageTimedSteps(const StepSums& sum, int64_t tokens_per_rank_step, RankReport* rep) {
+  rep->timed_steps = sum.timed;
+  if (sum.timed == 0) return;
+  const double step_ms = sum.ms / sum.timed;
+  rep->step_ms = step_ms;
+  rep->tokens_per_second = static_cast<double>(tokens_per_rank_step) * 1000.0 / step_ms;
+  rep->data_wait_ms = sum.wait / sum.timed;
+  rep->compute_ms = sum.compute / sum.timed;
+  rep->comm_total_ms = sum.busy / sum.timed;
+  rep->comm_exposed_ms = sum.exposed / sum.timed;
+  rep->optimizer_ms = sum.opt / sum.timed;
+  rep->collectives_per_step = static_cast<double>(sum.collectives) / sum.timed;
+}
+
+// The phase's steps from `first` to training.steps: the memory measured at
+// one step, the others timed, the node checkpoint saved at its step (train
+// phase). *current is the step running, for a failure's message. Throws as
+// libtorch does.
+std::optional<Failure> RunPhaseSteps(const RunOptions& o, const RankInfo& info,
+                                     const std::string& dir, const RankParts& p, int data_ranks,
+                                     int64_t first, int64_t param_bytes, int64_t* current,
+                                     RankReport* rep) {
+  Session& s = *p.s;
+  Comm& comm = *p.comm;
+  NodeEngine& e = *p.e;
+  const Config& c = s.cfg();
+  const bool resume = !o.resume_checkpoint.empty();
+  const int64_t n = c.training.steps, at = c.checkpoint.at_step;
+  const int64_t measure =
+      std::min<int64_t>(n, resume ? first : std::max<int64_t>(2, c.training.warmup_steps + 1));
+  std::vector<double> losses, norms;
+  StepSums sum;
+  (void)comm.TakeBusySeconds(nullptr);
+  for (int64_t step = first; step <= n; ++step) {
+    *current = step;
+    MaybeCrash(info.rank, step);
+    const bool mem = step == measure;
+    if (mem) ResetPeak(s.device());
+    const auto t0 = std::chrono::steady_clock::now();
+    NodeStepOut r = e.Step(step);
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    int64_t colls = 0;
+    const double busy = comm.TakeBusySeconds(&colls);
+    if (mem) {
+      rep->memory = RankMemory(Snapshot(s.device(), step));
+      rep->memory->forward_peak_allocated_bytes = r.forward_peak_allocated_bytes;
+    }
+    losses.push_back(r.loss);
+    norms.push_back(r.grad_norm);
+    const bool is_timed =
+        !mem && step != at && step >= first + (resume ? 1 : c.training.warmup_steps);
+    if (is_timed) {
+      sum.ms += ms;
+      sum.wait += r.data_wait_ms;
+      sum.compute += r.compute_ms;
+      sum.exposed += r.comm_exposed_ms;
+      sum.opt += r.optimizer_ms;
+      sum.busy += busy * 1000.0;
+      sum.collectives += colls;
+      ++sum.timed;
+    }
+    if (info.rank == 0) {
+      std::fprintf(stderr,
+                   "pilot: node %s w%d step %lld/%lld loss %.4f %.0f ms (comm exposed %.1f ms)\n",
+                   e.mode().c_str(), info.world_size, static_cast<long long>(step),
+                   static_cast<long long>(n), r.loss, ms, r.comm_exposed_ms);
+    }
+    if (!resume && step == at) {
+      const std::string root =
+          (c.checkpoint.dir.empty() ? o.out + "/node" : c.checkpoint.dir + "/node") +
+          "/checkpoints";
+      NodeCheckpointInfo ci{step, info.world_size, data_ranks, e.mode(), s.seed(), 0};
+      // Then rank 0 writes the final parameters, every rank its report,
+      // the stage results.json: room for them is checked with the save's.
+      Result<NodeCheckpointIo> io =
+          SaveNodeCheckpoint(root, e, comm, ci, RoomAfterSave(c.checkpoint, dir, param_bytes));
+      if (!io.ok()) return Failure{kExitError, io.status().ToString()};
+      rep->checkpoint = RankCheckpoint{io->path, step, io->bytes, io->seconds};
+    }
+  }
+  rep->first_step = first;
+  rep->losses = losses;
+  rep->grad_norms = norms;
+  AverageTimedSteps(sum, e.TokensPerRankStep(), rep);
+  return std::nullopt;
+}
+
+// Final parameters: whole on every rank; rank 0 writes them (train phase)
+// or compares them with the reference (resume phase).
+std::optional<Failure> FinishParameters(const RunOptions& o, const RankInfo& info,
+                                        const std::string& dir, NodeEngine& e, int64_t n,
+                                        RankReport* rep) {
+  e.Gather();
+  if (info.rank != 0) return std::nullopt;
+  if (o.resume_checkpoint.empty()) {
+    Result<FileDigest> w =
+        WriteSafetensors(dir + "/final.safetensors", e.Parameters(), {{"step", std::to_string(n)}});
+    if (!w.ok()) return Failure{kExitError, w.status().ToString()};
+  } else if (!o.reference_params.empty()) {
+    Result<ParamDiff> d = CompareParameters(e.Parameters(), o.reference_params);
+    if (!d.ok()) return Failure{kExitError, d.status().ToString()};
+    rep->max_abs_param_diff = d->max_abs;
+    rep->max_rel_param_diff = d->max_rel;
+    rep->params_compared = static_cast<int64_t>(e.Parameters().size());
+  }
+  return std::nullopt;
+}
+
+// The train phase's all-reduce timed within a node and between nodes
+// (ProbeLevels), into the report; rank 0 says what it found.
+void ProbeCommunication(const RankInfo& info, const RankParts& p, int64_t param_bytes,
+                        std::chrono::seconds timeout, RankReport* rep) {
+  p.s->set_phase("communication");
+  rep->comm_probe = ProbeLevels(*p.comm, info, p.s->device(), param_bytes, timeout);
+  if (rep->comm_probe && info.rank == 0) {
+    const RankCommProbe& q = *rep->comm_probe;
+    std::fprintf(
+        stderr,
+        "pilot: node: all-reduce of %.1f MB: %s within a node, %s between %d nodes (rank 0)\n",
+        static_cast<double>(q.bytes) / 1e6,
+        q.intra_ms ? (std::to_string(*q.intra_ms) + " ms").c_str() : "none",
+        q.inter_ms ? (std::to_string(*q.inter_ms) + " ms").c_str() : "none", q.nodes);
+  }
+}
+
+// The message of an exception that ended a phase at `step` in `phase`,
+// naming communication where a collective or a peer failed.
+std::string ExceptionMessage(const std::exception& ex, const std::string& phase, int64_t step) {
+  const std::string what = ex.what();
+  bool comm_failed = phase == "communication";
+  for (const char* m :
+       {"all-reduce failed", "all-gather failed", "reduce-scatter failed", "Connection closed",
+        "Connection reset", "Timed out", "timed out", "NCCL"}) {
+    comm_failed = comm_failed || what.find(m) != std::string::npos;
+  }
+  return std::string(comm_failed ? "communication failed (a peer rank died or timed out)"
+                                 : "error") +
+         " at step " + std::to_string(step) + " (" + phase + "): " + FirstLine(ex.what());
+}
+
+}  // namespace
+
+int RunNodeRank(const RunOptions& o) {
+  Result<RankInfo> ri = RankFromEnv(ProcessEnv());
+  if (!ri.ok()) {
+    std::fprintf(stderr, "%s\n", ri.status().ToString().c_str());
+    return kExitUsage;
+  }
+  const RankInfo info = *ri;
+  const bool resume = !o.resume_checkpoint.empty();
+  const std::string dir =
+      Getenv("PILOT_NODE_DIR").value_or(o.out + "/node/" + (resume ? "resume" : "train"));
+  const std::string report = dir + "/" + [&] {
+    char b[32];
+    std::snprintf(b, sizeof(b), "rank-%05d.json", info.rank);
+    return std::string(b);
+  }();
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  RankReport rep = StartReport(info, resume);
   auto finish = [&](int code, const std::string& message) {
     rep.status = code == kExitOk ? "ok" : "error";
     rep.exit_code = code;
@@ -196,165 +425,41 @@ int RunNodeRank(const RunOptions& o) {
     pins.seed = m->seed;
   }
   const int data_ranks = EnvInt("PILOT_DATA_RANKS", saved ? saved->data_ranks : info.world_size);
-  std::unique_ptr<Session> s;
-  std::unique_ptr<Comm> comm;
-  std::unique_ptr<NodeEngine> e;
+  const auto timeout = std::chrono::seconds(EnvInt("PILOT_RUNNER_NODE_TIMEOUT", 300));
+  RankParts p;
   int64_t current = 0;
   try {
-#ifdef PILOT_RUNNER_CUDA
-    // One GPU per rank, made current before anything touches CUDA (the
-    // session resolves "cuda" to the current device, NCCL builds its
-    // communicator there). Modulo the visible count: srun may bind each
-    // task to its own GPU (CUDA_VISIBLE_DEVICES of one device).
-    if (cfg.training.device != "cpu" && CudaAvailable()) {
-      const int n = static_cast<int>(c10::cuda::device_count());
-      c10::cuda::set_device(static_cast<c10::DeviceIndex>(info.local_rank % n));
+    if (auto f = MakeParts(cfg, pins, info, data_ranks, timeout, &p, &rep)) {
+      return finish(f->code, f->message);
     }
-#endif
-    Result<std::unique_ptr<Session>> made = Session::Create(cfg, pins);
-    if (!made.ok()) return finish(kExitUsage, made.status().ToString());
-    s = std::move(made).value();
-    const Config& c = s->cfg();
-    const auto timeout = std::chrono::seconds(EnvInt("PILOT_RUNNER_NODE_TIMEOUT", 300));
-    Result<std::unique_ptr<Comm>> cm = Comm::Create(info, s->device(), timeout);
-    if (!cm.ok()) return finish(kExitError, cm.status().ToString());
-    comm = std::move(cm).value();
-    rep.backend = comm->backend();
-    Result<std::unique_ptr<NodeEngine>> em = NodeEngine::Create(s.get(), comm.get(), c.parallel.mode, data_ranks);
-    if (!em.ok()) return finish(kExitUsage, em.status().ToString());
-    e = std::move(em).value();
-    rep.mode = e->mode();
-    rep.data_ranks = data_ranks;
-    rep.buckets = e->buckets();
-    rep.units = e->units();
-    const int64_t n = c.training.steps, at = c.checkpoint.at_step;
+    NodeEngine& e = *p.e;
+    const int64_t n = p.s->cfg().training.steps;
     int64_t first = 1;
     bool rewind_data = false;
     if (resume) {
-      s->set_phase("restore");
-      NodeCheckpointInfo ci;
-      Result<NodeCheckpointIo> io = LoadNodeCheckpoint(o.resume_checkpoint, *e, &ci);
-      if (!io.ok()) return finish(kExitUsage, io.status().ToString());
-      first = ci.step + 1;
-      // Test switch (pilot-runner(1)): leave parts out so that the
-      // comparison must fail.
-      const RestoreSkips skips = RestoreSkips::FromEnv();
-      if (skips.optimizer) e->optim().Reset();
-      rewind_data = skips.data;
-      rep.skipped = skips.Describe();
-      rep.load = RankLoad{io->path, io->bytes, io->seconds, ci.world_size};
+      p.s->set_phase("restore");
+      if (auto f = Restore(o.resume_checkpoint, e, &first, &rewind_data, &rep)) {
+        return finish(f->code, f->message);
+      }
     }
-    Status opened = rewind_data ? e->OpenData(pins, 1, n - first + 1) : e->OpenData(pins, first, n);
+    Status opened = rewind_data ? e.OpenData(pins, 1, n - first + 1) : e.OpenData(pins, first, n);
     if (!opened.ok()) return finish(kExitUsage, opened.ToString());
-    const int64_t measure = std::min<int64_t>(n, resume ? first : std::max<int64_t>(2, c.training.warmup_steps + 1));
-    std::vector<double> losses, norms;
-    double ms_sum = 0, wait_sum = 0, compute_sum = 0, exposed_sum = 0, opt_sum = 0, busy_sum = 0;
-    int64_t coll_sum = 0;
-    int timed = 0;
-    (void)comm->TakeBusySeconds(nullptr);
     // The whole model in fp32: the final parameters' file, and the
     // gradients the level probe all-reduces.
     int64_t param_bytes = 0;
-    for (size_t i = 0; i < e->Parameters().size(); ++i) param_bytes += e->Numel(i) * 4;
-    for (int64_t step = first; step <= n; ++step) {
-      current = step;
-      MaybeCrash(info.rank, step);
-      const bool mem = step == measure;
-      if (mem) ResetPeak(s->device());
-      const auto t0 = std::chrono::steady_clock::now();
-      NodeStepOut r = e->Step(step);
-      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      int64_t colls = 0;
-      const double busy = comm->TakeBusySeconds(&colls);
-      if (mem) {
-        rep.memory = RankMemory(Snapshot(s->device(), step));
-        rep.memory->forward_peak_allocated_bytes = r.forward_peak_allocated_bytes;
-      }
-      losses.push_back(r.loss);
-      norms.push_back(r.grad_norm);
-      const bool is_timed = !mem && step != at && step >= first + (resume ? 1 : c.training.warmup_steps);
-      if (is_timed) {
-        ms_sum += ms;
-        wait_sum += r.data_wait_ms;
-        compute_sum += r.compute_ms;
-        exposed_sum += r.comm_exposed_ms;
-        opt_sum += r.optimizer_ms;
-        busy_sum += busy * 1000.0;
-        coll_sum += colls;
-        ++timed;
-      }
-      if (info.rank == 0) {
-        std::fprintf(stderr, "pilot: node %s w%d step %lld/%lld loss %.4f %.0f ms (comm exposed %.1f ms)\n",
-                     e->mode().c_str(), info.world_size, static_cast<long long>(step),
-                     static_cast<long long>(n), r.loss, ms, r.comm_exposed_ms);
-      }
-      if (!resume && step == at) {
-        const std::string root = (c.checkpoint.dir.empty() ? o.out + "/node" : c.checkpoint.dir + "/node") +
-                                 "/checkpoints";
-        NodeCheckpointInfo ci{step, info.world_size, data_ranks, e->mode(), s->seed(), 0};
-        // Then rank 0 writes the final parameters, every rank its report,
-        // the stage results.json: room for them is checked with the save's.
-        Result<NodeCheckpointIo> io =
-            SaveNodeCheckpoint(root, *e, *comm, ci, RoomAfterSave(c.checkpoint, dir, param_bytes));
-        if (!io.ok()) return finish(kExitError, io.status().ToString());
-        rep.checkpoint = RankCheckpoint{io->path, step, io->bytes, io->seconds};
-      }
+    for (size_t i = 0; i < e.Parameters().size(); ++i) param_bytes += e.Numel(i) * 4;
+    if (auto f = RunPhaseSteps(o, info, dir, p, data_ranks, first, param_bytes, &current, &rep)) {
+      return finish(f->code, f->message);
     }
-    rep.first_step = first;
-    rep.losses = losses;
-    rep.grad_norms = norms;
-    rep.timed_steps = timed;
-    if (timed > 0) {
-      const double step_ms = ms_sum / timed;
-      rep.step_ms = step_ms;
-      rep.tokens_per_second = static_cast<double>(e->TokensPerRankStep()) * 1000.0 / step_ms;
-      rep.data_wait_ms = wait_sum / timed;
-      rep.compute_ms = compute_sum / timed;
-      rep.comm_total_ms = busy_sum / timed;
-      rep.comm_exposed_ms = exposed_sum / timed;
-      rep.optimizer_ms = opt_sum / timed;
-      rep.collectives_per_step = static_cast<double>(coll_sum) / timed;
-    }
-    // Final parameters: whole on every rank; rank 0 writes or compares them.
-    e->Gather();
-    if (info.rank == 0) {
-      if (!resume) {
-        Result<FileDigest> w = WriteSafetensors(dir + "/final.safetensors", e->Parameters(), {{"step", std::to_string(n)}});
-        if (!w.ok()) return finish(kExitError, w.status().ToString());
-      } else if (!o.reference_params.empty()) {
-        Result<ParamDiff> d = CompareParameters(e->Parameters(), o.reference_params);
-        if (!d.ok()) return finish(kExitError, d.status().ToString());
-        rep.max_abs_param_diff = d->max_abs;
-        rep.max_rel_param_diff = d->max_rel;
-        rep.params_compared = static_cast<int64_t>(e->Parameters().size());
-      }
-    }
-    e->Release();
-    if (!resume) {
-      s->set_phase("communication");
-      rep.comm_probe = ProbeLevels(*comm, info, s->device(), param_bytes, timeout);
-      if (rep.comm_probe && info.rank == 0) {
-        const RankCommProbe& p = *rep.comm_probe;
-        std::fprintf(stderr, "pilot: node: all-reduce of %.1f MB: %s within a node, %s between %d nodes (rank 0)\n",
-                     static_cast<double>(p.bytes) / 1e6,
-                     p.intra_ms ? (std::to_string(*p.intra_ms) + " ms").c_str() : "none",
-                     p.inter_ms ? (std::to_string(*p.inter_ms) + " ms").c_str() : "none", p.nodes);
-      }
-    }
-    comm->Barrier();
+    if (auto f = FinishParameters(o, info, dir, e, n, &rep)) return finish(f->code, f->message);
+    e.Release();
+    if (!resume) ProbeCommunication(info, p, param_bytes, timeout, &rep);
+    p.comm->Barrier();
   } catch (const std::exception& ex) {
-    const std::string phase = s ? s->phase() : "build";
-    const int64_t step = current;
-    rep.failure = RankFailure{phase, step, IsOutOfMemory(ex)};
-    const std::string what = ex.what();
-    bool comm_failed = phase == "communication";
-    for (const char* m : {"all-reduce failed", "all-gather failed", "reduce-scatter failed", "Connection closed",
-                          "Connection reset", "Timed out", "timed out", "NCCL"}) {
-      comm_failed = comm_failed || what.find(m) != std::string::npos;
-    }
+    const std::string phase = p.s ? p.s->phase() : "build";
+    rep.failure = RankFailure{phase, current, IsOutOfMemory(ex)};
     return finish(IsOutOfMemory(ex) ? kExitOutOfMemory : kExitError,
-                  std::string(comm_failed ? "communication failed (a peer rank died or timed out)" : "error") +
-                      " at step " + std::to_string(step) + " (" + phase + "): " + FirstLine(ex.what()));
+                  ExceptionMessage(ex, phase, current));
   }
   return finish(kExitOk, "");
 }

@@ -5,22 +5,23 @@
 //   written -> checks -> this process lets go of the device -> a fresh
 //   process (this executable again) restores step K, resumes to N and
 //   compares (stages.single of results.json).
+#include "runner/single/stage.h"
+
+#include <c10/util/Exception.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <c10/util/Exception.h>
-
 #include <cerrno>
 #include <cmath>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 
 #include "core/base/atomic_file.h"
-#include "core/records/checkpoint_meta.h"
 #include "core/decide/restore_check.h"
+#include "core/records/checkpoint_meta.h"
 #include "core/records/exit_codes.h"
 #include "pilot/version.h"
 #include "runner/ckpt/checkpoint.h"
@@ -28,7 +29,6 @@
 #include "runner/ckpt/safetensors.h"
 #include "runner/single/checks.h"
 #include "runner/single/depth.h"
-#include "runner/single/stage.h"
 #include "runner/train/alloc_trace.h"
 #include "runner/train/device.h"
 #include "runner/train/format.h"
@@ -58,12 +58,14 @@ int RecordFailure(const std::exception& e, Session* s, const at::Device& dev, Si
   f.message = msg;
   f.memory = Snapshot(dev, f.step);
   st->status = f.kind;
-  std::fprintf(stderr, "pilot: single: %s at step %lld (%s)%s%s\n",
-               oom ? "out of memory" : "error", static_cast<long long>(f.step), f.phase.c_str(),
-               f.memory.peak_allocated_bytes
-                   ? (", peak allocated " + FormatBytes(static_cast<double>(*f.memory.peak_allocated_bytes))).c_str()
-                   : "",
-               oom ? "" : (": " + msg.substr(0, msg.find('\n'))).c_str());
+  std::fprintf(
+      stderr, "pilot: single: %s at step %lld (%s)%s%s\n", oom ? "out of memory" : "error",
+      static_cast<long long>(f.step), f.phase.c_str(),
+      f.memory.peak_allocated_bytes
+          ? (", peak allocated " + FormatBytes(static_cast<double>(*f.memory.peak_allocated_bytes)))
+                .c_str()
+          : "",
+      oom ? "" : (": " + msg.substr(0, msg.find('\n'))).c_str());
   st->failure = f;
   return oom ? kExitOutOfMemory : kExitError;
 }
@@ -93,8 +95,9 @@ TrainState StateAt(Session& s, int64_t step, double eval_loss) {
 // Runs this executable again for the restore test; returns its exit status.
 int SpawnResume(const RunOptions& o, const std::string& checkpoint, const std::string& reference,
                 const std::vector<std::string>& extra_env) {
-  std::vector<std::string> args = {"/proc/self/exe", "run", "--config", o.config, "--out", o.out,
-                                   "--resume-from", checkpoint, "--reference", reference};
+  std::vector<std::string> args = {"/proc/self/exe", "run",    "--config",      o.config,
+                                   "--out",          o.out,    "--resume-from", checkpoint,
+                                   "--reference",    reference};
   if (!o.lock.empty()) {
     args.push_back("--lock");
     args.push_back(o.lock);
@@ -125,9 +128,90 @@ int SpawnResume(const RunOptions& o, const std::string& checkpoint, const std::s
   return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
+// The config the stage runs: the run's, at fewer layers where a sharded
+// run's state does not fit one process (recorded in st->reduced_depth).
+Config SingleRunConfig(const RunOptions& o, const Config& cfg, SingleStage* st) {
+  Config run_cfg = cfg;
+  if (Result<at::Device> want = ResolveDevice(cfg.training.device); want.ok()) {
+    st->reduced_depth = PlanSingleDepth(cfg, DeviceTotalBytes(*want), o.memory_headroom);
+    if (st->reduced_depth) {
+      run_cfg.model.layers = st->reduced_depth->layers;
+      std::fprintf(stderr, "pilot: single: reduced depth: %s\n", st->reduced_depth->detail.c_str());
+    }
+  }
+  return run_cfg;
+}
+
+// At the checkpoint's step: evaluates, then saves the checkpoint under
+// `root` and records both in *st; *ckpt_path is the checkpoint's folder.
+Status EvalAndSave(Session& s, const RunOptions& o, const std::string& root, int64_t step,
+                   SingleStage* st, std::string* ckpt_path) {
+  const Config& c = s.cfg();
+  const auto t0 = std::chrono::steady_clock::now();
+  PILOT_ASSIGN_OR_RETURN(double ev, s.Eval());
+  st->timings.eval_seconds = SecondsSince(t0);
+  st->eval.at_step = step;
+  st->eval.loss_at_checkpoint = ev;
+  s.set_phase("checkpoint");
+  // After the save this stage writes the reference parameters and
+  // results.json into --out: room for both is checked with the save's.
+  int64_t reference_bytes = 0;
+  for (const auto& [name, p] : s.model().Parameters())
+    reference_bytes += static_cast<int64_t>(p.nbytes());
+  PILOT_ASSIGN_OR_RETURN(
+      CheckpointIo io,
+      SaveCheckpoint(root, s.model(), s.optim(), StateAt(s, step, ev), c.checkpoint.keep,
+                     RoomAfterSave(c.checkpoint, o.out, reference_bytes)));
+  *ckpt_path = io.path;
+  st->checkpoint.path = io.path;
+  st->checkpoint.step = step;
+  st->checkpoint.bytes = io.bytes;
+  st->checkpoint.save_seconds = io.seconds;
+  st->checkpoint.save_gb_per_s = io.bytes / io.seconds / 1e9;
+  std::fprintf(
+      stderr,
+      "pilot: single: eval loss %.4f; checkpoint step %lld: %.2f GB in %.2f s (%.2f GB/s)\n", ev,
+      static_cast<long long>(step), io.bytes / 1e9, io.seconds, io.bytes / io.seconds / 1e9);
+  return Status::Ok();
+}
+
+// The restore test without a supervisor: lets go of the session and the
+// device, runs a fresh process that resumes from `ckpt_path` and compares
+// with `ref_path`, and judges it into st->restore. Returns the stage's
+// exit code.
+int RestoreInFreshProcess(const RunOptions& o, std::unique_ptr<Session>* s, const at::Device& dev,
+                          const std::string& ckpt_path, const std::string& ref_path,
+                          SingleStage* st) {
+  // The fresh process needs the device to itself.
+  const bool cuda = dev.is_cuda();
+  const Config cfg_copy = (*s)->cfg();
+  s->reset();
+  ReleaseCachedMemory(dev);
+  std::fprintf(stderr, "pilot: single: restore: a fresh process resumes step %d -> %d\n",
+               cfg_copy.checkpoint.at_step, cfg_copy.training.steps);
+  const std::string report = o.out + "/resume.json";
+  std::vector<std::string> child_env;
+  const std::string held = DeviceBaselineFor(dev);
+  if (!held.empty()) child_env.push_back(std::string(kDeviceBaselineEnv) + "=" + held);
+  const int child_rc = SpawnResume(o, ckpt_path, ref_path, child_env);
+  const bool equal = JudgeRestore(cfg_copy, cuda, child_rc, ReadResultsFile(report), st);
+  if (!o.keep_reference) {
+    std::error_code ec;
+    fs::remove(ref_path, ec);
+  }
+  std::fprintf(stderr,
+               "pilot: single: restore %s (%s, max |loss diff| %.3g, max |param diff| %.3g)%s%s\n",
+               equal ? "equal" : "NOT equal", st->restore.mode.c_str(),
+               st->restore.max_abs_loss_diff, st->restore.max_abs_param_diff,
+               st->restore.detail.empty() ? "" : ": ", st->restore.detail.c_str());
+  if (child_rc == kExitOutOfMemory) return kExitOutOfMemory;
+  return equal ? kExitOk : kExitFailed;
+}
+
 }  // namespace
 
-int RunSingle(const RunOptions& o, const Config& cfg, const Pins& pins, SingleStage* st, FILE* metrics) {
+int RunSingle(const RunOptions& o, const Config& cfg, const Pins& pins, SingleStage* st,
+              FILE* metrics) {
   std::unique_ptr<Session> s;
   at::Device dev(at::kCPU);
   std::vector<StepRecord> records;
@@ -138,14 +222,7 @@ int RunSingle(const RunOptions& o, const Config& cfg, const Pins& pins, SingleSt
   st->status = "ok";
   try {
     // A sharded run whose state does not fit one process: fewer layers.
-    Config run_cfg = cfg;
-    if (Result<at::Device> want = ResolveDevice(cfg.training.device); want.ok()) {
-      st->reduced_depth = PlanSingleDepth(cfg, DeviceTotalBytes(*want), o.memory_headroom);
-      if (st->reduced_depth) {
-        run_cfg.model.layers = st->reduced_depth->layers;
-        std::fprintf(stderr, "pilot: single: reduced depth: %s\n", st->reduced_depth->detail.c_str());
-      }
-    }
+    const Config run_cfg = SingleRunConfig(o, cfg, st);
     // The reference's allocator requests, from before its model is built
     // through its first steady step that is not the checkpoint's (the
     // memory model's replay, core/models/memory_replay.h).
@@ -169,10 +246,11 @@ int RunSingle(const RunOptions& o, const Config& cfg, const Pins& pins, SingleSt
     st->timings.model_build_seconds = s->build_seconds();
     const Config& c = s->cfg();
     const int64_t n = c.training.steps, at = c.checkpoint.at_step;
-    std::fprintf(stderr, "pilot: single: %s %s, %lld params, seq_len %d, micro_batch %d x %d, %s on %s\n",
-                 st->shape.model_kind.c_str(), c.run.name.c_str(), static_cast<long long>(st->shape.params),
-                 st->shape.seq_len, st->shape.micro_batch, st->shape.grad_accum,
-                 c.training.precision.c_str(), st->device_name.c_str());
+    std::fprintf(stderr,
+                 "pilot: single: %s %s, %lld params, seq_len %d, micro_batch %d x %d, %s on %s\n",
+                 st->shape.model_kind.c_str(), c.run.name.c_str(),
+                 static_cast<long long>(st->shape.params), st->shape.seq_len, st->shape.micro_batch,
+                 st->shape.grad_accum, c.training.precision.c_str(), st->device_name.c_str());
     const std::string root = c.checkpoint.dir.empty() ? o.out + "/checkpoints" : c.checkpoint.dir;
 
     LoopHooks hooks;
@@ -183,30 +261,7 @@ int RunSingle(const RunOptions& o, const Config& cfg, const Pins& pins, SingleSt
       if (step == steady) st->memory = m;
     };
     hooks.pause_at = {at};
-    hooks.on_pause = [&](int64_t step) -> Status {
-      const auto t0 = std::chrono::steady_clock::now();
-      PILOT_ASSIGN_OR_RETURN(double ev, s->Eval());
-      st->timings.eval_seconds = SecondsSince(t0);
-      st->eval.at_step = step;
-      st->eval.loss_at_checkpoint = ev;
-      s->set_phase("checkpoint");
-      // After the save this stage writes the reference parameters and
-      // results.json into --out: room for both is checked with the save's.
-      int64_t reference_bytes = 0;
-      for (const auto& [name, p] : s->model().Parameters()) reference_bytes += static_cast<int64_t>(p.nbytes());
-      PILOT_ASSIGN_OR_RETURN(CheckpointIo io,
-                             SaveCheckpoint(root, s->model(), s->optim(), StateAt(*s, step, ev), c.checkpoint.keep,
-                                            RoomAfterSave(c.checkpoint, o.out, reference_bytes)));
-      ckpt_path = io.path;
-      st->checkpoint.path = io.path;
-      st->checkpoint.step = step;
-      st->checkpoint.bytes = io.bytes;
-      st->checkpoint.save_seconds = io.seconds;
-      st->checkpoint.save_gb_per_s = io.bytes / io.seconds / 1e9;
-      std::fprintf(stderr, "pilot: single: eval loss %.4f; checkpoint step %lld: %.2f GB in %.2f s (%.2f GB/s)\n",
-                   ev, static_cast<long long>(step), io.bytes / 1e9, io.seconds, io.bytes / io.seconds / 1e9);
-      return Status::Ok();
-    };
+    hooks.on_pause = [&](int64_t step) { return EvalAndSave(*s, o, root, step, st, &ckpt_path); };
     Status run = RunSteps(*s, 1, n, hooks, &records, metrics);
     if (recording) {
       KeepAllocRecording("reference", c.training.micro_batch, c.training.seq_len, c.run.grad_accum,
@@ -215,7 +270,8 @@ int RunSingle(const RunOptions& o, const Config& cfg, const Pins& pins, SingleSt
     if (!run.ok()) {
       std::fprintf(stderr, "%s\n", run.ToString().c_str());
       st->status = "error";
-      st->failure = FailureInfo{"error", s->current_step(), s->phase(), run.Message(), Snapshot(dev, 0)};
+      st->failure =
+          FailureInfo{"error", s->current_step(), s->phase(), run.Message(), Snapshot(dev, 0)};
       return ExitFor(run);
     }
     for (const auto& r : records) {
@@ -230,7 +286,8 @@ int RunSingle(const RunOptions& o, const Config& cfg, const Pins& pins, SingleSt
     st->eval.batches = std::max(1, c.eval.batches);
     st->eval.loss_final = *final_eval;
     s->set_phase("restore");
-    Result<FileDigest> ref = WriteSafetensors(ref_path, s->model().Parameters(), {{"step", std::to_string(n)}});
+    Result<FileDigest> ref =
+        WriteSafetensors(ref_path, s->model().Parameters(), {{"step", std::to_string(n)}});
     if (!ref.ok()) {
       std::fprintf(stderr, "%s\n", ref.status().ToString().c_str());
       st->status = "error";
@@ -252,29 +309,7 @@ int RunSingle(const RunOptions& o, const Config& cfg, const Pins& pins, SingleSt
     st->restore.detail = "left to the supervisor";
     return kExitOk;
   }
-  // The fresh process needs the device to itself.
-  const bool cuda = dev.is_cuda();
-  const Config cfg_copy = s->cfg();
-  s.reset();
-  ReleaseCachedMemory(dev);
-  std::fprintf(stderr, "pilot: single: restore: a fresh process resumes step %d -> %d\n",
-               cfg_copy.checkpoint.at_step, cfg_copy.training.steps);
-  const std::string report = o.out + "/resume.json";
-  std::vector<std::string> child_env;
-  const std::string held = DeviceBaselineFor(dev);
-  if (!held.empty()) child_env.push_back(std::string(kDeviceBaselineEnv) + "=" + held);
-  const int child_rc = SpawnResume(o, ckpt_path, ref_path, child_env);
-  const bool equal = JudgeRestore(cfg_copy, cuda, child_rc, ReadResultsFile(report), st);
-  if (!o.keep_reference) {
-    std::error_code ec;
-    fs::remove(ref_path, ec);
-  }
-  std::fprintf(stderr, "pilot: single: restore %s (%s, max |loss diff| %.3g, max |param diff| %.3g)%s%s\n",
-               equal ? "equal" : "NOT equal", st->restore.mode.c_str(), st->restore.max_abs_loss_diff,
-               st->restore.max_abs_param_diff, st->restore.detail.empty() ? "" : ": ",
-               st->restore.detail.c_str());
-  if (child_rc == kExitOutOfMemory) return kExitOutOfMemory;
-  return equal ? kExitOk : kExitFailed;
+  return RestoreInFreshProcess(o, &s, dev, ckpt_path, ref_path, st);
 }
 
 // The fresh process: restore, resume, compare parameters, report.
@@ -326,7 +361,8 @@ int RunResumed(const RunOptions& o) {
     dev = s->device();
     s->set_phase("restore");
     CheckpointIo io;
-    Result<TrainState> ts = LoadCheckpoint(o.resume_checkpoint, &s->model(), &s->optim(), skips, &io);
+    Result<TrainState> ts =
+        LoadCheckpoint(o.resume_checkpoint, &s->model(), &s->optim(), skips, &io);
     if (!ts.ok()) throw std::runtime_error(ts.status().ToString());
     if (s->compute_dtype() == at::kHalf && !skips.optimizer) {
       s->scaler().scale = ts->scaler.scale;
@@ -337,9 +373,10 @@ int RunResumed(const RunOptions& o) {
     st.checkpoint.path = o.resume_checkpoint;
     st.checkpoint.bytes = io.bytes;
     st.checkpoint.load_seconds = io.seconds;
-    std::fprintf(stderr, "pilot: single resumed: loaded step %lld: %.2f GB in %.2f s (%.2f GB/s)%s%s\n",
-                 static_cast<long long>(ts->step), io.bytes / 1e9, io.seconds, io.bytes / io.seconds / 1e9,
-                 skips.Describe().empty() ? "" : "; TEST SWITCH: skipped ", skips.Describe().c_str());
+    std::fprintf(
+        stderr, "pilot: single resumed: loaded step %lld: %.2f GB in %.2f s (%.2f GB/s)%s%s\n",
+        static_cast<long long>(ts->step), io.bytes / 1e9, io.seconds, io.bytes / io.seconds / 1e9,
+        skips.Describe().empty() ? "" : "; TEST SWITCH: skipped ", skips.Describe().c_str());
     LoopHooks hooks;
     hooks.process = "resumed";
     hooks.measure = {ts->step + 1};
