@@ -16,6 +16,8 @@ and the script exits 1 when any rule is broken. The rules:
   launch       launch/ (how ranks start, shared by runner/ and supervisor/)
                includes only core/ and itself: no torch, no Slurm header.
   functions    no C++ function body is longer than 150 lines.
+  exits        pilot-runner's exit statuses (kExit*) are defined in
+               core/records/exit_codes.h and nowhere else (cli/ has pilot's own).
   paths        no C++ source outside job/ spells a path under the state
                directory: job/state_layout.h (StateLayout) is the one place.
                See rule_paths for what counts.
@@ -264,6 +266,27 @@ def rule_paths(root):
                       f"directory are StateLayout's (job/state_layout.h)"
 
 
+EXIT_HOME = "core/records/exit_codes.h"
+EXIT_DEFINITION = re.compile(r"\b(?:constexpr|const|#\s*define)\b[^;\n]*\bkExit\w*\b\s*=?|\bkExit\w*\s*=\s*\d")
+
+
+def rule_exits(root):
+    """pilot-runner's exit statuses are one enum, ExitCode in EXIT_HOME: any
+    other definition of a kExit* constant (constexpr, const, #define, an
+    enumerator) is a second spelling of the same contract. cli/ is not read:
+    `pilot` has exit statuses of its own (cli/commands.h, pilot(1)), which
+    are another program's contract."""
+    for top in ["core", "launch", "job", "runner"] + [e for e in EXECUTABLES if e != "cli"]:
+        for path in sources(root, top):
+            if path == EXIT_HOME:
+                continue
+            with open(os.path.join(root, path), encoding="utf-8") as f:
+                text = f.read()
+            for m in EXIT_DEFINITION.finditer(text):
+                line = text.count("\n", 0, m.start()) + 1
+                yield f"{path}:{line}: defines {m.group(0).strip()}: exit statuses are {EXIT_HOME}'s"
+
+
 def rule_functions(root):
     for top in ["core", "launch", "job", "runner", "supervisor", "spank_plugin", "prolog", "epilog",
                 "cli"]:
@@ -279,7 +302,7 @@ def rule_functions(root):
 
 
 RULES = {"rooms": rule_rooms, "runner": rule_runner, "executables": rule_executables,
-         "launch": rule_launch, "functions": rule_functions, "paths": rule_paths}
+         "launch": rule_launch, "functions": rule_functions, "paths": rule_paths, "exits": rule_exits}
 
 
 def main(argv):
