@@ -225,7 +225,11 @@ class Verifier {
     f->format = r.format;
     f->readable = r.readable;
     f->tensors = r.tensors;
-    f->detail = Spelled(r.detail.size() > 400 ? r.detail.substr(0, 400) + "..." : r.detail);
+    // (Not `substr(...) + "..."`: GCC 12 warns a false -Warray-bounds on
+    // that std::string operator+ when ATen's headers come precompiled.)
+    std::string detail = r.detail.substr(0, 400);
+    if (r.detail.size() > 400) detail += "...";
+    f->detail = Spelled(detail);
   }
 
   // Files of a directory format (DCP) are read as a group once the walk is
