@@ -9,6 +9,9 @@ if(TARGET pilot-runner)
              COMMAND Python3::Interpreter ${CMAKE_CURRENT_LIST_DIR}/node_test.py
                      $<TARGET_FILE:pilot-runner> ${CMAKE_SOURCE_DIR}
                      ${CMAKE_CURRENT_BINARY_DIR}/node-work ${name})
-    set_tests_properties(runner.node_${name} PROPERTIES LABELS runner TIMEOUT 600)
+    set_tests_properties(runner.node_${name} PROPERTIES LABELS "runner;sanitize" TIMEOUT 600)
   endforeach()
+  # Seconds under the sanitizer (COST: CMakeLists.txt here says why).
+  set_tests_properties(runner.node_equivalence_variants PROPERTIES COST 150)
+  set_tests_properties(runner.node_equivalence PROPERTIES COST 75)
 endif()
