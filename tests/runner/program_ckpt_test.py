@@ -275,6 +275,16 @@ def test_manifest():
             f"mismatch named: {rep['manifest_detail']}")
     require(rep["manifest_extra"] == ["new.txt"], f"extra noted: {rep['manifest_extra']}")
     require("pilot: verify: manifest: FAILED: extra/notes.txt:" in err, err)
+    # A file added after the listing is named, never read: a sparse file of
+    # 1 TiB costs no time and no hash.
+    big = os.path.join(d, "huge.bin")
+    with open(big, "wb") as f:
+        f.truncate(1 << 40)
+    rep, _ = verify(d, 1, "--expect-manifest", manifest)
+    os.unlink(big)
+    huge = by_path(rep)["huge.bin"]
+    require(huge["sha256"] == "" and "not in the manifest" in huge["detail"], str(huge))
+    require("huge.bin" in rep["manifest_extra"], f"extra noted: {rep['manifest_extra']}")
     # A file of another size is not hashed; a file gone is named.
     with open(path, "ab") as f:
         f.write(b"more")
