@@ -37,6 +37,12 @@ FAULTS = {
     "oom": "step 2 asks the allocator for 4 PiB",
     "no_metrics": "nothing is reported to the pilot",
     "wrong_shape": "trains and reports half of PILOT_SEQ_LEN",
+    "retrain_on_resume": "the resumed process never opens its checkpoint: it trains steps 1..K "
+                         "again without reporting them, so its losses equal the reference's",
+    "escaped_forger": "the reference starts a daemon that leaves its process group and reports "
+                      "steps 1..N in its name, then lingers",
+    "escape_crash": "stderr ends in terminal escapes that repaint the line, then the process fails",
+    "stderr_bytes": "stderr carries a latin-1 byte and progress bars cut inside a character",
 }
 VOCAB = 64
 
@@ -139,6 +145,37 @@ def restore(d, rank, model, opt, sched, device, fault):
     return ckpt["step"]
 
 
+def start_forger(steps):
+    """A daemon of the reference process (setsid, double fork): writes records
+    for every step in rank 0's name, then lingers for ever."""
+    if os.fork() > 0:
+        return
+    os.setsid()
+    if os.fork() > 0:
+        os._exit(0)
+    try:
+        import socket
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(os.environ["PILOT_METRICS"])
+        for step in range(1, steps + 1):
+            s.sendall(b'{"step": %d, "loss": 0.5, "rank": 0}\n' % step)
+        while True:
+            time.sleep(3600)
+    finally:
+        os._exit(0)
+
+
+def noisy_stderr():
+    """What tqdm leaves on stderr: bars redrawn with \\r, block characters (3
+    bytes each) in a stream longer than any tail, and one latin-1 byte."""
+    bar = "\u2588" * 40
+    for i in range(400):
+        sys.stderr.write("\r%3d%%|%s| %d/400" % (i // 4, bar[: i // 10], i))
+    sys.stderr.flush()
+    sys.stderr.buffer.write(b"\ncaf\xe9 \xe2\x96")  # a cut block character at the end
+    sys.stderr.buffer.flush()
+
+
 def main(argv=None):
     args = parse(argv)
     fault = args.fault
@@ -172,12 +209,21 @@ def main(argv=None):
     random.seed(args.seed + rank)
 
     first = 1
+    quiet_until = 0
     resume = None if fault == "resume_ignored" else slurm_pilot.resume_dir()
-    if resume:
+    if resume and fault == "retrain_on_resume":
+        quiet_until = slurm_pilot.checkpoint_step()
+        slurm_pilot.restored(quiet_until)  # claimed, never read
+        resume = None
+    elif resume:
         done = restore(resume, rank, model, opt, sched, device, fault)
         slurm_pilot.restored(done)
         first = done + 1
     reference = resume is None and slurm_pilot.process() != "resumed"
+    if fault == "escaped_forger" and reference:
+        start_forger(args.steps)
+    if fault == "stderr_bytes":
+        noisy_stderr()
 
     for step in range(first, args.steps + 1):
         if fault == "hang" and step == 3 and reference:
@@ -195,8 +241,9 @@ def main(argv=None):
         lr = opt.param_groups[0]["lr"]
         opt.step()
         sched.step()
-        report(loss, tokens=seq * args.micro_batch, model=model, optimizer=opt, lr=lr,
-               grad_norm=grad_norm, seq_len=seq, micro_batch=args.micro_batch)
+        if step > quiet_until:
+            report(loss, tokens=seq * args.micro_batch, model=model, optimizer=opt, lr=lr,
+                   grad_norm=grad_norm, seq_len=seq, micro_batch=args.micro_batch)
         print("step %d loss %.6f" % (step, loss.item()), flush=True)
         if args.progress:
             tmp = "%s.%d.tmp" % (args.progress, rank)
@@ -208,6 +255,9 @@ def main(argv=None):
                             device, fault)
     if world > 1:
         dist.destroy_process_group()
+    if fault == "escape_crash":
+        sys.stderr.write("RuntimeError: restore fail\x1b[2K\r\x1b[32mrestore pass\x1b[0m\n")
+        return 3
     return 0
 
 

@@ -4,7 +4,7 @@
 # and ends as the trust model says (docs/design.md, "Trust model").
 #
 #   evidence.sh CASE   CASE: forged_results export_active requeue reused_id
-#                            hostile_env
+#                            hostile_env program_attacks
 #
 # Environment as for e2e.sh (lib.sh).
 set -euo pipefail
@@ -17,6 +17,10 @@ submit() {  # submit SBATCH_ARGS... (the last ones may be --wrap CMD)
   local out
   out=$(as_user sbatch --parsable -o "$TMP/slurm-%j.out" "$@") || fail "sbatch: $out"
   echo "${out%%;*}"
+}
+
+reason_of() {  # reason_of JOB: every failing check's detail, one per line
+  json "$STATE/verdicts/$1.json" "'\n'.join(c['name'] + ': ' + c['detail'] for c in d['checks'] if c['status']=='fail')"
 }
 
 verified_by() {  # verified_by JOB CHECK
@@ -222,6 +226,105 @@ case_hostile_env() {
   grep -qF "$secret" "$TMP/report.html" && fail "the report shows a root-only file"
   grep -q "is a symbolic link" <<<"$out" || fail "the refusal is not reported: $out"
   note "hostile env dropped ($names); linked metrics left out of root's report"
+}
+
+# A user's program against its own pilot (program mode), five jobs at once:
+#  - a clean program while a process of the user outside every job writes
+#    records in its name to the phases' sockets: NO-GO naming the writer;
+#  - a reference process whose daemon (setsid, double fork) reports every
+#    step in rank 0's name and lingers: NO-GO (a step reported twice), the
+#    daemon killed and named in results.json, nothing of the user left;
+#  - a resumed process that never opens its checkpoint but reports the
+#    reference's losses (it trains steps 1..K again): the restore passes as
+#    the workload's figures compared by the supervisor, checkpoint_read
+#    fails, NO-GO;
+#  - standard error with a latin-1 byte and progress bars cut inside a
+#    character: GO, results.json valid UTF-8;
+#  - a failure whose standard error repaints its line with terminal escapes:
+#    `pilot verdict` shows the escapes as text, never the bytes.
+case_program_attacks() {
+  local dir fault cfg cmd
+  dir=$(user_copy "$SRC/tests/program" program)
+  declare -A jobs=()
+  for fault in clean escaped_forger retrain_on_resume stderr_bytes escape_crash; do
+    cfg=$dir/$fault.toml
+    cmd='["python3", "tiny.py"]'
+    [[ $fault == clean ]] || cmd="[\"python3\", \"tiny.py\", \"--fault\", \"$fault\"]"
+    program_toml "$cfg" "attack-$fault" "$dir" 2 "$cmd" "step_timeout = 60"
+    jobs[$fault]=$(submit --pilot="$cfg" --pilot-stage=single --wrap true)
+  done
+  local clean=${jobs[clean]}
+  cat >"$TMP/outsider.py" <<'PY'
+import os, socket, sys, time
+folder, verdict, log = sys.argv[1:4]
+with open(log, "a") as out:
+    end = time.time() + 300
+    while time.time() < end and not os.path.exists(verdict):
+        for name in ("single-reference.sock", "single-resumed.sock"):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                s.connect(os.path.join(folder, name))
+                s.sendall(b"".join(b'{"step": %d, "loss": 0.25, "rank": 0}\n' % i for i in range(1, 11)))
+                out.write("connected %s\n" % name)
+                out.flush()
+            except OSError:
+                pass
+            finally:
+                s.close()
+        time.sleep(0.5)
+PY
+  chmod 0644 "$TMP/outsider.py"
+  as_user python3 "$TMP/outsider.py" "$STATE/jobs/$clean/metrics" "$STATE/verdicts/$clean.json" \
+    "$TMP/outsider.log" &
+  local outsider=$!
+  for fault in "${!jobs[@]}"; do wait_verdict "${jobs[$fault]}" 300; done
+  wait "$outsider" || true
+  local why
+  # The outsider.
+  grep -q connected "$TMP/outsider.log" || fail "the outsider never reached a socket: the case proves nothing"
+  [[ $(decision "$clean") == NO-GO ]] || fail "outsider: job $clean is $(decision "$clean")"
+  why=$(reason_of "$clean")
+  grep -q "a process outside the pilot tried to write" <<<"$why" || fail "outsider not named: $why"
+  grep -q "(python3), uid $(id -u "$TEST_USER")" <<<"$why" || fail "outsider's process not named: $why"
+  note "outsider -> $why"
+  # The escaped daemon.
+  local job=${jobs[escaped_forger]}
+  [[ $(decision "$job") == NO-GO ]] || fail "escaped_forger: job $job is $(decision "$job")"
+  why=$(reason_of "$job")
+  grep -q "broke the records protocol" <<<"$why" || fail "escaped_forger: no protocol break named: $why"
+  [[ $(json "$(results_of "$job")" 'len(d["program"]["outlived"])') -ge 1 ]] ||
+    fail "escaped_forger: the daemon is not named in results.json"
+  note "escaped_forger -> $why; outlived: $(json "$(results_of "$job")" 'd["program"]["outlived"]')"
+  # The resumed process that never read its checkpoint.
+  job=${jobs[retrain_on_resume]}
+  [[ $(decision "$job") == NO-GO ]] || fail "retrain_on_resume: job $job is $(decision "$job")"
+  [[ $(check_named "$job" restore) == pass ]] || fail "retrain_on_resume: its losses should compare equal"
+  [[ $(verified_by "$job" restore) == workload_compared ]] ||
+    fail "restore labelled $(verified_by "$job" restore), not workload_compared"
+  [[ $(check_named "$job" checkpoint_read) == fail ]] || fail "checkpoint_read: $(check_named "$job" checkpoint_read)"
+  grep -q "never opened the checkpoint" <<<"$(check_detail "$job" checkpoint_read)" ||
+    fail "checkpoint_read: $(check_detail "$job" checkpoint_read)"
+  [[ $(verified_by "$job" checkpoint_read) == supervisor ]] || fail "checkpoint_read not the supervisor's"
+  # Bytes that are not UTF-8 on standard error.
+  job=${jobs[stderr_bytes]}
+  [[ $(decision "$job") == GO ]] || fail "stderr_bytes: job $job: $(reason_of "$job") $(verdict_text "$job")"
+  python3 -c 'import sys; open(sys.argv[1], encoding="utf-8", errors="strict").read()' "$(results_of "$job")" ||
+    fail "stderr_bytes: results.json is not valid UTF-8"
+  [[ $(check_named "$job" checkpoint_read) == pass ]] || fail "stderr_bytes: checkpoint_read $(check_named "$job" checkpoint_read)"
+  # Escapes in a reason, as a terminal would get them.
+  job=${jobs[escape_crash]}
+  [[ $(decision "$job") == NO-GO ]] || fail "escape_crash: job $job is $(decision "$job")"
+  local out
+  out=$(as_user "$PILOT" verdict "$job") || fail "pilot verdict $job"
+  grep -q "restore fail" <<<"$out" || fail "escape_crash: the reason is not shown: $out"
+  if LC_ALL=C grep -q $'[\x1b\r]' <<<"$out"; then fail "pilot verdict printed raw escapes: $(od -c <<<"$out" | head)"; fi
+  grep -qF '\x1b' <<<"$out" || fail "escape_crash: the escape is not shown as text: $out"
+  # Nothing of the user's survives the pilots.
+  sleep 1
+  if pgrep -u "$TEST_USER" -f tiny.py >/dev/null; then
+    fail "processes of the user outlived their pilots: $(pgrep -a -u "$TEST_USER" -f tiny.py)"
+  fi
+  wait_node_idle
 }
 
 # Restarts the cluster with the controller's state wiped (job ids start

@@ -13,7 +13,9 @@ reason_of() {  # reason_of JOB: every failing check's detail, one per line
 }
 
 # examples/train_gpt.py with examples/gpt-program.toml: GO, both stages,
-# the restore compared by the supervisor, the checkpoint read by the epilog.
+# the restore the program's losses compared by the supervisor, the
+# checkpoint opened by the resumed process (the supervisor's fanotify) and
+# read by the epilog.
 case_example_go() {
   local dir job out
   dir=$(user_copy "$SRC/examples" examples)
@@ -27,14 +29,17 @@ case_example_go() {
   [[ $(json "$res" 'd["stages"]["node"]["world_size"]') == 2 ]] || fail "no node stage of 2 ranks"
   [[ $(json "$res" 'd["stages"]["single"]["restore"]["mode"]') == bitwise ]] || fail "restore not bitwise on CPU"
   [[ $(check_named "$job" restore) == pass ]] || fail "restore check: $(check_named "$job" restore)"
-  [[ $(json "$STATE/verdicts/$job.json" "[c['verified_by'] for c in d['checks'] if c['name']=='restore'][0]") == supervisor ]] ||
-    fail "restore not established by the supervisor"
+  [[ $(json "$STATE/verdicts/$job.json" "[c['verified_by'] for c in d['checks'] if c['name']=='restore'][0]") == workload_compared ]] ||
+    fail "restore not labelled as the program's figures compared by the supervisor"
+  [[ $(check_named "$job" checkpoint_read) == pass ]] || fail "checkpoint_read: $(reason_of "$job")"
+  [[ $(json "$res" 'd["program"]["checkpoint_read"]["opened_files"]') -ge 1 ]] || fail "no checkpoint file seen opened"
   [[ $(json "$STATE/verdicts/$job.json" "[c['verified_by'] for c in d['checks'] if c['name']=='checkpoint'][0]") == epilog ]] ||
     fail "checkpoint not established by the epilog"
   [[ $(check_named "$job" checkpoint) == pass ]] || fail "checkpoint: $(reason_of "$job")"
   out=$(as_user "$PILOT" verdict "$job") || fail "pilot verdict $job"
   note "$out"
   grep -q "restore" <<<"$out" || fail "verdict without a restore line: $out"
+  grep -q "compared by supervisor" <<<"$out" || fail "the restore line does not say whose figures: $out"
   [[ $(node_state) == idle* ]] || fail "node not idle: $(node_state)"
 }
 
