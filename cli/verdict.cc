@@ -40,6 +40,7 @@ void PrintTable(std::ostream& out, const StoredVerdict& sv, const SignatureCheck
     switch (c.verified_by) {
       case VerifiedBy::kEpilog: out << "  (verified by epilog)"; break;
       case VerifiedBy::kSupervisor: out << "  (seen by supervisor)"; break;
+      case VerifiedBy::kWorkloadCompared: out << "  (workload's figures, compared by supervisor)"; break;
       case VerifiedBy::kProlog: out << "  (pinned by prolog)"; break;
       case VerifiedBy::kWorkload:
       case VerifiedBy::kSelfReported: out << "  (workload's figure)"; break;

@@ -8,8 +8,8 @@
 //   STATE/jobs/JOBID/lock.json       root 0644   what the prolog pinned
 //   STATE/jobs/JOBID/runner.started  root 0644   claimed by the task that runs the pilot
 //   STATE/jobs/JOBID/results.json    root 0644   written by pilot-supervisor
-//   STATE/jobs/JOBID/metrics/        root 0711   a user's program's records: the FIFOs the
-//                                                supervisor makes there, one per process
+//   STATE/jobs/JOBID/metrics/        root 0711   a user's program's records: the sockets the
+//                                                supervisor listens on there, one per phase
 //   STATE/jobs/JOBID/checkpoint-files-STAGE.json
 //                                    root 0644   a program's checkpoint as the supervisor
 //                                                listed it after STAGE (single, node)
@@ -86,7 +86,7 @@ struct JobPaths {
   std::string results;  // DIR/results.json (pilot-supervisor's)
   std::string work;     // DIR/work, or WORK/JOBID when the layout has a work root
   std::string nodes;    // DIR/nodes: the other nodes' records, kept by the first node's epilog
-  std::string metrics;  // DIR/metrics: the FIFOs a user's program reports on (program mode)
+  std::string metrics;  // DIR/metrics: the sockets a user's program reports on (program mode)
 
   // DIR/checkpoint-files-STAGE.json: the files of a user's program's
   // checkpoint as the supervisor listed them after `stage` ("single",

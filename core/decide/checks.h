@@ -9,8 +9,9 @@
 // config_unchanged the prolog; container_tag and checkpoint the epilog;
 // completed's pass the supervisor when it wrote the results (its fails
 // mostly the workload's own record); restore the supervisor when it
-// compared the two processes itself, else the workload; every other check
-// the workload.
+// compared the two builtin processes itself, workload_compared for a
+// user's program (root compared, the losses are the program's), else the
+// workload; checkpoint_read the supervisor; every other check the workload.
 //
 // Adding a verdict check `foo`, every file in order:
 //   1. core/decide/checks.h (here): {"foo", "what it compares"} in kChecks,
@@ -65,6 +66,10 @@ inline constexpr CheckInfo kChecks[] = {
     {"restore",
      "a fresh process resumed from the checkpoint, skipped nothing and is equal (bitwise, or "
      "within thresholds.restore_tolerance)"},
+    {"checkpoint_read",
+     "a user's program only: the supervisor saw the resumed process open checkpoint files "
+     "holding at least thresholds.min_checkpoint_read_fraction of the bytes the reference "
+     "wrote (fanotify; not watched: fail when program_independent_checks names it, else warn)"},
     {"checkpoint",
      "verify ran: COMPLETE marker, manifest sizes and hashes, optimizer state for every "
      "parameter, eval loss recomputed within tolerance (a program's checkpoint: its files "

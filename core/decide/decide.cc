@@ -219,17 +219,13 @@ void CheckSteps(const SingleStage& s, const Policy& p, std::vector<Check>* out) 
                            VerifiedBy::kWorkload));
 }
 
-void CheckRestore(const SingleStage& s, bool supervisor_compared, const Policy& p,
-                  std::vector<Check>* out) {
+void CheckRestore(const SingleStage& s, VerifiedBy by, const Policy& p, std::vector<Check>* out) {
   const RestoreInfo& r = s.restore;
   bool bitwise = r.mode == "bitwise";
   double tol = p.thresholds.restore_tolerance;
   std::string want = bitwise ? "bitwise equal" : "rel diff <= " + Sci(tol);
   std::string measured = "step " + std::to_string(r.from_step) + "->" + std::to_string(r.to_step) +
                          ", rel diff " + Sci(r.max_rel_loss_diff);
-  // The comparison is the supervisor's when it started both processes and
-  // compared their reports; the checkpoint itself is the epilog's check.
-  VerifiedBy by = supervisor_compared ? VerifiedBy::kSupervisor : VerifiedBy::kWorkload;
   CheckStatus st = CheckStatus::kPass;
   std::string detail = "a fresh process restored the checkpoint and resumed equal";
   if (!r.ran) {
@@ -246,6 +242,44 @@ void CheckRestore(const SingleStage& s, bool supervisor_compared, const Policy& 
         "the resumed run differs from the reference" + (r.detail.empty() ? "" : ": " + r.detail);
   }
   out->push_back(MakeCheck(CheckName("restore"), st, measured, want, detail, by));
+}
+
+// A program's resumed process opened the checkpoint the reference wrote:
+// fanotify marks the supervisor set on every listed file (CheckpointRead).
+// Not established (no fanotify, events lost) fails when the site requires
+// the check to be root's (program_independent_checks), else warns.
+void CheckCheckpointRead(const ProgramInfo& prog, const Policy& p, std::vector<Check>* out) {
+  const CheckpointRead& cr = prog.checkpoint_read;
+  const double min = p.thresholds.min_checkpoint_read_fraction;
+  const std::string want = ">= " + FormatFixed(min * 100, 0) + "% of the checkpoint's bytes opened";
+  const bool required = std::find(p.program_independent_checks.begin(), p.program_independent_checks.end(),
+                                  "checkpoint_read") != p.program_independent_checks.end();
+  auto add = [&](CheckStatus st, const std::string& measured, const std::string& detail) {
+    out->push_back(MakeCheck(CheckName("checkpoint_read"), st, measured, want, detail,
+                             VerifiedBy::kSupervisor));
+  };
+  if (cr.files == 0) {
+    return add(CheckStatus::kFail, "no files", "no checkpoint files were listed for the resumed process to read");
+  }
+  if (!cr.watched) {
+    return add(required ? CheckStatus::kFail : CheckStatus::kWarn, "not watched",
+               "the supervisor could not see which files the resumed process opened (" +
+                   (cr.problem.empty() ? std::string("not recorded") : cr.problem) + ")" +
+                   (required ? "; the site requires it (program_independent_checks)" : ""));
+  }
+  const double frac = cr.bytes > 0 ? static_cast<double>(cr.opened_bytes) / static_cast<double>(cr.bytes)
+                                   : static_cast<double>(cr.opened_files) / cr.files;
+  const std::string measured = std::to_string(cr.opened_files) + " of " + std::to_string(cr.files) +
+                               " files, " + FormatFixed(frac * 100, 1) + "% of " + FormatGiB(cr.bytes);
+  if (frac + 1e-12 < min) {
+    return add(CheckStatus::kFail, measured,
+               cr.opened_files == 0
+                   ? "the resumed process never opened the checkpoint the reference wrote: whatever "
+                     "it reported, it did not restore from it"
+                   : "the resumed process left most of the checkpoint unread: it did not restore "
+                     "from it");
+  }
+  add(CheckStatus::kPass, measured, "the resumed process opened the checkpoint the reference wrote");
 }
 
 // The full-node stage, when the run had one: it must have finished, and every
@@ -670,17 +704,21 @@ void CheckNodesPinned(const DecideInput& in, std::vector<Check>* out) {
 
 // The policy's independent_checks pass only when something other than the
 // workload established them: a pass the workload alone vouches for fails.
-void RequireIndependent(const Policy& p, std::vector<Check>* checks) {
+// A user's program: program_independent_checks, where the figures the
+// supervisor compared (workload_compared) are the program's word too.
+void RequireIndependent(const Policy& p, bool program, std::vector<Check>* checks) {
+  const std::vector<std::string>& required = program ? p.program_independent_checks : p.independent_checks;
   for (Check& c : *checks) {
     if (c.status != CheckStatus::kPass) continue;
-    if (c.verified_by != VerifiedBy::kWorkload && c.verified_by != VerifiedBy::kSelfReported) continue;
-    if (std::find(p.independent_checks.begin(), p.independent_checks.end(), c.name) ==
-        p.independent_checks.end()) {
+    if (c.verified_by != VerifiedBy::kWorkload && c.verified_by != VerifiedBy::kSelfReported &&
+        c.verified_by != VerifiedBy::kWorkloadCompared) {
       continue;
     }
+    if (std::find(required.begin(), required.end(), c.name) == required.end()) continue;
     c.status = CheckStatus::kFail;
     c.detail = "only the workload vouches for this (" + c.detail +
-               "); the site requires the supervisor, epilog or prolog to (independent_checks)";
+               "); the site requires the supervisor, epilog or prolog to (" +
+               (program ? "program_independent_checks" : "independent_checks") + ")";
   }
 }
 
@@ -726,8 +764,14 @@ Verdict Decide(const DecideInput& in, const Policy& policy, const HardwareCatalo
   if (s != nullptr && cfg != nullptr) {
     binding = CheckShape(*cfg, *s, *in.results, &checks);
     CheckSteps(*s, policy, &checks);
-    CheckRestore(*s, in.results->supervisor && in.results->supervisor->restore_compared, policy,
-                 &checks);
+    // The comparison is the supervisor's when it started both processes and
+    // compared their reports; a program's losses stay the program's word.
+    const bool compared = in.results->supervisor && in.results->supervisor->restore_compared;
+    const VerifiedBy by = in.results->program ? VerifiedBy::kWorkloadCompared
+                          : compared          ? VerifiedBy::kSupervisor
+                                              : VerifiedBy::kWorkload;
+    CheckRestore(*s, by, policy, &checks);
+    if (in.results->program) CheckCheckpointRead(*in.results->program, policy, &checks);
   }
   if (in.results && in.results->program) {
     CheckProgramCheckpoint(in.verify, &checks);
@@ -758,7 +802,7 @@ Verdict Decide(const DecideInput& in, const Policy& policy, const HardwareCatalo
     CheckBudget(v.budget, *cfg, &checks);
   }
 
-  RequireIndependent(policy, &checks);
+  RequireIndependent(policy, in.results && in.results->program, &checks);
   v.binding = binding;
   bool any_fail = std::any_of(checks.begin(), checks.end(),
                               [](const Check& c) { return c.status == CheckStatus::kFail; });

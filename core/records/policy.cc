@@ -54,6 +54,8 @@ void Fields(V& v, S& s, std::type_identity<Thresholds>) {
     Doc{"operational buffer added to the budget"});
   v("min_scaling_efficiency", s.min_scaling_efficiency, NumRange{0, 1}, kMayBeAbsent,
     Doc{"node stage against single (warn below)"});
+  v("min_checkpoint_read_fraction", s.min_checkpoint_read_fraction, NumRange{0, 1}, kMayBeAbsent,
+    Doc{"checkpoint bytes a program's resumed process must open"});
 }
 
 template <class V, class S>
@@ -120,6 +122,8 @@ void Fields(V& v, S& s, std::type_identity<Policy>) {
     Doc{"pass PILOT_RUNNER_TEST_* variables to the workload (test clusters only)"});
   v("independent_checks", s.independent_checks, kMayBeAbsent,
     Doc{"checks the workload alone cannot pass"});
+  v("program_independent_checks", s.program_independent_checks, kMayBeAbsent,
+    Doc{"the same for a user's program"});
   v("verify_timeout_seconds", s.verify_timeout_seconds, IntRange{1, 86400}, kMayBeAbsent,
     Doc{"the epilog's pilot-runner verify"});
   v("epilog_timeout_seconds", s.epilog_timeout_seconds, IntRange{20, 86400}, kMayBeAbsent,

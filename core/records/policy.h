@@ -28,6 +28,9 @@ struct Thresholds {
   double precision_loss_tolerance = 0.05;  // max rel loss diff bf16/fp16 vs fp32
   double budget_buffer = 0.15;             // operational buffer added to the budget
   double min_scaling_efficiency = 0.70;    // node stage vs single (warn below)
+  // A program's resumed process must open checkpoint files holding at
+  // least this fraction of the listed bytes (check checkpoint_read).
+  double min_checkpoint_read_fraction = 0.9;
 };
 
 // [planning]: assumptions of the throughput projection and the budget
@@ -81,6 +84,11 @@ struct Policy {
   // Checks that pass only when something other than the workload itself
   // established them (verified_by supervisor, epilog or prolog).
   std::vector<std::string> independent_checks = {"completed", "restore", "checkpoint"};
+  // The same for a user's program ([program]), whose losses are always its
+  // own word: the restore comparison is the program's figures compared by
+  // the supervisor, so a GO rests on what root established itself.
+  std::vector<std::string> program_independent_checks = {"completed", "checkpoint",
+                                                         "checkpoint_read"};
   int verify_timeout_seconds = 600;  // epilog's `pilot-runner verify`
   // The epilog's whole time, from its start to its exit; keep it below
   // slurm.conf's PrologEpilogTimeout (pilot-epilog(8), TIME BUDGET).

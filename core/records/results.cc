@@ -385,6 +385,16 @@ void Fields(V& v, S& s, std::type_identity<ProgramProcess>) {
 }
 
 template <class V, class S>
+void Fields(V& v, S& s, std::type_identity<CheckpointRead>) {
+  v("watched", s.watched);
+  v("problem", s.problem);
+  v("files", s.files, IntRange{0, INT32_MAX});
+  v("bytes", s.bytes, IntRange{0, INT64_MAX});
+  v("opened_files", s.opened_files, IntRange{0, INT32_MAX});
+  v("opened_bytes", s.opened_bytes, IntRange{0, INT64_MAX});
+}
+
+template <class V, class S>
 void Fields(V& v, S& s, std::type_identity<ProgramInfo>) {
   v("command", s.command);
   v("workdir", s.workdir);
@@ -399,6 +409,8 @@ void Fields(V& v, S& s, std::type_identity<ProgramInfo>) {
   v("eval_compared", s.eval_compared);
   v("problems", s.problems);
   v("processes", s.processes);
+  v("checkpoint_read", s.checkpoint_read, kMayBeAbsent);
+  v("outlived", s.outlived, kMayBeAbsent);
 }
 
 template <class V, class S>

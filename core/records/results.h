@@ -373,6 +373,20 @@ struct ProgramProcess {
   bool operator==(const ProgramProcess&) const = default;
 };
 
+// Whether the resumed process read the checkpoint the reference process
+// wrote, as root saw it: fanotify marks on every listed file while the
+// resumed process ran, an open by a process of its tree counted. The
+// supervisor's observation, not the program's word.
+struct CheckpointRead {
+  bool watched = false;         // the files were watched (false: see problem)
+  std::string problem;          // why they were not, or events were lost
+  int files = 0;                // listed regular files
+  int64_t bytes = 0;            // their bytes
+  int opened_files = 0;         // opened by the resumed process's tree
+  int64_t opened_bytes = 0;
+  bool operator==(const CheckpointRead&) const = default;
+};
+
 // What the supervisor saw of the user's program. Present when results.json
 // was written for a [program] pilot.
 struct ProgramInfo {
@@ -389,6 +403,10 @@ struct ProgramInfo {
   bool eval_compared = false;        // eval_loss likewise
   std::vector<std::string> problems; // every problem found, in the order found
   std::vector<ProgramProcess> processes;
+  CheckpointRead checkpoint_read;    // the resumed process and the checkpoint, as root saw it
+  // Processes of a phase still alive when it ended (a daemon that left its
+  // process group), killed then: "single resumed: pid 123 (python3), uid 1000".
+  std::vector<std::string> outlived;
   bool operator==(const ProgramInfo&) const = default;
 };
 

@@ -17,7 +17,7 @@ const std::vector<std::string>& EnumNames(std::type_identity<CheckStatus>) {
 }
 const std::vector<std::string>& EnumNames(std::type_identity<VerifiedBy>) {
   static const std::vector<std::string> k = {"epilog", "self_reported", "prolog", "workload",
-                                                "supervisor"};
+                                                "supervisor", "workload_compared"};
   return k;
 }
 

@@ -45,11 +45,13 @@ enum class CheckStatus { kPass, kWarn, kFail, kSkip };
 // clock and process table), the prolog (pinned it before the job), or only
 // the workload (the job's own processes said so: the user could have
 // changed it). kSelfReported is the name verdicts of schema 1 used for
-// kWorkload; it is read, never written.
-enum class VerifiedBy { kEpilog, kSelfReported, kProlog, kWorkload, kSupervisor };
+// kWorkload; it is read, never written. kWorkloadCompared: figures of the
+// workload's own (a program's losses) that the supervisor compared: the
+// comparison is root's, the numbers are the program's word.
+enum class VerifiedBy { kEpilog, kSelfReported, kProlog, kWorkload, kSupervisor, kWorkloadCompared };
 
 // "GO" / "NO-GO"; "pass" | "warn" | "fail" | "skip"; "epilog" |
-// "self_reported" | "prolog" | "workload" | "supervisor".
+// "self_reported" | "prolog" | "workload" | "supervisor" | "workload_compared".
 const char* DecisionName(Decision d);
 const char* CheckStatusName(CheckStatus s);
 const char* VerifiedByName(VerifiedBy v);

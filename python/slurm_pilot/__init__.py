@@ -10,6 +10,8 @@ import json
 import math
 import os
 import resource
+import socket
+import stat
 import sys
 import time
 
@@ -232,13 +234,30 @@ def _encode(rec, extra):
         keys.pop()
 
 
+def _open_sink(path):
+    """A descriptor for the sink: the supervisor's Unix socket (connected:
+    it reads only processes of the pilot), else a file opened to append."""
+    try:
+        is_socket = stat.S_ISSOCK(os.stat(path).st_mode)
+    except OSError:
+        is_socket = False
+    if not is_socket:
+        return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.connect(path)
+    except OSError:
+        s.close()
+        raise
+    return s.detach()
+
+
 def _write(p, line):
     if p.broken:
         return
     try:
         if p.fd is None:
-            p.fd = os.open(os.environ["PILOT_METRICS"],
-                           os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            p.fd = _open_sink(os.environ["PILOT_METRICS"])
         written = os.write(p.fd, line)
         while written < len(line):  # only a regular file may take part of a line
             written += os.write(p.fd, line[written:])

@@ -4,7 +4,11 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/fanotify.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,6 +23,7 @@
 #include "launch/spawn.h"
 #include "launch/srun.h"
 #include "supervisor/process.h"
+#include "supervisor/program/proc_tree.h"
 
 namespace pilot::supervisor {
 namespace {
@@ -65,53 +70,26 @@ void Say(const std::string& text) { WriteAll(2, text.data(), text.size()); }
   _exit(127);
 }
 
-// Resident bytes of every process whose process group is one of `groups`.
-int64_t GroupRss(const std::set<pid_t>& groups) {
-  DIR* d = opendir("/proc");
-  if (d == nullptr) return 0;
-  const long page = sysconf(_SC_PAGESIZE);
-  int64_t total = 0;
-  while (dirent* e = readdir(d)) {
-    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    const std::string path = std::string("/proc/") + e->d_name + "/stat";
-    char buf[1024];
-    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
-    const ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0) continue;
-    buf[n] = '\0';
-    const char* rp = std::strrchr(buf, ')');
-    if (rp == nullptr) continue;
-    char state = 0;
-    long ppid = 0, pgrp = 0;
-    if (std::sscanf(rp + 1, " %c %ld %ld", &state, &ppid, &pgrp) != 3) continue;
-    if (groups.count(static_cast<pid_t>(pgrp)) == 0) continue;
-    // Fields after ')': state(3) ... rss is field 24 of the whole line.
-    const char* p = rp + 1;
-    int field = 2;
-    long long rss = 0;
-    while (*p != '\0' && field < 24) {
-      while (*p == ' ') ++p;
-      ++field;
-      if (field == 24) {
-        rss = std::atoll(p);
-        break;
-      }
-      while (*p != '\0' && *p != ' ') ++p;
-    }
-    total += rss * page;
-  }
-  closedir(d);
-  return total;
-}
+// One connection to the phase's metrics socket.
+struct Conn {
+  int fd = -1;
+  pid_t pid = 0;
+  int live = -1;  // the rank process it descends from; -1: a process the supervisor inherited
+  LineBuffer lines;
+};
+
+// A watched file, by identity (a path the user renames changes nothing).
+struct Watched {
+  dev_t dev = 0;
+  ino_t ino = 0;
+};
 
 struct Live {
   RankLaunch launch;
   RankResult result;
   pid_t pid = -1;
-  int out_fd = -1, err_fd = -1, fifo_fd = -1;
-  LineBuffer out_lines, fifo_lines, err_lines;
+  int out_fd = -1, err_fd = -1;
+  LineBuffer out_lines, err_lines;
   int64_t pattern_matches = 0;
   std::map<int, int64_t> task_matches;  // an srun step's, per task
   bool reaped = false;
@@ -119,7 +97,7 @@ struct Live {
 };
 
 // A process's streams, in the order they are polled.
-enum Stream { kFifo = 0, kStdout = 1, kStderr = 2 };
+enum Stream { kStdout = 1, kStderr = 2 };
 
 // One RunGroup: starts the processes, then rounds of reading their
 // streams, reaping them and deciding whether to end them, until every
@@ -130,6 +108,11 @@ class GroupRun {
       : spec_(spec), t0_(Clock::now()), parent_(getpid()), live_(spec.ranks.size()) {}
 
   GroupResult Run() {
+    // What a rank leaves behind (a daemon that left its process group)
+    // becomes the supervisor's child, not init's: found and ended below.
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    Listen();
+    Watch();
     for (size_t i = 0; i < spec_.ranks.size(); ++i) Start(&live_[i], spec_.ranks[i]);
     last_record_ = Clock::now();
     last_rss_ = Clock::now() - std::chrono::seconds(5);
@@ -142,21 +125,68 @@ class GroupRun {
  private:
   // Starting.
 
-  // A writer of our own keeps the FIFO from reporting end-of-file between
-  // the program's opens and closes.
-  void OpenFifo(Live* l) {
-    if (l->launch.metrics_fifo.empty()) return;
-    l->fifo_fd = open(l->launch.metrics_fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (l->fifo_fd < 0) return;
-    const int w = open(l->launch.metrics_fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-    if (w >= 0) keep_open_.push_back(w);
+  // The phase's socket: root binds it, the job's user may connect (0600,
+  // the user's), in a folder only root writes to.
+  void Listen() {
+    const std::string& path = spec_.metrics_socket;
+    if (path.empty()) return;
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (path.size() >= sizeof addr.sun_path) {
+      Say("pilot: program: the metrics socket's path is too long (" + std::to_string(path.size()) +
+          " bytes, at most " + std::to_string(sizeof addr.sun_path - 1) + "): " + path +
+          "; shorten the policy's state_dir\n");
+      return;
+    }
+    std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+    ::unlink(path.c_str());
+    listen_fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    const mode_t old = umask(0177);
+    const bool bound = listen_fd_ >= 0 &&
+                       bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+                       listen(listen_fd_, 128) == 0;
+    umask(old);
+    if (!bound) {
+      Say("pilot: program: cannot listen on " + path + ": " + std::strerror(errno) + "\n");
+      if (listen_fd_ >= 0) close(listen_fd_);
+      listen_fd_ = -1;
+      return;
+    }
+    if (spec_.run_as && chown(path.c_str(), spec_.run_as->uid, spec_.run_as->gid) != 0) {
+      Say("pilot: program: cannot hand " + path + " to the job's user: " + std::strerror(errno) + "\n");
+    }
+  }
+
+  // fanotify on each watched file (by inode: renaming or replacing the
+  // path later does not move the mark).
+  void Watch() {
+    if (spec_.watch_files.empty()) return;
+    const size_t n = std::min(spec_.watch_files.size(), kMaxWatchFiles);
+    g_.watch_opened.assign(spec_.watch_files.size(), false);
+    fan_fd_ = fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK, O_RDONLY | O_LARGEFILE);
+    if (fan_fd_ < 0) {
+      g_.watch_problem = std::string("fanotify: ") + std::strerror(errno);
+      return;
+    }
+    watched_.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      const std::string& f = spec_.watch_files[i];
+      struct stat st{};
+      if (lstat(f.c_str(), &st) != 0 || !S_ISREG(st.st_mode) ||
+          fanotify_mark(fan_fd_, FAN_MARK_ADD | FAN_MARK_DONT_FOLLOW, FAN_OPEN, AT_FDCWD, f.c_str()) != 0) {
+        if (g_.watch_problem.empty()) {
+          g_.watch_problem = "cannot watch " + f + ": " + std::strerror(errno ? errno : EINVAL);
+        }
+        continue;
+      }
+      watched_[i] = {st.st_dev, st.st_ino};
+    }
   }
 
   void Start(Live* l, const RankLaunch& launch) {
     l->launch = launch;
     l->result.rank = l->launch.rank;
     l->result.srun_tasks = l->launch.srun_tasks;
-    OpenFifo(l);
     int out[2], err[2];
     if (l->launch.argv.empty() || pipe2(out, O_CLOEXEC) != 0) {
       l->result.start_problem = l->launch.argv.empty() ? "no command" : std::strerror(errno);
@@ -190,26 +220,133 @@ class GroupRun {
     l->result.started = true;
   }
 
+  // Provenance.
+
+  // The live process `pid` descends from: its index, -1 for a process the
+  // supervisor inherited (a rank's orphan), nullopt for a process outside
+  // the phase.
+  std::optional<int> OwnerOf(pid_t pid) const {
+    pid_t cur = pid;
+    for (int hops = 0; hops < 4096 && cur > 1; ++hops) {
+      for (size_t i = 0; i < live_.size(); ++i) {
+        if (live_[i].pid == cur && !live_[i].reaped) return static_cast<int>(i);
+      }
+      if (cur == parent_) return -1;
+      long ppid = 0;
+      if (!ReadStat(cur, &ppid, nullptr)) return std::nullopt;
+      cur = static_cast<pid_t>(ppid);
+    }
+    return std::nullopt;
+  }
+
+  void Accept() {
+    for (;;) {
+      const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) return;
+      ucred cred{};
+      socklen_t len = sizeof cred;
+      std::optional<int> owner;
+      if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.pid > 0) {
+        owner = OwnerOf(cred.pid);
+      }
+      if (!owner || conns_.size() >= 4096) {
+        if (!owner && g_.outside_writers++ < 5) {
+          g_.outside_writer_examples.push_back(cred.pid > 0 ? NameProcess(cred.pid) : "an unknown process");
+        }
+        close(fd);
+        continue;
+      }
+      Conn c;
+      c.fd = fd;
+      c.pid = cred.pid;
+      c.live = *owner;
+      conns_.push_back(std::move(c));
+    }
+  }
+
+  // The watched files a process of the phase opened.
+  void ReadWatchEvents() {
+    alignas(fanotify_event_metadata) char buf[8192];
+    for (;;) {
+      const ssize_t n = read(fan_fd_, buf, sizeof buf);
+      if (n <= 0) return;
+      auto* m = reinterpret_cast<fanotify_event_metadata*>(buf);
+      ssize_t left = n;
+      for (; FAN_EVENT_OK(m, left); m = FAN_EVENT_NEXT(m, left)) {
+        if (m->mask & FAN_Q_OVERFLOW) {
+          if (g_.watch_problem.empty()) g_.watch_problem = "fanotify: events lost (queue overflow)";
+        }
+        if (m->fd < 0) continue;
+        struct stat st{};
+        const bool ours = OwnerOf(m->pid).has_value();
+        if (ours && fstat(m->fd, &st) == 0) {
+          for (size_t i = 0; i < watched_.size(); ++i) {
+            if (watched_[i].ino == st.st_ino && watched_[i].dev == st.st_dev && watched_[i].ino != 0) {
+              g_.watch_opened[i] = true;
+            }
+          }
+        }
+        close(m->fd);
+      }
+    }
+  }
+
   // Records.
 
-  void TakeRecord(Live& l, MetricRecord rec) {
+  void Break(const std::string& why) {
+    if (g_.protocol_breaks++ < 5) g_.protocol_break_examples.push_back(why);
+  }
+
+  // `l`: the rank process the record came from (null: an orphan's).
+  void TakeRecord(Live* l, MetricRecord rec) {
+    if (!rec.rank && l != nullptr && (spec_.process_per_rank || spec_.expected_ranks <= 1)) {
+      rec.rank = l->launch.rank;
+    }
+    const std::string step = "step " + std::to_string(rec.step);
+    if (!rec.rank) return Break(step + " without a rank, from a process outside every rank's tree");
+    const int rank = *rec.rank;
+    const std::string who = "rank " + std::to_string(rank);
+    if (rank < 0 || rank >= std::max(1, spec_.expected_ranks)) {
+      return Break(who + " reported " + step + ": ranks are 0.." +
+                   std::to_string(std::max(1, spec_.expected_ranks) - 1));
+    }
+    if (spec_.process_per_rank && l != nullptr && l->launch.rank != rank) {
+      return Break("the process of rank " + std::to_string(l->launch.rank) + " reported " + step +
+                   " as " + who);
+    }
+    if (rec.step < spec_.first_step || (spec_.last_step > 0 && rec.step > spec_.last_step)) {
+      // A loss pattern's extra matches (an eval line) past step N are not records.
+      if (spec_.loss_pattern && rec.step > spec_.last_step) return;
+      return Break(who + " reported " + step + ", outside " + std::to_string(spec_.first_step) +
+                   ".." + std::to_string(spec_.last_step));
+    }
+    auto last = rank_last_step_.find(rank);
+    if (last != rank_last_step_.end() && rec.step <= last->second) {
+      return Break(who + " reported " + step +
+                   (rec.step == last->second ? " twice"
+                                             : " after step " + std::to_string(last->second)) +
+                   ": the first record of a step stands");
+    }
     if (static_cast<int64_t>(g_.records.size()) >= spec_.max_records) {
       ++g_.dropped_records;
       return;
     }
-    if (!rec.rank) rec.rank = l.launch.rank;
     rec.arrived = Since(t0_);
     last_record_ = Clock::now();
     last_step_seen_ = std::max(last_step_seen_, rec.step);
-    rank_last_step_[*rec.rank] = std::max(rank_last_step_[*rec.rank], rec.step);
-    ++l.result.records;
+    rank_last_step_[rank] = rec.step;
+    if (l != nullptr) ++l->result.records;
     g_.records.push_back(std::move(rec));
   }
 
   // A record line; `task`: the srun task whose line it is (its rank,
   // whatever the record says).
-  void FifoLine(Live& l, const std::string& line, std::optional<int> task) {
+  void RecordLine(Live* l, const std::string& line, std::optional<int> task) {
     if (spec_.loss_pattern || line.find_first_not_of(" \t\r") == std::string::npos) return;
+    if (line.size() > kMaxRecordLine) {
+      return Break("a record of " + std::to_string(line.size() + 1) +
+                   " bytes (the protocol's limit is " + std::to_string(kMaxRecordLine + 1) + ")");
+    }
     Result<MetricRecord> r = ParseMetricLine(line);
     if (!r.ok()) {
       if (g_.bad_records++ == 0) {
@@ -229,7 +366,7 @@ class GroupRun {
       if (!split) return;
       task = split->first;
       text = std::move(split->second);
-      if (!spec_.loss_pattern) return FifoLine(l, text, task);
+      if (!spec_.loss_pattern) return RecordLine(&l, text, task);
     }
     if (!spec_.loss_pattern) return;
     std::optional<double> loss = MatchLoss(*spec_.loss_pattern, text);
@@ -238,7 +375,7 @@ class GroupRun {
     rec.step = spec_.first_step + (task ? l.task_matches[*task]++ : l.pattern_matches++);
     rec.loss = *loss;
     rec.rank = task;
-    TakeRecord(l, std::move(rec));
+    TakeRecord(&l, std::move(rec));
   }
 
   void ErrLine(Live& l, const std::string& line) {
@@ -248,18 +385,39 @@ class GroupRun {
 
   // Streams.
 
-  // Reads what stream `which` of `l` has now; at the end of stdout or
-  // stderr closes it (*fd = -1) and takes its last, unterminated line.
+  Live* LiveOf(const Conn& c) { return c.live >= 0 ? &live_[static_cast<size_t>(c.live)] : nullptr; }
+
+  // Reads what connection `c` has now; closes it at its end.
+  void DrainConn(Conn& c) {
+    char buf[65536];
+    for (;;) {
+      const ssize_t n = read(c.fd, buf, sizeof buf);
+      if (n > 0) {
+        const int64_t cut = c.lines.overlong();
+        c.lines.Append(buf, static_cast<size_t>(n));
+        if (c.lines.overlong() > cut) Break("a record line of more than " + std::to_string(kMaxMetricLine) + " bytes");
+        while (auto line = c.lines.Next()) RecordLine(LiveOf(c), *line, std::nullopt);
+        continue;
+      }
+      if (n < 0 && (errno == EINTR)) continue;
+      if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
+        if (auto rest = c.lines.Rest()) RecordLine(LiveOf(c), *rest, std::nullopt);
+        close(c.fd);
+        c.fd = -1;
+      }
+      return;
+    }
+  }
+
+  // Reads what stream `which` of `l` has now; at its end closes it
+  // (*fd = -1) and takes its last, unterminated line.
   void Drain(Live& l, int* fd, Stream which) {
     char buf[65536];
     for (;;) {
       const ssize_t n = read(*fd, buf, sizeof buf);
       if (n > 0) {
         const size_t k = static_cast<size_t>(n);
-        if (which == kFifo) {
-          l.fifo_lines.Append(buf, k);
-          while (auto line = l.fifo_lines.Next()) FifoLine(l, *line, std::nullopt);
-        } else if (which == kStdout) {
+        if (which == kStdout) {
           if (l.launch.srun_tasks <= 0 || spec_.loss_pattern)
             WriteAll(spec_.forward_stdout, buf, k);
           KeepTail(&l.result.stdout_tail, buf, k);
@@ -273,7 +431,7 @@ class GroupRun {
         }
         continue;
       }
-      if (n == 0 && which != kFifo) {
+      if (n == 0) {
         close(*fd);
         *fd = -1;
         if (which == kStdout) {
@@ -286,27 +444,47 @@ class GroupRun {
     }
   }
 
-  static int* FdOf(Live& l, Stream which) {
-    return which == kFifo ? &l.fifo_fd : which == kStdout ? &l.out_fd : &l.err_fd;
-  }
+  static int* FdOf(Live& l, Stream which) { return which == kStdout ? &l.out_fd : &l.err_fd; }
 
   // Waits up to 200 ms for any open stream and drains those that have data.
   void PollStreams() {
     std::vector<pollfd> fds;
-    std::vector<std::pair<Live*, Stream>> owners;
+    // Owners: a rank's stream, a connection (-1 - index), the socket, fanotify.
+    std::vector<std::pair<Live*, int>> owners;
     for (Live& l : live_) {
-      for (Stream w : {kFifo, kStdout, kStderr}) {
+      for (Stream w : {kStdout, kStderr}) {
         if (*FdOf(l, w) < 0) continue;
         fds.push_back({*FdOf(l, w), POLLIN, 0});
         owners.push_back({&l, w});
       }
     }
+    for (size_t i = 0; i < conns_.size(); ++i) {
+      if (conns_[i].fd < 0) continue;
+      fds.push_back({conns_[i].fd, POLLIN, 0});
+      owners.push_back({nullptr, -1 - static_cast<int>(i)});
+    }
+    if (listen_fd_ >= 0) {
+      fds.push_back({listen_fd_, POLLIN, 0});
+      owners.push_back({nullptr, 0});
+    }
+    if (fan_fd_ >= 0) {
+      fds.push_back({fan_fd_, POLLIN, 0});
+      owners.push_back({nullptr, 1});
+    }
     const int pr = poll(fds.data(), fds.size(), 200);
     if (pr <= 0) return;
     for (size_t i = 0; i < fds.size(); ++i) {
       if (fds[i].revents == 0) continue;
-      Live& l = *owners[i].first;
-      Drain(l, FdOf(l, owners[i].second), owners[i].second);
+      auto [l, which] = owners[i];
+      if (l != nullptr) {
+        Drain(*l, FdOf(*l, static_cast<Stream>(which)), static_cast<Stream>(which));
+      } else if (which < 0) {
+        DrainConn(conns_[static_cast<size_t>(-1 - which)]);
+      } else if (which == 0) {
+        Accept();
+      } else {
+        ReadWatchEvents();
+      }
     }
   }
 
@@ -319,8 +497,9 @@ class GroupRun {
     return true;
   }
 
-  // Every process has exited: done once their stdout and stderr are closed;
-  // descendants that keep a stream open get 2 s after the last exit.
+  // Every process has exited: done once their stdout, stderr and record
+  // connections are closed; descendants that keep one open get 2 s after
+  // the last exit.
   bool StreamsDone() const {
     bool streams_open = false;
     bool late = true;
@@ -328,6 +507,7 @@ class GroupRun {
       streams_open = streams_open || l.out_fd >= 0 || l.err_fd >= 0;
       if (l.pid > 0 && Since(l.exited_at) < 2) late = false;
     }
+    for (const Conn& c : conns_) streams_open = streams_open || c.fd >= 0;
     return !streams_open || late;
   }
 
@@ -346,20 +526,24 @@ class GroupRun {
                               std::chrono::duration<double>(spec_.exit_grace_seconds));
   }
 
-  // Reaps the processes that exited; a failed one starts the grace period.
+  // Reaps what exited: the phase's processes (a failed one starts the grace
+  // period) and the orphans the supervisor inherited as their subreaper.
   void Reap() {
-    for (Live& l : live_) {
-      if (l.pid <= 0 || l.reaped) continue;
+    for (;;) {
       int status = 0;
-      if (waitpid(l.pid, &status, WNOHANG) != l.pid) continue;
-      l.reaped = true;
-      l.exited_at = Clock::now();
-      l.result.wall_seconds = Since(t0_);
-      if (WIFEXITED(status)) l.result.exit_code = WEXITSTATUS(status);
-      if (WIFSIGNALED(status)) l.result.signal = WTERMSIG(status);
-      kill(-l.pid, SIGKILL);  // whatever it left behind
-      const bool failed = l.result.signal != 0 || l.result.exit_code != 0;
-      if (failed && !end_after_) end_after_ = GraceFromNow();
+      const pid_t pid = waitpid(-1, &status, WNOHANG);
+      if (pid <= 0) return;
+      for (Live& l : live_) {
+        if (l.pid != pid || l.reaped) continue;
+        l.reaped = true;
+        l.exited_at = Clock::now();
+        l.result.wall_seconds = Since(t0_);
+        if (WIFEXITED(status)) l.result.exit_code = WEXITSTATUS(status);
+        if (WIFSIGNALED(status)) l.result.signal = WTERMSIG(status);
+        kill(-l.pid, SIGKILL);  // whatever it left behind in its group
+        const bool failed = l.result.signal != 0 || l.result.exit_code != 0;
+        if (failed && !end_after_) end_after_ = GraceFromNow();
+      }
     }
   }
 
@@ -419,19 +603,47 @@ class GroupRun {
     return true;
   }
 
-  // The FIFOs' last records, every descriptor closed, the results.
+  // Every process still descending from the supervisor belongs to this
+  // phase (it runs nothing else meanwhile): killed, named, reaped.
+  void EndOutlived() {
+    for (int round = 0; round < 20; ++round) {
+      const std::vector<pid_t> left = DescendantsOf(parent_);
+      if (left.empty()) break;
+      for (pid_t pid : left) {
+        if (round == 0 && g_.outlived.size() < 10) g_.outlived.push_back(NameProcess(pid));
+        kill(pid, SIGKILL);
+      }
+      usleep(50 * 1000);
+      while (waitpid(-1, nullptr, WNOHANG) > 0) {
+      }
+    }
+    while (waitpid(-1, nullptr, WNOHANG) > 0) {
+    }
+  }
+
+  // The last records, every descriptor closed, the results.
   void Finish() {
+    if (fan_fd_ >= 0) ReadWatchEvents();
+    if (listen_fd_ >= 0) Accept();
+    for (Conn& c : conns_) {
+      if (c.fd >= 0) DrainConn(c);
+      if (c.fd >= 0) close(c.fd);
+      c.fd = -1;
+    }
     for (Live& l : live_) {
-      for (int* fd : {&l.fifo_fd, &l.out_fd, &l.err_fd}) {
+      for (int* fd : {&l.out_fd, &l.err_fd}) {
         if (*fd < 0) continue;
-        if (fd == &l.fifo_fd) Drain(l, fd, kFifo);
         close(*fd);
         *fd = -1;
       }
-      if (auto rest = l.fifo_lines.Rest()) FifoLine(l, *rest, std::nullopt);
       g_.ranks.push_back(l.result);
     }
-    for (int fd : keep_open_) close(fd);
+    EndOutlived();
+    if (listen_fd_ >= 0) {
+      close(listen_fd_);
+      ::unlink(spec_.metrics_socket.c_str());
+    }
+    if (fan_fd_ >= 0) close(fan_fd_);
     g_.wall_seconds = Since(t0_);
   }
 
@@ -439,7 +651,10 @@ class GroupRun {
   const Clock::time_point t0_;
   const pid_t parent_;
   std::vector<Live> live_;
-  std::vector<int> keep_open_;
+  std::vector<Conn> conns_;
+  int listen_fd_ = -1;
+  int fan_fd_ = -1;
+  std::vector<Watched> watched_;
   GroupResult g_;
   Clock::time_point last_record_;
   int64_t last_step_seen_ = 0;

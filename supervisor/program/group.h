@@ -2,16 +2,35 @@
 // with launcher "none", the one process that starts its own workers) as the
 // job's user, each in its own process group, with its standard output and
 // error on pipes the supervisor forwards to the job's and keeps the end of,
-// and its metrics on a FIFO only the supervisor reads (pilot-program(7)).
+// and its metrics records on a Unix socket the supervisor listens on
+// (pilot-program(7)).
+//
+// Provenance: a connection to the socket is read only when the process
+// that made it descends from one of the phase's processes (its parent
+// chain in /proc reaches one of them, or the supervisor itself, which is
+// the subreaper of what they leave behind); any other writer (another
+// process of the same user, outside the job) is refused and named in
+// GroupResult::outside_writers. The first record of a step and rank
+// stands: a second one, a step before the rank's last, a step or rank out
+// of range, or a line past the protocol's 4095 bytes is a protocol break,
+// never kept.
 //
 // The supervisor's clock times every record as it arrives; a file the
 // program rewrites later changes nothing. The phase ends when every process
-// has exited, or the supervisor ends it: no record for step_timeout
-// seconds (hung), a process failed (the others get a grace period, then
-// are ended: distributed peers of a failed rank wait forever), every rank
-// reported the last step and did not exit within the grace period, or the
+// has exited, or the supervisor ends it: no accepted record for
+// step_timeout seconds (hung), a process failed (the others get a grace
+// period, then are ended: distributed peers of a failed rank wait
+// forever), every rank reported the last step and did not exit within the
+// grace period (RankResult::terminated: it did not exit by itself), or the
 // supervisor was told to stop. Ending is SIGTERM to each process group,
-// SIGKILL after kill_grace_seconds.
+// SIGKILL after kill_grace_seconds. When the phase is over, every process
+// still descending from the supervisor (a daemon that left its process
+// group) is killed and named in GroupResult::outlived: nothing of a phase
+// survives it.
+//
+// With watch_files, the phase also learns (fanotify, root) which of those
+// files a process of the phase opened: that a resumed process read the
+// checkpoint is then the supervisor's observation, not the program's word.
 //
 // Thread-safety: uses fork(); call from the supervisor's single thread.
 #pragma once
@@ -35,8 +54,7 @@ struct RankLaunch {
   // argv[0] absolute, or looked up in the env's PATH as the user
   // (launch::ExecSearchingPath)
   std::vector<std::string> argv;
-  std::vector<std::string> env;   // complete
-  std::string metrics_fifo;       // created by the caller; "" = none
+  std::vector<std::string> env;   // complete (PILOT_METRICS names GroupSpec::metrics_socket)
   // > 0: the process is one `srun --label` step of this many tasks (ranks
   // across nodes, launch/srun.h). Its output lines start with the task's
   // id ("  2: ...", launch::SplitSrunLabel);
@@ -58,6 +76,10 @@ struct GroupSpec {
   int64_t first_step = 1;
   int64_t last_step = 0;             // N; 0 = no end-of-run grace
   int expected_ranks = 1;            // ranks 0..n-1 whose records reach N end the run
+  // Each process is one rank (RankLaunch::rank): a record of another rank
+  // from its tree is a protocol break. False when one process starts the
+  // ranks (launcher "none", an srun step).
+  bool process_per_rank = false;
   // Records kept at most (one per step and rank is the protocol): a program
   // that floods its FIFO costs the supervisor no more memory than this.
   int64_t max_records = 1000000;
@@ -66,7 +88,18 @@ struct GroupSpec {
   int forward_stdout = 1;            // where its output goes (-1: nowhere)
   int forward_stderr = 2;
   std::function<void()> tick;        // about every 200 ms
+  // The socket the phase's records arrive on: made by RunGroup (owned by
+  // run_as, mode 0600, in a folder only root may write) and removed again;
+  // "" = no records but the loss pattern's or srun's lines.
+  std::string metrics_socket;
+  // Files whose opening by a process of the phase is recorded (at most
+  // kMaxWatchFiles; the rest are not watched).
+  std::vector<std::string> watch_files;
 };
+
+inline constexpr size_t kMaxWatchFiles = 4096;
+// The longest record line (bytes, without its newline) the protocol allows.
+inline constexpr size_t kMaxRecordLine = 4095;
 
 struct RankResult {
   int rank = 0;
@@ -89,6 +122,20 @@ struct GroupResult {
   int64_t bad_records = 0;
   int64_t dropped_records = 0;        // beyond GroupSpec::max_records: counted, not kept
   std::string first_bad_record;       // why the first one was refused
+  // Records that broke the protocol (a step twice, backwards, out of range,
+  // a rank out of range, a line too long): counted, the first few named.
+  int64_t protocol_breaks = 0;
+  std::vector<std::string> protocol_break_examples;
+  // Writers refused because they do not descend from the phase: counted,
+  // the first few named ("pid 123 (python3), uid 1000").
+  int64_t outside_writers = 0;
+  std::vector<std::string> outside_writer_examples;
+  // Processes of the phase still alive when it ended, killed then.
+  std::vector<std::string> outlived;
+  // watch_files: whether a process of the phase opened each one; "" or why
+  // the files could not be watched.
+  std::vector<bool> watch_opened;
+  std::string watch_problem;
   bool hung = false;                  // no record for step_timeout seconds
   double hung_seconds = 0;
   int64_t hung_after_step = 0;        // the last step any rank reported then

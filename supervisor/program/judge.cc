@@ -72,6 +72,23 @@ std::optional<PhaseProblem> CheckPhase(const GroupResult& g, const PhaseExpect& 
   }
   int64_t last_seen = 0;
   for (const MetricRecord& r : g.records) last_seen = std::max(last_seen, r.step);
+  // Records that cannot be trusted come first: a hang or an end that
+  // followed them is their consequence.
+  if (g.outside_writers > 0) {
+    return PhaseProblem{"protocol", last_seen + 1, std::nullopt,
+                        "a process outside the pilot tried to write " + who + "'s metrics records (" +
+                            Join(g.outside_writer_examples, "; ") +
+                            (g.outside_writers > static_cast<int64_t>(g.outside_writer_examples.size())
+                                 ? "; " + std::to_string(g.outside_writers) + " in all"
+                                 : std::string()) +
+                            "): refused, and the records of this pilot cannot be trusted"};
+  }
+  if (g.protocol_breaks > 0) {
+    return PhaseProblem{"protocol", last_seen + 1, std::nullopt,
+                        who + " broke the records protocol " + std::to_string(g.protocol_breaks) +
+                            (g.protocol_breaks == 1 ? " time: " : " times, the first: ") +
+                            Join(g.protocol_break_examples, "; ")};
+  }
   if (g.hung) {
     return PhaseProblem{"hang", g.hung_after_step + 1, std::nullopt,
                         who + " hung: no metrics record for " + FormatFixed(g.hung_seconds, 0) +
@@ -128,6 +145,18 @@ std::optional<PhaseProblem> CheckPhase(const GroupResult& g, const PhaseExpect& 
     return PhaseProblem{"error", at, failed->rank,
                         who + " (rank " + std::to_string(failed->rank) + ") " + status + after +
                             LastWords(failed->stderr_tail)};
+  }
+  // Every rank reported step N, and a process did not end by itself: the
+  // supervisor ended it, so it is not counted as completed (a stopped
+  // process cannot vouch for the records written in its name).
+  for (const RankResult& r : g.ranks) {
+    if (!r.terminated || !g.after_last_step) continue;
+    return PhaseProblem{"error", e.last_step, r.rank,
+                        who + " (rank " + std::to_string(r.rank) + ") reported step " +
+                            std::to_string(e.last_step) +
+                            " but did not exit by itself: the supervisor ended it (a process must "
+                            "exit 0 after its last step to count as completed)" +
+                            LastWords(r.stderr_tail)};
   }
   if (g.dropped_records > 0) {
     return PhaseProblem{"protocol", last_seen, std::nullopt,

@@ -159,9 +159,16 @@ Result<MetricRecord> ParseMetricLine(std::string_view line) {
   std::optional<double> l = NumberOrNonFinite(*loss);
   if (!l) return Status::Invalid("metrics record", "\"loss\" must be a number");
   r.loss = *l;
-  std::optional<int64_t> rank;
-  Int(j, "rank", &rank);
-  if (rank && *rank >= 0 && *rank < 1 << 20) r.rank = static_cast<int>(*rank);
+  if (j.contains("rank")) {
+    // A rank that is not one is refused, never read as "absent" (which
+    // would credit the record to whichever process wrote it).
+    std::optional<int64_t> rank;
+    Int(j, "rank", &rank);
+    if (!rank || *rank < 0 || *rank >= int64_t{1} << 20) {
+      return Status::Invalid("metrics record", "\"rank\" must be an integer 0..1048575");
+    }
+    r.rank = static_cast<int>(*rank);
+  }
   if (auto d = j.find("device"); d != j.end() && d->is_string()) {
     r.device = d->get<std::string>().substr(0, 16);
   }

@@ -94,24 +94,16 @@ class ProgramPilot {
     return in_.out + "/pilot-checkpoints/" + stage;
   }
 
-  // A FIFO the program's rank writes its records to: root's folder, the
-  // user's FIFO (the program opens it for writing).
-  std::string MakeFifo(const std::string& name) {
-    const std::string path = metrics_dir_ + "/" + name + ".fifo";
-    ::unlink(path.c_str());
-    if (::mkfifo(path.c_str(), 0600) != 0) {
-      Log("cannot make " + path + ": " + std::strerror(errno));
-      return "";
-    }
-    if (in_.opts->run_as && ::chown(path.c_str(), in_.opts->run_as->uid, in_.opts->run_as->gid) != 0) {
-      Log("cannot hand " + path + " to the job's user: " + std::strerror(errno));
-    }
-    return path;
+  // The socket a phase's processes write their records to: root's folder
+  // (0711), the user's socket (0600), made and removed by RunGroup.
+  std::string SocketPath(const std::string& stage, const std::string& process) const {
+    return metrics_dir_ + "/" + stage + "-" + process + ".sock";
   }
 
   GroupResult RunPhase(const std::string& stage, const std::string& process, int world,
                        int64_t first_step, const std::string& checkpoint_dir,
-                       const std::string& resume_dir) {
+                       const std::string& resume_dir,
+                       const std::vector<std::string>& watch_files = {}) {
     GroupSpec spec;
     spec.run_as = in_.opts->run_as;
     spec.cwd = program_.workdir;
@@ -126,6 +118,9 @@ class ProgramPilot {
     const bool across = stage == "node" && AcrossNodes();
     const bool one_process = cfg_.program.launcher == "none" || across;
     const int processes = one_process ? 1 : world;
+    spec.process_per_rank = !one_process;
+    if (!across) spec.metrics_socket = SocketPath(stage, process);
+    spec.watch_files = watch_files;
     const int local_world = across ? world / static_cast<int>(hosts_.size()) : world;
     const int port = launch::FreePort();
     for (int rank = 0; rank < processes; ++rank) {
@@ -143,8 +138,6 @@ class ProgramPilot {
         step.label = true;
         step.command = launch::TorchrunTaskCommand(cfg_.program.command);
         r.argv = launch::SrunStepArgv(step);
-      } else {
-        r.metrics_fifo = MakeFifo(stage + "-" + process + "-" + std::to_string(rank));
       }
       ProgramEnvInput e;
       e.base_env = in_.base_env;
@@ -160,7 +153,7 @@ class ProgramPilot {
       e.local_world_size = local_world;
       if (across) e.master_addr = hosts_.front();
       e.master_port = port;
-      e.metrics = across && !pattern_ ? "stdout" : r.metrics_fifo;
+      e.metrics = !across ? spec.metrics_socket : pattern_ ? "" : "stdout";
       e.checkpoint_dir = checkpoint_dir;
       e.resume_dir = resume_dir;
       e.seed = in_.lock->seeds.training;
@@ -196,6 +189,10 @@ class ProgramPilot {
           (r.signal ? "signal " + std::to_string(r.signal) : "exit " + std::to_string(r.exit_code)) +
           ", " + std::to_string(r.records) + " records, " + FormatFixed(r.wall_seconds, 1) + " s" +
           (r.terminated ? " (ended by the supervisor)" : ""));
+    }
+    for (const std::string& o : g.outlived) {
+      program_.outlived.push_back(stage + " " + process + ": " + o);
+      Log(stage + " " + process + ": " + o + " outlived the phase: killed");
     }
     if (g.stopped) info_.stopped = true;
     return g;
@@ -253,9 +250,17 @@ class ProgramPilot {
     if (!w.ok()) Log("cannot keep the checkpoint's file list: " + w.ToString());
     int count = 0;
     int64_t bytes = 0;
+    std::vector<std::pair<std::string, int64_t>> files;
     for (const auto& f : j["files"]) {
       ++count;
-      if (f.is_object() && f.contains("size") && f["size"].is_number_integer()) bytes += f["size"].get<int64_t>();
+      if (!f.is_object() || !f.contains("size") || !f["size"].is_number_integer()) continue;
+      const int64_t size = f["size"].get<int64_t>();
+      bytes += size;
+      const bool regular = f.contains("format") && f["format"].is_string() &&
+                           f["format"] != "symlink" && f["format"] != "special";
+      if (regular && f.contains("path") && f["path"].is_string()) {
+        files.emplace_back(dir + "/" + f["path"].get<std::string>(), size);
+      }
     }
     if (stage == "single") {
       program_.checkpoint_dir = dir;
@@ -268,7 +273,27 @@ class ProgramPilot {
       return false;
     }
     checkpoint_bytes_ = bytes;
+    if (stage == "single") checkpoint_listed_ = std::move(files);
     return true;
+  }
+
+  // Which of the listed checkpoint files the resumed process (or one of
+  // its descendants) opened, as the supervisor's fanotify marks saw it.
+  void NoteCheckpointRead(const GroupResult& res) {
+    CheckpointRead& cr = program_.checkpoint_read;
+    cr.watched = !checkpoint_listed_.empty() && res.watch_problem.empty();
+    cr.problem = res.watch_problem;
+    cr.files = static_cast<int>(checkpoint_listed_.size());
+    for (size_t i = 0; i < checkpoint_listed_.size(); ++i) {
+      cr.bytes += checkpoint_listed_[i].second;
+      if (i < res.watch_opened.size() && res.watch_opened[i]) {
+        ++cr.opened_files;
+        cr.opened_bytes += checkpoint_listed_[i].second;
+      }
+    }
+    Log("the resumed process opened " + std::to_string(cr.opened_files) + " of " +
+        std::to_string(cr.files) + " checkpoint files (" + std::to_string(cr.opened_bytes) + " of " +
+        std::to_string(cr.bytes) + " bytes)" + (cr.problem.empty() ? "" : "; " + cr.problem));
   }
 
   bool Bitwise() const { return device_ == "cpu" && cfg_.training.deterministic; }
@@ -323,7 +348,10 @@ class ProgramPilot {
       return kExitFailed;
     }
     if (StopRequested()) return kExitError;
-    GroupResult res = RunPhase("single", "resumed", 1, cfg_.checkpoint.at_step + 1, dir, dir);
+    std::vector<std::string> watch;
+    for (const auto& [path, size] : checkpoint_listed_) watch.push_back(path);
+    GroupResult res = RunPhase("single", "resumed", 1, cfg_.checkpoint.at_step + 1, dir, dir, watch);
+    NoteCheckpointRead(res);
     s.memory_resumed = FirstStepMemory(res, s.device);
     info_.restore_compared = true;
     if (res.stopped) return kExitError;
@@ -476,6 +504,7 @@ class ProgramPilot {
   std::vector<std::string> hosts_;  // the job's nodes, when it has several
   std::string metrics_dir_;
   int64_t checkpoint_bytes_ = 0;
+  std::vector<std::pair<std::string, int64_t>> checkpoint_listed_;  // path, bytes
 };
 
 }  // namespace

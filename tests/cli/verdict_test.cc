@@ -89,7 +89,8 @@ class VerdictCliTest : public ::testing::Test {
     v.binding = true;
     v.checks = {{"restore", CheckStatus::kPass, "equal", "equal", "", VerifiedBy::kSupervisor},
                 {"ckpt", CheckStatus::kPass, "ok", "ok", "", VerifiedBy::kEpilog},
-                {"steps", CheckStatus::kPass, "12", ">= 10", "", VerifiedBy::kWorkload}};
+                {"steps", CheckStatus::kPass, "12", ">= 10", "", VerifiedBy::kWorkload},
+                {"losses", CheckStatus::kPass, "same", "same", "", VerifiedBy::kWorkloadCompared}};
     v.budget.term = "30-day";
     v.issued = issued;
     v.expires = "2099-12-14T04:05:06Z";
@@ -198,6 +199,8 @@ TEST_F(VerdictCliTest, VerdictShowsTheEd25519Check) {
   EXPECT_NE(r.out.find("(need equal)  (seen by supervisor)\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("(need ok)  (verified by epilog)\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("(need >= 10)  (workload's figure)\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(need same)  (workload's figures, compared by supervisor)\n"), std::string::npos)
+      << r.out;
   Ran j = WithPolicy("verdict", "--json 42");
   ASSERT_EQ(j.rc, 0) << j.err;
   Json parsed = Json::parse(j.out);

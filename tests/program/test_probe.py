@@ -262,6 +262,36 @@ class ProbeTest(unittest.TestCase):
         self.assertGreaterEqual(rec["probe_ms"], 0)
         self.assertEqual(rec["mine"], [1, 2])
 
+    def test_socket_sink(self):
+        # The supervisor's sink: a Unix stream socket the probe connects to
+        # once per process, each record one line.
+        path = os.path.join(self.dir, "m.sock")
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        server.bind(path)
+        server.listen(1)
+        got = []
+
+        def serve():
+            conn, _ = server.accept()
+            with conn:
+                data = b""
+                while True:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        break
+                    data += chunk
+            got.append(data)
+
+        reader = threading.Thread(target=serve)
+        reader.start()
+        os.environ["PILOT_METRICS"] = path
+        for i in range(5):
+            slurm_pilot.step(float(i))
+        fresh_probe()  # closes the connection: the reader sees its end
+        reader.join(10)
+        server.close()
+        self.assertEqual([json.loads(x)["step"] for x in got[0].splitlines()], [1, 2, 3, 4, 5])
+
     def test_fifo_sink(self):
         fifo = os.path.join(self.dir, "fifo")
         os.mkfifo(fifo)

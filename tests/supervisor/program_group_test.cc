@@ -1,11 +1,18 @@
-// RunGroup with small shell programs (no Python): records read from the
-// FIFO as they come, stdout lines as records through a pattern, hangs and
-// floods ended or capped, failed ranks and their peers, standard error kept.
+// RunGroup with small shell programs: records read from the phase's socket
+// as they come (a small Python writer connects, as the probe does), stdout
+// lines as records through a pattern, hangs ended, floods and every other
+// break of the protocol named, writers outside the phase refused, daemons
+// that left their process group killed, failed ranks and their peers,
+// standard error kept, the files a phase opened seen through fanotify.
 #include "supervisor/program/group.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <fstream>
 
 #include <chrono>
 #include <filesystem>
@@ -21,6 +28,12 @@ class GroupTest : public ::testing::Test {
     char tmpl[] = "/tmp/pilot-group-XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
+    std::ofstream(dir_ + "/send") << "#!/usr/bin/python3\n"
+                                     "import os, socket, sys\n"
+                                     "s = socket.socket(socket.AF_UNIX)\n"
+                                     "s.connect(os.environ['PILOT_METRICS'])\n"
+                                     "s.sendall(sys.stdin.buffer.read())\n";
+    chmod((dir_ + "/send").c_str(), 0755);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
@@ -28,13 +41,13 @@ class GroupTest : public ::testing::Test {
     RankLaunch r;
     r.rank = rank;
     r.argv = {"/bin/sh", "-c", script};
-    r.metrics_fifo = dir_ + "/r" + std::to_string(rank) + ".fifo";
-    EXPECT_EQ(mkfifo(r.metrics_fifo.c_str(), 0600), 0);
-    r.env = {"PATH=/usr/bin:/bin", "PILOT_METRICS=" + r.metrics_fifo};
+    r.env = {"PATH=/usr/bin:/bin", "PILOT_METRICS=" + Socket(), "SEND=" + dir_ + "/send"};
     return r;
   }
+  std::string Socket() const { return dir_ + "/m.sock"; }
   GroupSpec Spec() {
     GroupSpec s;
+    s.metrics_socket = Socket();
     s.cwd = dir_;
     s.forward_stdout = -1;
     s.forward_stderr = -1;
@@ -46,9 +59,9 @@ class GroupTest : public ::testing::Test {
   std::string dir_;
 };
 
-TEST_F(GroupTest, RecordsArriveFromTheFifoInOrder) {
+TEST_F(GroupTest, RecordsArriveFromTheSocketInOrder) {
   GroupSpec s = Spec();
-  s.ranks.push_back(Rank(0, "for i in 1 2 3; do echo '{\"step\": '$i', \"loss\": 2.5, \"x\": [1]}' >>\"$PILOT_METRICS\"; "
+  s.ranks.push_back(Rank(0, "for i in 1 2 3; do echo '{\"step\": '$i', \"loss\": 2.5, \"x\": [1]}' | \"$SEND\"; "
                             "sleep 0.1; done"));
   s.last_step = 3;
   GroupResult g = RunGroup(s);
@@ -62,7 +75,7 @@ TEST_F(GroupTest, RecordsArriveFromTheFifoInOrder) {
 TEST_F(GroupTest, AHungProgramIsEndedAfterTheTimeout) {
   GroupSpec s = Spec();
   s.step_timeout_seconds = 1;
-  s.ranks.push_back(Rank(0, "echo '{\"step\": 1, \"loss\": 1}' >>\"$PILOT_METRICS\"; exec sleep 600"));
+  s.ranks.push_back(Rank(0, "echo '{\"step\": 1, \"loss\": 1}' | \"$SEND\"; exec sleep 600"));
   const auto t0 = std::chrono::steady_clock::now();
   GroupResult g = RunGroup(s);
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 20);
@@ -71,16 +84,115 @@ TEST_F(GroupTest, AHungProgramIsEndedAfterTheTimeout) {
   EXPECT_TRUE(g.ranks[0].terminated);
 }
 
-TEST_F(GroupTest, AFloodIsCappedAndNamed) {
+// The same step again and again is a protocol break, not a hang, and only
+// the first record of the step stands.
+TEST_F(GroupTest, AFloodOfOneStepIsAProtocolBreakNotAHang) {
+  GroupSpec s = Spec();
+  s.ranks.push_back(Rank(0, "i=0; while [ $i -lt 5000 ]; do echo '{\"step\": 1, \"loss\": '$i'}'; i=$((i+1)); done | \"$SEND\""));
+  GroupResult g = RunGroup(s);
+  ASSERT_EQ(g.records.size(), 1u);
+  EXPECT_DOUBLE_EQ(g.records[0].loss, 0);
+  EXPECT_EQ(g.protocol_breaks, 4999);
+  EXPECT_FALSE(g.hung);
+  auto p = CheckPhase(g, PhaseExpect{"reference", 1, 2, 1, 5, false});
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->kind, "protocol");
+  EXPECT_NE(p->message.find("rank 0 reported step 1 twice"), std::string::npos) << p->message;
+}
+
+TEST_F(GroupTest, RecordsPastTheCapAreCountedNotKept) {
   GroupSpec s = Spec();
   s.max_records = 1000;
-  s.ranks.push_back(Rank(0, "i=0; while [ $i -lt 5000 ]; do echo '{\"step\": 1, \"loss\": 1}'; i=$((i+1)); done >>\"$PILOT_METRICS\""));
+  s.ranks.push_back(Rank(0, "i=1; while [ $i -le 5000 ]; do echo '{\"step\": '$i', \"loss\": 1}'; i=$((i+1)); done | \"$SEND\""));
   GroupResult g = RunGroup(s);
   EXPECT_EQ(g.records.size(), 1000u);
   EXPECT_EQ(g.dropped_records, 4000);
   auto p = CheckPhase(g, PhaseExpect{"reference", 1, 2, 1, 5, false});
   ASSERT_TRUE(p.has_value());
   EXPECT_NE(p->message.find("more than 1000 metrics records"), std::string::npos) << p->message;
+}
+
+// Steps backwards, out of range, a rank out of range, another rank's step
+// from a process of one rank, a line past 4095 bytes: each refused, named.
+TEST_F(GroupTest, EveryBreakOfTheProtocolIsNamed) {
+  GroupSpec s = Spec();
+  s.last_step = 3;
+  s.expected_ranks = 2;
+  s.process_per_rank = true;
+  const std::string big(5000, 'x');
+  s.ranks.push_back(Rank(0, "printf '%s\\n' '{\"step\": 2, \"loss\": 1}' '{\"step\": 1, \"loss\": 1}' "
+                            "'{\"step\": 9, \"loss\": 1}' '{\"step\": 3, \"loss\": 1, \"rank\": 1048576}' "
+                            "'{\"step\": 3, \"loss\": 1, \"rank\": 1}' '{\"step\": 3, \"loss\": 1, \"pad\": \"" + big + "\"}' | \"$SEND\""));
+  s.ranks.push_back(Rank(1, "true"));
+  GroupResult g = RunGroup(s);
+  ASSERT_EQ(g.records.size(), 1u);
+  EXPECT_EQ(g.bad_records, 1);  // the rank past 2^20: refused, not credited to rank 0
+  EXPECT_NE(g.first_bad_record.find("\"rank\" must be an integer"), std::string::npos) << g.first_bad_record;
+  EXPECT_EQ(g.protocol_breaks, 4);
+  ASSERT_EQ(g.protocol_break_examples.size(), 4u);
+  EXPECT_EQ(g.protocol_break_examples[0], "rank 0 reported step 1 after step 2: the first record of a step stands");
+  EXPECT_EQ(g.protocol_break_examples[1], "rank 0 reported step 9, outside 1..3");
+  EXPECT_EQ(g.protocol_break_examples[2], "the process of rank 0 reported step 3 as rank 1");
+  EXPECT_NE(g.protocol_break_examples[3].find("the protocol's limit is 4096"), std::string::npos);
+}
+
+// A process of the user that does not descend from the phase (here: one
+// orphaned to init before the phase started) cannot write its records.
+TEST_F(GroupTest, AWriterOutsideThePhaseIsRefusedAndNamed) {
+  prctl(PR_SET_CHILD_SUBREAPER, 0);  // the outsider's parent is then init, not this test
+  const std::string outsider =
+      "(sleep 1; echo '{\"step\": 2, \"loss\": 0.5}' | PILOT_METRICS=" + Socket() + " " + dir_ +
+      "/send) >/dev/null 2>&1 &";
+  ASSERT_EQ(std::system(("/bin/sh -c \"" + outsider + "\"").c_str()), 0);
+  GroupSpec s = Spec();
+  s.last_step = 2;
+  s.ranks.push_back(Rank(0, "echo '{\"step\": 1, \"loss\": 1}' | \"$SEND\"; sleep 3; "
+                            "echo '{\"step\": 2, \"loss\": 1}' | \"$SEND\""));
+  GroupResult g = RunGroup(s);
+  ASSERT_EQ(g.records.size(), 2u);
+  EXPECT_DOUBLE_EQ(g.records[1].loss, 1);
+  EXPECT_EQ(g.outside_writers, 1);
+  auto p = CheckPhase(g, PhaseExpect{"reference", 1, 2, 1, 5, false});
+  ASSERT_TRUE(p.has_value());
+  EXPECT_NE(p->message.find("a process outside the pilot tried to write"), std::string::npos) << p->message;
+  EXPECT_NE(p->message.find("(send)"), std::string::npos) << p->message;
+}
+
+// A daemon that left the rank's process group (setsid, the parent gone) is
+// still the phase's: its records are read (a duplicate step a break), and
+// it does not outlive the phase.
+TEST_F(GroupTest, AnEscapedDaemonIsReadKilledAndNamed) {
+  GroupSpec s = Spec();
+  s.last_step = 2;
+  s.ranks.push_back(Rank(0, "setsid sh -c 'echo $$ >" + dir_ + "/daemon; sleep 1; "
+                            "echo \"{\\\"step\\\": 1, \\\"loss\\\": 0.1, \\\"rank\\\": 0}\" | \"$SEND\"; exec sleep 600' "
+                            "</dev/null >/dev/null 2>&1 & "
+                            "echo '{\"step\": 1, \"loss\": 1}' | \"$SEND\"; sleep 2; "
+                            "echo '{\"step\": 2, \"loss\": 1}' | \"$SEND\""));
+  GroupResult g = RunGroup(s);
+  EXPECT_EQ(g.ranks[0].exit_code, 0);
+  EXPECT_EQ(g.records.size(), 2u);
+  EXPECT_EQ(g.protocol_breaks, 1);
+  ASSERT_EQ(g.outlived.size(), 1u);
+  EXPECT_NE(g.outlived[0].find("(sleep)"), std::string::npos) << g.outlived[0];
+  std::ifstream in(dir_ + "/daemon");
+  pid_t daemon = 0;
+  in >> daemon;
+  ASSERT_GT(daemon, 1);
+  EXPECT_NE(kill(daemon, 0), 0);
+}
+
+// Which watched files a process of the phase opened (root: fanotify).
+TEST_F(GroupTest, TheFilesAPhaseOpenedAreSeen) {
+  for (const char* f : {"/a", "/b"}) std::ofstream(dir_ + f) << "x";
+  GroupSpec s = Spec();
+  s.watch_files = {dir_ + "/a", dir_ + "/b"};
+  s.ranks.push_back(Rank(0, "sh -c 'cat " + dir_ + "/a >/dev/null'"));
+  GroupResult g = RunGroup(s);
+  if (g.watch_problem.rfind("fanotify:", 0) == 0) GTEST_SKIP() << g.watch_problem;
+  ASSERT_EQ(g.watch_opened.size(), 2u);
+  EXPECT_TRUE(g.watch_opened[0]);
+  EXPECT_FALSE(g.watch_opened[1]);
 }
 
 TEST_F(GroupTest, StdoutLinesAreRecordsThroughAPattern) {
@@ -114,15 +226,18 @@ TEST_F(GroupTest, AFailedRankEndsItsWaitingPeers) {
   EXPECT_NE(p->message.find("ValueError: bad shard"), std::string::npos) << p->message;
 }
 
-TEST_F(GroupTest, FinishedButLingeringProcessesAreEndedAfterTheLastStep) {
+TEST_F(GroupTest, ALingeringProcessIsEndedAfterTheLastStepAndNotCompleted) {
   GroupSpec s = Spec();
   s.last_step = 2;
-  s.ranks.push_back(Rank(0, "echo '{\"step\": 1, \"loss\": 1}' >>\"$PILOT_METRICS\"; "
-                            "echo '{\"step\": 2, \"loss\": 1}' >>\"$PILOT_METRICS\"; exec sleep 600"));
+  s.ranks.push_back(Rank(0, "echo '{\"step\": 1, \"loss\": 1}' | \"$SEND\"; "
+                            "echo '{\"step\": 2, \"loss\": 1}' | \"$SEND\"; exec sleep 600"));
   GroupResult g = RunGroup(s);
   EXPECT_TRUE(g.after_last_step);
   EXPECT_TRUE(g.ranks[0].terminated);
-  EXPECT_FALSE(CheckPhase(g, PhaseExpect{"reference", 1, 2, 1, 5, false}).has_value());
+  // Ended by the supervisor, it did not exit by itself: not completed.
+  auto p = CheckPhase(g, PhaseExpect{"reference", 1, 2, 1, 5, false});
+  ASSERT_TRUE(p.has_value());
+  EXPECT_NE(p->message.find("did not exit by itself"), std::string::npos) << p->message;
 }
 
 // An `srun --label` step as one process: its stdout lines are the records of

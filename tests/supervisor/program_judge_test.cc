@@ -59,7 +59,12 @@ TEST(CheckPhase, ACleanPhaseHasNoProblem) {
   EXPECT_FALSE(CheckPhase(Ran(1, 20), Reference()));
   EXPECT_FALSE(CheckPhase(Ran(11, 20), Resumed()));
   EXPECT_FALSE(CheckPhase(Ran(1, 20, 2), Reference(2)));
-  // Ended by the supervisor after every rank reported the last step.
+}
+
+// Every rank reported step N, then the supervisor had to end them: records
+// in a process's name do not make it completed (a stopped process, whose
+// records another wrote, ends the same way).
+TEST(CheckPhase, ProcessesEndedAfterTheLastStepDidNotComplete) {
   GroupResult g = Ran(1, 20, 2);
   g.after_last_step = true;
   for (RankResult& r : g.ranks) {
@@ -67,7 +72,11 @@ TEST(CheckPhase, ACleanPhaseHasNoProblem) {
     r.exit_code = -1;
     r.signal = 15;
   }
-  EXPECT_FALSE(CheckPhase(g, Reference(2)));
+  auto p = CheckPhase(g, Reference(2));
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->kind, "error");
+  EXPECT_EQ(p->rank, 0);
+  EXPECT_NE(p->message.find("reported step 20 but did not exit by itself"), std::string::npos) << p->message;
 }
 
 TEST(CheckPhase, NotStarted) {

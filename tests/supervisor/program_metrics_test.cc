@@ -98,16 +98,21 @@ TEST(ParseMetricLine, Refusals) {
 TEST(ParseMetricLine, WrongTypesIgnoredUnknownFieldsKeptOutOfTheWay) {
   auto r = ParseMetricLine(
       R"({"step": 2, "loss": 1.5, "tokens": "many", "seq_len": 2048.0, "micro_batch": 2.5,)"
-      R"( "lr": "fast", "rank": -1, "device": 7, "params": [1], "my_metric": {"a": 1},)"
+      R"( "lr": "fast", "device": 7, "params": [1], "my_metric": {"a": 1},)"
       R"( "epoch": 3})");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_FALSE(r->tokens.has_value());
   EXPECT_EQ(r->seq_len, 2048);  // an integral float is an integer
   EXPECT_FALSE(r->micro_batch.has_value());
   EXPECT_FALSE(r->lr.has_value());
-  EXPECT_FALSE(r->rank.has_value());
   EXPECT_EQ(r->device, "");
   EXPECT_FALSE(r->params.has_value());
+  // The rank alone is never ignored: a record whose rank is not one would
+  // otherwise be credited to whichever process wrote it.
+  for (const char* bad : {"-1", "1048576", "\"0\"", "1.5"}) {
+    auto b = ParseMetricLine(std::string(R"({"step": 2, "loss": 1, "rank": )") + bad + "}");
+    EXPECT_FALSE(b.ok()) << bad;
+  }
   auto long_device = ParseMetricLine(R"({"step": 2, "loss": 1, "device": "cuda-with-a-very-long-name"})");
   ASSERT_TRUE(long_device.ok());
   EXPECT_EQ(long_device->device.size(), 16u);

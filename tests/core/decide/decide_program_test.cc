@@ -1,7 +1,9 @@
 // Decide() for a pilot of the user's own program (pilot-program(7)): the
 // supervisor vouches for completion, its sentence is the failure's detail,
-// an unreported shape is not binding, and the checkpoint is the program's
-// own, re-read file by file by the epilog.
+// an unreported shape is not binding, the checkpoint is the program's
+// own, re-read file by file by the epilog, the restore's losses are the
+// program's figures compared by the supervisor, and a GO rests on what root
+// saw: that the resumed process opened the checkpoint.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -57,6 +59,7 @@ DecideInput ProgramPilot() {
   p.checkpoint_dir = s.checkpoint.path;
   p.checkpoint_files = "/var/lib/slurm-pilot/jobs/4242/checkpoint-files-single.json";
   p.checkpoint_file_count = 1;
+  p.checkpoint_read = {true, "", 1, 4096, 1, 4096};
   r.program = p;
   in.results = r;
 
@@ -191,6 +194,59 @@ TEST(DecideProgram, CheckpointChecks) {
     v.files[0].format = "safetensors";
   });
   EXPECT_EQ(safetensors.status, CheckStatus::kPass);
+}
+
+// The restore compares two processes the supervisor started, but their
+// losses are the program's word: labelled so, and by default not what a GO
+// rests on (program_independent_checks leaves it out).
+TEST(DecideProgram, TheRestoreIsTheProgramsFiguresComparedByTheSupervisor) {
+  const Verdict v = DecideNow(ProgramPilot());
+  EXPECT_EQ(Get(v, "restore").verified_by, VerifiedBy::kWorkloadCompared);
+  EXPECT_EQ(Get(v, "restore").status, CheckStatus::kPass);
+  EXPECT_EQ(v.decision, Decision::kGo);
+  // A site that names restore among the program's independent checks
+  // fails it: only the program vouches for the losses.
+  Policy strict = TestPolicy();
+  strict.program_independent_checks.push_back("restore");
+  const Verdict s = Decide(ProgramPilot(), strict, HardwareCatalog{}, kNow);
+  EXPECT_EQ(Get(s, "restore").status, CheckStatus::kFail);
+  EXPECT_NE(Get(s, "restore").detail.find("(program_independent_checks)"), std::string::npos);
+  EXPECT_EQ(s.decision, Decision::kNoGo);
+}
+
+// A resumed process that reported the reference's losses without opening
+// the checkpoint did not restore from it: NO-GO, whatever it reported.
+TEST(DecideProgram, CheckpointReadIsWhatRootSaw) {
+  auto read = [](const CheckpointRead& cr, const Policy& p = TestPolicy()) {
+    DecideInput in = ProgramPilot();
+    in.results->program->checkpoint_read = cr;
+    return Decide(in, p, HardwareCatalog{}, kNow);
+  };
+  const Verdict ok = read({true, "", 3, 1000, 2, 950});
+  EXPECT_EQ(Get(ok, "checkpoint_read").status, CheckStatus::kPass);
+  EXPECT_EQ(Get(ok, "checkpoint_read").verified_by, VerifiedBy::kSupervisor);
+  EXPECT_EQ(Get(ok, "checkpoint_read").measured.rfind("2 of 3 files, 95.0% of ", 0), 0u)
+      << Get(ok, "checkpoint_read").measured;
+
+  const Verdict never = read({true, "", 3, 1000, 0, 0});
+  EXPECT_EQ(Get(never, "checkpoint_read").status, CheckStatus::kFail);
+  EXPECT_NE(Get(never, "checkpoint_read").detail.find("never opened the checkpoint"), std::string::npos);
+  EXPECT_EQ(never.decision, Decision::kNoGo);
+
+  const Verdict little = read({true, "", 3, 1000, 1, 10});
+  EXPECT_EQ(Get(little, "checkpoint_read").status, CheckStatus::kFail);
+
+  // Not watched (no fanotify on the node): required by default, so a fail;
+  // a site that leaves it out of program_independent_checks gets a warning.
+  const Verdict unwatched = read({false, "fanotify: Operation not permitted", 3, 1000, 0, 0});
+  EXPECT_EQ(Get(unwatched, "checkpoint_read").status, CheckStatus::kFail);
+  EXPECT_NE(Get(unwatched, "checkpoint_read").detail.find("fanotify: Operation not permitted"),
+            std::string::npos);
+  Policy lenient = TestPolicy();
+  lenient.program_independent_checks = {"completed", "checkpoint"};
+  const Verdict warned = read({false, "fanotify: Operation not permitted", 3, 1000, 0, 0}, lenient);
+  EXPECT_EQ(Get(warned, "checkpoint_read").status, CheckStatus::kWarn);
+  EXPECT_EQ(warned.decision, Decision::kGo);
 }
 
 }  // namespace
