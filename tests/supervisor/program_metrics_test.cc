@@ -89,8 +89,11 @@ TEST(ParseMetricLine, Refusals) {
   EXPECT_NE(message(R"({"step": 1, "loss": "low"})").find("\"loss\" must be a number"),
             std::string::npos);
   EXPECT_NE(message("[1, 2]").find("not a JSON object"), std::string::npos);
-  EXPECT_NE(message("step 1 loss 2").find("not a JSON object"), std::string::npos);
-  EXPECT_NE(message("").find("not a JSON object"), std::string::npos);
+  EXPECT_NE(message("step 1 loss 2").find("not valid JSON"), std::string::npos);
+  EXPECT_NE(message("").find("not valid JSON"), std::string::npos);
+  // A record naming a key twice has no one meaning: refused, the key named.
+  EXPECT_EQ(message(R"({"step": 1, "loss": 9.5, "loss": 0.1})"),
+            "pilot: metrics record: duplicate key \"loss\"");
 }
 
 // Optional fields of the wrong type are ignored; unknown fields are no
