@@ -238,6 +238,10 @@ TEST(TailLines, TheLastLinesWithinBytes) {
   EXPECT_EQ(TailLines("\n\n", 3), "");
   EXPECT_EQ(TailLines("first\n0123456789", 1, 4), "6789");
   EXPECT_EQ(TailLines("x\n" + std::string(10, 'y') + "\nz", 2, 5), "yyy\nz");
+  // A cut inside a character drops the whole character: a tqdm bar of
+  // U+2588 (three bytes each) cut at 4 bytes keeps one block, not a block
+  // and a third.
+  EXPECT_EQ(TailLines("x\n\xE2\x96\x88\xE2\x96\x88", 1, 4), "\xE2\x96\x88");
 }
 
 }  // namespace
