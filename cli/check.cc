@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "cli/options.h"
+#include "core/base/utf8.h"
 #include "core/config/config.h"
 #include "core/config/config_schema.h"
 #include "core/config/load.h"
@@ -66,7 +67,10 @@ int RunCheck(const Invocation& inv) {
     inv.err << config.status().ToString() << "\n";
     return kExitUsage;
   }
-  inv.out << (vm["json"].as<bool>() ? ConfigToJson(*config) : ConfigToTable(*config));
+  // A config's values are its author's bytes (and the environment's, in
+  // expanded paths): shown inert.
+  inv.out << (vm["json"].as<bool>() ? VisibleJsonText(ConfigToJson(*config))
+                                     : VisibleText(ConfigToTable(*config), Newlines::kKeep));
   return kExitOk;
 }
 

@@ -4,6 +4,7 @@
 #include <boost/program_options.hpp>
 #include <exception>
 
+#include "cli/visible_output.h"
 #include "core/base/status.h"
 #include "core/base/strings.h"
 #include "pilot/version.h"
@@ -127,16 +128,22 @@ int Dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
 }  // namespace
 
 int Main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  // Every byte out goes through VisibleText: no text read from a verdict,
+  // results or a message can act on the terminal (cli/visible_output.h).
+  VisibleStreamBuf out_buf(out.rdbuf()), err_buf(err.rdbuf());
+  std::ostream visible_out(&out_buf), visible_err(&err_buf);
+  int rc = kExitInternal;
   try {
-    const int rc = Dispatch(args, out, err);
-    out.flush();
-    return rc;
+    rc = Dispatch(args, visible_out, visible_err);
   } catch (const std::exception& e) {
-    err << "pilot: internal error: " << e.what() << "\n";
+    visible_err << "pilot: internal error: " << e.what() << "\n";
   } catch (...) {
-    err << "pilot: internal error: unknown exception\n";
+    visible_err << "pilot: internal error: unknown exception\n";
   }
-  return kExitInternal;
+  visible_err.flush();
+  visible_out.flush();
+  if (!visible_out) out.setstate(std::ios::badbit);
+  return rc;
 }
 
 }  // namespace pilot::cli

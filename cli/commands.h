@@ -45,6 +45,8 @@ struct Command {
 const std::vector<Command>& Commands();
 
 // Runs `pilot` with argv[1..]: global options, `help`, subcommand dispatch.
+// What it writes to `out` and `err` passes through VisibleStreamBuf
+// (cli/visible_output.h): no control character but '\n' reaches them.
 // Never throws; unexpected exceptions become kExitInternal.
 int Main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 

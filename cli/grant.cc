@@ -14,6 +14,7 @@
 #include "cli/verdict_store.h"
 #include "core/base/atomic_file.h"
 #include "core/base/crypto.h"
+#include "core/base/utf8.h"
 #include "job/state_layout.h"
 
 namespace pilot::cli {
@@ -143,16 +144,16 @@ int RunGrant(const Invocation& inv) {
   }
   if (!why.empty()) {
     inv.err << "pilot: grant: refused for job " << id << ":\n";
-    for (const std::string& w : why) inv.err << "  - " << w << "\n";
+    for (const std::string& w : why) inv.err << "  - " << VisibleText(w) << "\n";
     inv.err << "HINT: see 'pilot verdict " << id << "' and pilot(1)\n";
     return kExitNo;
   }
   std::vector<std::string> argv = ScontrolArgv(policy->scontrol_path, *v, req);
   std::string shown;
   for (const std::string& a : argv) shown += (shown.empty() ? "" : " ") + a;
-  inv.out << "signature " << checked << "\n";
+  inv.out << "signature " << VisibleText(checked) << "\n";
   if (dry) {
-    inv.out << shown << "\n";
+    inv.out << VisibleText(shown) << "\n";
     return kExitOk;
   }
   std::string error;
@@ -173,8 +174,9 @@ int RunGrant(const Invocation& inv) {
             << " exists, but the grant was not recorded\n";
     return kExitNo;
   }
-  inv.out << "granted " << ReservationName(req.job_id) << " to " << v->job.user << ": " << req.nodes
-          << " node(s), " << v->budget.term << " term; recorded in " << record << "\n";
+  inv.out << "granted " << ReservationName(req.job_id) << " to " << VisibleText(v->job.user)
+          << ": " << req.nodes << " node(s), " << VisibleText(v->budget.term)
+          << " term; recorded in " << record << "\n";
   return kExitOk;
 }
 

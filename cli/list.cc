@@ -3,6 +3,7 @@
 
 #include "cli/options.h"
 #include "cli/verdict_store.h"
+#include "core/base/utf8.h"
 
 namespace pilot::cli {
 
@@ -26,14 +27,17 @@ int RunList(const Invocation& inv) {
   bool every = vm["all"].as<bool>();
   inv.out << "JOB       USER         RUN                  DECISION  ISSUED                "
              "EXPIRES\n";
-  auto col = [](const std::string& s, size_t w) {
-    return s.size() >= w ? s.substr(0, w - 1) + " " : s + std::string(w - s.size(), ' ');
+  // A column of text that may be anyone's bytes: shown through
+  // VisibleText, then cut on a character boundary.
+  auto col = [](const std::string& text, size_t w) {
+    const std::string s = VisibleText(text);
+    return s.size() >= w ? std::string(Utf8Head(s, w - 1)) + " " : s + std::string(w - s.size(), ' ');
   };
   for (const StoredVerdict& sv : all) {
     const Verdict& v = sv.verdict;
     if (!every && v.job.user != user) continue;
     inv.out << col(std::to_string(sv.job_id), 10) << col(v.job.user, 13) << col(v.job.run, 21)
-            << col(DecisionName(v.decision), 10) << col(v.issued, 22) << v.expires
+            << col(DecisionName(v.decision), 10) << col(v.issued, 22) << VisibleText(v.expires)
             << (v.signature.empty() ? "  (unsigned)" : "") << "\n";
   }
   for (const std::string& s : store.skipped) inv.err << "pilot: list: skipped " << s << "\n";

@@ -2,6 +2,7 @@
 #include "core/models/plan.h"
 
 #include "core/base/json_util.h"
+#include "core/base/utf8.h"
 
 #include <cstdio>
 #include <optional>
@@ -37,32 +38,36 @@ std::string Pad(std::string s, size_t w) {
 
 void PrintPlan(std::ostream& out, const PilotInput& in, const Plan& p,
                const std::string& calibration) {
+  // Texts from results.json, the config or the catalog are shown through
+  // VisibleText: a job's files are its user's bytes.
+  const auto shown = [](std::string_view t) { return VisibleText(t); };
   const SingleStage& s = *in.results.single;
   const MemoryBreakdown& b = p.breakdown;
-  out << in.label << ": measured on " << (s.device_name.empty() ? s.device : s.device_name) << ", "
-      << p.workload.precision << ", " << Sig3(static_cast<double>(s.shape.params))
+  out << shown(in.label) << ": measured on "
+      << shown(s.device_name.empty() ? s.device : s.device_name) << ", "
+      << shown(p.workload.precision) << ", " << Sig3(static_cast<double>(s.shape.params))
       << " params, seq_len " << s.shape.seq_len << " x micro_batch " << s.shape.micro_batch << "\n";
-  out << "memory split (" << b.source << "): params " << GiB(b.params_bytes) << ", grads "
+  out << "memory split (" << shown(b.source) << "): params " << GiB(b.params_bytes) << ", grads "
       << GiB(b.grads_bytes) << ", optimizer " << GiB(b.optimizer_bytes) << ", activations "
       << GiB(b.activation_bytes) << " (" << Num(b.activation_bytes_per_token / 1024, 0)
       << " KiB/token), workspace " << GiB(b.workspace_bytes) << ", runtime " << GiB(b.runtime_bytes)
       << "\n";
-  out << "memory calibration: " << calibration << "\n";
+  out << "memory calibration: " << shown(calibration) << "\n";
   const MemoryQuery& q = p.memory_query;
-  out << "what-if: " << q.mode << " on " << p.nodes << " node(s) x " << p.gpus_per_node
+  out << "what-if: " << shown(q.mode) << " on " << p.nodes << " node(s) x " << p.gpus_per_node
       << " GPUs, seq_len " << q.seq_len << ", micro_batch " << q.micro_batch << " x "
       << p.grad_accum
       << (q.activation_checkpointing ? ", activation checkpointing" : "") << "\n";
   if (p.replay) {
     const ReplayPrediction& r = *p.replay;
-    out << "predicted from: " << r.basis << "\n";
+    out << "predicted from: " << shown(r.basis) << "\n";
     out << "memory replay: " << GiB(r.least.at_full_speed) << " to " << GiB(r.most.at_full_speed)
         << " mapped at full speed, " << GiB(r.least.to_run) << " to " << GiB(r.most.to_run)
         << " to run at all, " << GiB(r.least.unlimited) << " to " << GiB(r.most.unlimited)
         << " unlimited, + runtime " << GiB(b.runtime_bytes) << "\n";
   } else if (!p.options.empty()) {
-    out << "predicted from: " << p.options[0].memory.basis << " memory model\n";
-    if (!p.replay_why.empty()) out << "memory replay: not applied: " << p.replay_why << "\n";
+    out << "predicted from: " << shown(p.options[0].memory.basis) << " memory model\n";
+    if (!p.replay_why.empty()) out << "memory replay: not applied: " << shown(p.replay_why) << "\n";
   }
   out << "\n";
   out << Pad("GPU", 12) << Pad("memory", 10) << Pad("predicted", 10) << Pad("free", 5)
@@ -70,12 +75,12 @@ void PrintPlan(std::ostream& out, const PilotInput& in, const Plan& p,
       << "max nodes\n";
   for (size_t i = 0; i < p.options.size(); ++i) {
     const GpuOption& o = p.options[i];
-    out << Pad(o.gpu.name + (static_cast<int>(i) == p.chosen ? "*" : ""), 12)
+    out << Pad(shown(o.gpu.name) + (static_cast<int>(i) == p.chosen ? "*" : ""), 12)
         << Pad(GiB(o.gpu.memory_bytes), 10) << Pad(GiB(o.memory.total_bytes), 10)
         << Pad(Pct(o.fit.headroom), 5) << Pad(o.fit.fits ? "yes" : "NO", 4)
         << Pad(Num(o.throughput.tokens_per_second, 0), 10) << Pad(Pct(o.throughput.mfu), 5)
         << Pad(Pct(o.scaling.efficiency), 8) << o.recommended_nodes;
-    if (!o.fit.note.empty() && o.fit.fits) out << "  " << o.fit.note;
+    if (!o.fit.note.empty() && o.fit.fits) out << "  " << shown(o.fit.note);
     out << "\n";
   }
   out << "(* the type budgeted; max nodes: largest count with scaling >= "
@@ -83,11 +88,11 @@ void PrintPlan(std::ostream& out, const PilotInput& in, const Plan& p,
   const Budget& bu = p.budget;
   if (p.chosen >= 0 && bu.days > 0) {
     const GpuOption& o = p.options[static_cast<size_t>(p.chosen)];
-    out << "budget on " << o.gpu.name << ", " << p.nodes << " x " << p.gpus_per_node
+    out << "budget on " << shown(o.gpu.name) << ", " << p.nodes << " x " << p.gpus_per_node
         << " GPUs: " << Num(bu.days, 2) << " days -> "
-        << (bu.term == "none" ? "does not fit a 30-day term" : bu.term + " reservation") << ", "
+        << (bu.term == "none" ? "does not fit a 30-day term" : shown(bu.term) + " reservation") << ", "
         << Num(bu.gpu_hours, 0) << " GPU-hours";
-    if (bu.cost > 0) out << ", " << Num(bu.cost, 0) << " " << bu.currency;
+    if (bu.cost > 0) out << ", " << Num(bu.cost, 0) << " " << shown(bu.currency);
     out << "\n ";
     for (const char* k : {"download", "preprocess", "train", "data_stall", "eval", "checkpoint",
                           "export", "buffer"}) {
@@ -99,7 +104,7 @@ void PrintPlan(std::ostream& out, const PilotInput& in, const Plan& p,
     out << "budget: no throughput to estimate from\n";
   }
   out << "assumptions:\n";
-  for (const std::string& n : p.notes) out << "  - " << n << "\n";
+  for (const std::string& n : p.notes) out << "  - " << shown(n) << "\n";
 }
 
 // The same plan as one JSON object (pilot(1), plan --json).
@@ -198,7 +203,7 @@ void PrintPlanJson(std::ostream& out, const PilotInput& in, const Plan& p,
     j["budget"] = nullptr;
   }
   j["assumptions"] = p.notes;
-  out << DumpJson(j, 2) << "\n";
+  out << VisibleJsonText(DumpJson(j, 2)) << "\n";
 }
 
 }  // namespace

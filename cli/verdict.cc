@@ -10,6 +10,7 @@
 #include "core/base/atomic_file.h"
 #include "core/base/json_util.h"
 #include "core/base/strings.h"
+#include "core/base/utf8.h"
 #include "core/records/verdict.h"
 #include "job/state_layout.h"
 
@@ -21,20 +22,26 @@ std::string Pad(const std::string& s, size_t width) {
 }
 
 void PrintTable(std::ostream& out, const StoredVerdict& sv, const SignatureCheck& sig) {
+  // Every text below may be a program's or a user's bytes: each is shown
+  // through VisibleText before it is padded, so columns stay columns.
+  const auto shown = [](std::string_view s) { return VisibleText(s); };
   const Verdict& v = sv.verdict;
-  out << "job " << v.job.id << "  " << v.job.user << "  " << v.job.run << "  "
-      << DecisionName(v.decision) << "  (" << sig.Summary(v);
-  if (!v.expires.empty()) out << ", expires " << v.expires;
+  out << "job " << v.job.id << "  " << shown(v.job.user) << "  " << shown(v.job.run) << "  "
+      << DecisionName(v.decision) << "  (" << shown(sig.Summary(v));
+  if (!v.expires.empty()) out << ", expires " << shown(v.expires);
   out << ")\n";
   if (!v.binding) out << "  note: the pilot ran a smaller shape than the run (not binding)\n";
   size_t w = 11;
-  for (const Check& c : v.checks) w = std::max(w, c.name.size() + 2);
-  out << "  " << Pad("signature", w) << sig.Ed25519Line(v) << "\n";
-  out << "  " << Pad("hmac", w) << sig.HmacLine(v) << "\n";
+  for (const Check& c : v.checks) w = std::max(w, shown(c.name).size() + 2);
+  out << "  " << Pad("signature", w) << shown(sig.Ed25519Line(v)) << "\n";
+  out << "  " << Pad("hmac", w) << shown(sig.HmacLine(v)) << "\n";
+  const std::string detail_indent = "  " + std::string(w, ' ') + "       ";
   for (const Check& c : v.checks) {
-    std::string what = c.measured;
-    if (!c.threshold.empty()) what += (what.empty() ? "" : "  ") + ("(need " + c.threshold + ")");
-    out << "  " << Pad(c.name, w) << Pad(CheckStatusName(c.status), 6) << " " << what;
+    std::string what = shown(c.measured);
+    if (!c.threshold.empty()) {
+      what += (what.empty() ? "" : "  ") + ("(need " + shown(c.threshold) + ")");
+    }
+    out << "  " << Pad(shown(c.name), w) << Pad(CheckStatusName(c.status), 6) << " " << what;
     // Who established it: the reader must see which lines are only the
     // workload's word.
     switch (c.verified_by) {
@@ -47,27 +54,28 @@ void PrintTable(std::ostream& out, const StoredVerdict& sv, const SignatureCheck
     }
     out << "\n";
     if (!c.detail.empty() && c.status != CheckStatus::kPass) {
-      out << "  " << std::string(w, ' ') << "       " << c.detail << "\n";
+      // A standard error tail keeps its lines, each under the first.
+      out << detail_indent << VisibleLines(c.detail, detail_indent) << "\n";
     }
   }
   for (size_t i = 0; i < v.hardware.size(); ++i) {
     const HardwareFit& h = v.hardware[i];
     std::ostringstream p;
-    p << h.gpu_type << (h.fits ? " fits" : " does not fit") << " (" << std::fixed
+    p << shown(h.gpu_type) << (h.fits ? " fits" : " does not fit") << " (" << std::fixed
       << std::setprecision(0) << h.headroom * 100 << "% headroom)";
-    if (!h.note.empty()) p << "; " << h.note;
+    if (!h.note.empty()) p << "; " << shown(h.note);
     out << "  " << Pad(i == 0 ? "hardware" : "", w) << "       " << p.str() << "\n";
   }
   if (v.budget.days > 0 || v.budget.term != "none") {
     std::ostringstream b;
     b << std::fixed << std::setprecision(1) << v.budget.days << " days, "
-      << std::setprecision(0) << v.budget.gpu_hours << " GPU-hours -> " << v.budget.term
+      << std::setprecision(0) << v.budget.gpu_hours << " GPU-hours -> " << shown(v.budget.term)
       << " reservation";
     out << "  " << Pad("budget", w) << "       " << b.str() << "\n";
   }
-  out << "  issued " << v.issued;
-  if (!v.instance.empty()) out << "  instance " << v.instance;
-  out << "  " << sv.path << "\n";
+  out << "  issued " << shown(v.issued);
+  if (!v.instance.empty()) out << "  instance " << shown(v.instance);
+  out << "  " << shown(sv.path) << "\n";
 }
 
 // The stored file as it is, plus the member "signature_check".
@@ -172,7 +180,9 @@ int RunVerdict(const Invocation& inv) {
       inv.err << Status::Permission(sv.path, sig.Summary(sv.verdict)).ToString() << "\n";
     }
   }
-  if (json) inv.out << DumpJson(vm["all"].as<bool>() ? array : array.back(), 2) << "\n";
+  if (json) {
+    inv.out << VisibleJsonText(DumpJson(vm["all"].as<bool>() ? array : array.back(), 2)) << "\n";
+  }
   if (bad) return kExitNo;
   return kExitOk;
 }

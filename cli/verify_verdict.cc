@@ -8,6 +8,7 @@
 #include "core/base/atomic_file.h"
 #include "core/base/crypto.h"
 #include "core/base/rfc3339.h"
+#include "core/base/utf8.h"
 #include "core/records/verdict.h"
 
 namespace pilot::cli {
@@ -54,30 +55,33 @@ int RunVerifyVerdict(const Invocation& inv) {
     return kExitUsage;
   }
   const Verdict& verdict = *v;
-  std::string expires = verdict.expires;
+  // The file is anyone's copy: every text from it is shown through
+  // VisibleText.
+  const auto shown = [](std::string_view s) { return VisibleText(s); };
+  std::string expires = shown(verdict.expires);
   if (Result<int64_t> t = ParseRfc3339(verdict.expires);
       t.ok() && *t <= static_cast<int64_t>(std::time(nullptr))) {
     expires += " (expired)";
   }
-  inv.out << "verdict    " << file << "\n"
-          << "schema     " << verdict.schema << "\n"
-          << "job        " << verdict.job.id << "  " << verdict.job.user << "  " << verdict.job.run
-          << "\n"
+  inv.out << "verdict    " << shown(file) << "\n"
+          << "schema     " << shown(verdict.schema) << "\n"
+          << "job        " << verdict.job.id << "  " << shown(verdict.job.user) << "  "
+          << shown(verdict.job.run) << "\n"
           << "decision   " << DecisionName(verdict.decision)
           << (verdict.binding ? "" : " (not binding)") << "\n"
-          << "issued     " << verdict.issued << "\n"
+          << "issued     " << shown(verdict.issued) << "\n"
           << "expires    " << expires << "\n"
           << "key        "
-          << (verdict.public_key_id.empty() ? "(none)" : verdict.public_key_id)
-          << "  (checked against " << KeyId(*pub) << ", " << key_path << ")\n";
+          << (verdict.public_key_id.empty() ? "(none)" : shown(verdict.public_key_id))
+          << "  (checked against " << KeyId(*pub) << ", " << shown(key_path) << ")\n";
   Status s = VerifyVerdictEd25519(verdict, *pub);
   if (!s.ok()) {
     const std::string state = verdict.signature_ed25519.empty() ? "unsigned" : "INVALID";
-    inv.out << "signature  " << state << " (ed25519): " << s.detail() << "\n";
+    inv.out << "signature  " << state << " (ed25519): " << shown(s.detail()) << "\n";
     inv.err << s.Context(file).ToString() << "\n";
     return kExitNo;
   }
-  inv.out << "signature  valid (ed25519, key " << verdict.public_key_id << ")\n";
+  inv.out << "signature  valid (ed25519, key " << shown(verdict.public_key_id) << ")\n";
   return kExitOk;
 }
 

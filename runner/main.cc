@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "pilot/version.h"
+#include "core/base/json_util.h"
 #include "core/records/exit_codes.h"
 #include "runner/app/cli.h"
 #include "runner/app/fatal_signal.h"
@@ -28,7 +29,7 @@ void PrintVersions(bool json) {
                                 {"cuda_runtime", v.cuda_runtime}, {"cuda_driver", v.cuda_driver},
                                 {"cudnn", v.cudnn},             {"nccl", v.nccl},
                                 {"devices", v.devices}};
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", DumpJson(j, 2).c_str());
     return;
   }
   std::printf("pilot-runner %s\nlibtorch %s\n", v.runner.c_str(), v.torch.c_str());

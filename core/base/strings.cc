@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/base/utf8.h"
+
 namespace pilot {
 
 size_t EditDistance(std::string_view a, std::string_view b) {
@@ -53,32 +55,15 @@ std::string AsciiLower(std::string_view s) {
 
 std::string Quote(std::string_view s) {
   std::string out = "\"";
-  for (unsigned char ch : s) {
-    switch (ch) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      default:
-        if (ch < 0x20 || ch == 0x7f) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\x%02x", ch);
-          out += buf;
-        } else {
-          out += static_cast<char>(ch);
-        }
+  size_t run = 0;  // the text since the last quote or backslash
+  for (size_t i = 0; i <= s.size(); ++i) {
+    if (i < s.size() && s[i] != '"' && s[i] != '\\') continue;
+    out += VisibleText(s.substr(run, i - run));
+    if (i < s.size()) {
+      out += '\\';
+      out += s[i];
     }
+    run = i + 1;
   }
   out += '"';
   return out;

@@ -25,8 +25,9 @@ size_t EditDistance(std::string_view a, std::string_view b);
 std::optional<std::string> ClosestMatch(std::string_view word,
                                         const std::vector<std::string>& candidates);
 
-// `s` in double quotes with \", \\ and control characters escaped, for
-// messages ("got \"gtp\"").
+// `s` in double quotes with \" and \\ escaped and everything else a
+// terminal could act on spelled out as VisibleText does (core/base/utf8.h),
+// for messages ("got \"gtp\"").
 std::string Quote(std::string_view s);
 
 // `s` with A-Z turned into a-z (bytes outside ASCII unchanged).

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <map>
 
+#include "core/base/utf8.h"
+
 namespace pilot::svg {
 namespace {
 
@@ -84,7 +86,11 @@ std::string Open(const std::string& id, const std::string& title, int w, int h) 
 
 }  // namespace
 
-std::string Escape(std::string_view s) {
+std::string Escape(std::string_view text) {
+  // A line break stays one; every other control and byte that is not UTF-8
+  // is spelled out (a page written to a terminal stays inert, and XML
+  // admits no C0 control).
+  const std::string s = VisibleText(text, Newlines::kKeep);
   std::string o;
   o.reserve(s.size());
   for (char c : s) {

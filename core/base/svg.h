@@ -13,7 +13,9 @@
 
 namespace pilot::svg {
 
-// &, <, >, " and ' escaped for XML text and attributes.
+// &, <, >, " and ' escaped for XML text and attributes; controls other
+// than '\n' and bytes that are not UTF-8 written out as VisibleText does
+// (core/base/utf8.h).
 std::string Escape(std::string_view s);
 
 struct Series {

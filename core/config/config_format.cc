@@ -7,6 +7,7 @@
 #include "core/config/config.h"
 #include "core/config/load.h"
 #include "core/config/config_schema.h"
+#include "core/base/json_util.h"
 #include "core/base/strings.h"
 
 namespace pilot {
@@ -68,7 +69,7 @@ std::string ConfigToJson(const Config& c) {
     if (it == c.sources.end() || it->second.is_default) defaults.push_back(k.Name());
   }
   j["defaults"] = defaults;
-  return j.dump(2) + "\n";
+  return DumpJson(j, 2) + "\n";
 }
 
 std::string ConfigToTable(const Config& c) {

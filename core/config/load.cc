@@ -78,7 +78,7 @@ std::string Printable(std::string_view s) {
   return out;
 }
 
-bool IsNameChar(char c) {
+bool IsConfigNameChar(char c) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
          c == '_' || c == '-';
 }
@@ -447,7 +447,7 @@ void Loader::CheckString(const KeySpec& spec, std::string& v, int line) {
     case StringKind::kPlain:
       return;
     case StringKind::kName:
-      if (v.empty() || v.size() > 64 || !std::all_of(v.begin(), v.end(), IsNameChar)) {
+      if (v.empty() || v.size() > 64 || !std::all_of(v.begin(), v.end(), IsConfigNameChar)) {
         fail("must be 1 to 64 characters of A-Z a-z 0-9 . _ -, got " + Quote(v));
       }
       return;

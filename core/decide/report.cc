@@ -264,7 +264,9 @@ std::vector<MetricRow> ParseMetricsJsonl(std::string_view text, size_t* skipped)
     std::string_view line = text.substr(pos, nl == std::string_view::npos ? nl : nl - pos);
     pos = nl == std::string_view::npos ? text.size() : nl + 1;
     if (line.empty()) continue;
-    Json j = Json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
+    // A line naming a key twice is skipped as unreadable (ParseJsonText).
+    Result<Json> parsed = ParseJsonText(line, "");
+    Json j = parsed.ok() ? std::move(parsed).value() : Json();
     if (!j.is_object() || !j.contains("step") || !j["step"].is_number_integer()) {
       ++bad;
       continue;

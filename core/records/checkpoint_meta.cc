@@ -139,15 +139,15 @@ Result<T> Parse(std::string_view text, const std::string& label, size_t max_byte
 }  // namespace
 
 std::string CheckpointStateToJson(const CheckpointState& s) {
-  return RecordToJson<nlohmann::ordered_json>(s, kCheckpointStyle).dump(2) + "\n";
+  return DumpJson(RecordToJson<nlohmann::ordered_json>(s, kCheckpointStyle), 2) + "\n";
 }
 
 std::string CheckpointManifestToJson(const CheckpointManifest& m) {
-  return RecordToJson<nlohmann::ordered_json>(m, kCheckpointStyle).dump(2) + "\n";
+  return DumpJson(RecordToJson<nlohmann::ordered_json>(m, kCheckpointStyle), 2) + "\n";
 }
 
 std::string NodeCheckpointManifestToJson(const NodeCheckpointManifest& m) {
-  return RecordToJson<nlohmann::json>(m, kCheckpointStyle).dump(2) + "\n";
+  return DumpJson(RecordToJson<nlohmann::json>(m, kCheckpointStyle), 2) + "\n";
 }
 
 Result<CheckpointState> ParseCheckpointState(std::string_view text, const std::string& label) {

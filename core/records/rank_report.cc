@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/base/atomic_file.h"
+#include "core/base/json_util.h"
 #include "core/records/memory_fields.h"
 #include "core/records/record.h"
 
@@ -89,7 +90,7 @@ void Fields(V& v, S& s, std::type_identity<RankReport>) {
 }
 
 std::string RankReportToJson(const RankReport& r) {
-  return RecordToJson<nlohmann::ordered_json>(r, kMeasuredStyle).dump(2) + "\n";
+  return DumpJson(RecordToJson<nlohmann::ordered_json>(r, kMeasuredStyle), 2) + "\n";
 }
 
 Result<RankReport> ParseRankReport(std::string_view text, const std::string& label) {
@@ -98,8 +99,9 @@ Result<RankReport> ParseRankReport(std::string_view text, const std::string& lab
     return fail(Status::Invalid("", "larger than " + std::to_string(kMaxRankReportBytes) + " bytes"));
   }
   // A sorted map: ordered_json's inserts scan the object (quadratic in keys).
-  auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return fail(Status::Invalid("", "not valid JSON"));
+  Result<Json> parsed = ParseJsonText(text, "", kMaxRankReportBytes);
+  if (!parsed.ok()) return fail(Status::Invalid("", parsed.status().detail()));
+  const Json& j = *parsed;
   RankReport r;
   PILOT_RETURN_IF_ERROR(fail(RecordFromJson(j, &r, kMeasuredStyle)));
   return r;

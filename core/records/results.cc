@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/base/atomic_file.h"
+#include "core/base/json_util.h"
 #include "core/records/memory_fields.h"
 #include "core/records/record.h"
 
@@ -440,7 +441,7 @@ const std::vector<RecordKey>& ResultsKeys() {
 }
 
 std::string ResultsToJson(const Results& r) {
-  return RecordToJson<nlohmann::ordered_json>(r, kMeasuredStyle).dump(2) + "\n";
+  return DumpJson(RecordToJson<nlohmann::ordered_json>(r, kMeasuredStyle), 2) + "\n";
 }
 
 Result<Results> ParseResults(const std::string& text, const std::string& name) {
@@ -451,8 +452,9 @@ Result<Results> ParseResults(const std::string& text, const std::string& name) {
   // A sorted map, not ordered_json: its inserts scan the object, so a file
   // of a million short keys would take minutes (an unknown key is then
   // reported in name order rather than file order).
-  auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return fail(Status::Invalid("", "not valid JSON"));
+  Result<Json> parsed = ParseJsonText(text, "", kResultsMaxBytes);
+  if (!parsed.ok()) return fail(Status::Invalid("", parsed.status().detail()));
+  const Json& j = *parsed;
   Results r;
   // The schema first: a different version is reported as such, not as the
   // first field it happens to lack.

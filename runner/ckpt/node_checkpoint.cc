@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/base/atomic_file.h"
+#include "core/base/json_util.h"
 #include "runner/ckpt/checkpoint.h"
 #include "runner/ckpt/dir_commit.h"
 #include "runner/ckpt/safetensors.h"
@@ -87,7 +88,7 @@ Result<NodeCheckpointIo> SaveNodeCheckpoint(const std::string& root, NodeEngine&
   for (const auto& [state, tensors] : e.StateShard()) {
     if (st.ok()) st = write("optim-" + state, tensors);
   }
-  comm.StoreSet(key + std::to_string(comm.rank()), st.ok() ? files.dump() : "error: " + st.ToString());
+  comm.StoreSet(key + std::to_string(comm.rank()), st.ok() ? DumpJson(files) : "error: " + st.ToString());
   if (comm.rank() == 0) {
     // manifest.json: core's record (core/records/checkpoint_meta.h).
     NodeCheckpointManifest m;

@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/base/json_util.h"
 #include "runner/ckpt/pickle.h"
 
 namespace pilot::runner {
@@ -87,7 +88,7 @@ FileReading ReadSafetensors(int fd, int64_t size, uint64_t header_len) {
       return bad("needs dtype, shape and data_offsets");
     }
     const int64_t es = v["dtype"].is_string() ? StDtypeSize(v["dtype"].get<std::string>()) : 0;
-    if (es == 0) return bad("unknown dtype " + v["dtype"].dump());
+    if (es == 0) return bad("unknown dtype " + DumpJson(v["dtype"]));
     std::vector<int64_t> shape;
     if (!v["shape"].is_array()) return bad("shape is not an array");
     for (const auto& d : v["shape"]) {

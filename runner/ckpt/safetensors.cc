@@ -13,6 +13,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "core/base/json_util.h"
 #include "core/base/unique_fd.h"
 
 namespace pilot::runner {
@@ -184,7 +185,7 @@ Result<FileDigest> WriteSafetensors(const std::string& path, const NamedTensors&
     off += n;
     any_cuda = any_cuda || !t.device().is_cpu();
   }
-  std::string header = h.dump();
+  std::string header = DumpJson(h);
   header.append((8 - header.size() % 8) % 8, ' ');
   std::string prefix(8, '\0');
   uint64_t hl = header.size();

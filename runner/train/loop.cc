@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/base/json_util.h"
 #include "runner/train/format.h"
 
 namespace pilot::runner {
@@ -102,7 +103,7 @@ Status RunSteps(Session& s, int64_t first, int64_t last, const LoopHooks& hooks,
                           {"forward_backward_ms", rec.fb_ms},
                           {"optimizer_ms", rec.opt_ms},
                           {"tokens_per_s", tok_s},    {"timed", rec.timed}};
-      std::fprintf(metrics, "%s\n", j.dump().c_str());
+      std::fprintf(metrics, "%s\n", DumpJson(j).c_str());
       std::fflush(metrics);
     }
     if (rec.step % every == 0 || rec.step == last || rec.step == first) {

@@ -20,6 +20,7 @@
 #include <map>
 #include <set>
 
+#include "core/base/utf8.h"
 #include "launch/spawn.h"
 #include "launch/srun.h"
 #include "supervisor/process.h"
@@ -683,9 +684,9 @@ std::string TailLines(const std::string& text, size_t lines, size_t bytes) {
     ++pos;
   }
   if (pos < end && text[pos] == '\n') ++pos;
-  std::string out = text.substr(pos, end - pos);
-  if (out.size() > bytes) out = out.substr(out.size() - bytes);
-  return out;
+  // Cut on a character boundary: half a character is bytes no reader
+  // takes as text.
+  return std::string(Utf8Tail(std::string_view(text).substr(pos, end - pos), bytes));
 }
 
 GroupResult RunGroup(const GroupSpec& spec) { return GroupRun(spec).Run(); }

@@ -5,6 +5,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "core/base/json_util.h"
 #include "core/base/strings.h"
 
 namespace pilot::supervisor {
@@ -135,8 +136,10 @@ const std::vector<std::string>& MetricFieldNames() {
 }
 
 Result<MetricRecord> ParseMetricLine(std::string_view line) {
-  auto j = nlohmann::json::parse(QuoteNonFinite(line), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) {
+  Result<Json> parsed = ParseJsonText(QuoteNonFinite(line), "");
+  if (!parsed.ok()) return Status::Invalid("metrics record", parsed.status().detail());
+  const Json& j = *parsed;
+  if (!j.is_object()) {
     return Status::Invalid("metrics record", "not a JSON object");
   }
   MetricRecord r;

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/base/atomic_file.h"
+#include "core/base/json_util.h"
 #include "core/base/strings.h"
 #include "core/records/exit_codes.h"
 #include "core/records/hostlist.h"
@@ -239,7 +240,8 @@ class ProgramPilot {
       *why = "the checkpoint could not be listed: " + r.status().Message();
       return false;
     }
-    auto j = nlohmann::json::parse(r->out, nullptr, /*allow_exceptions=*/false);
+    Result<Json> parsed = ParseJsonText(r->out, "", spec.max_output_bytes);
+    Json j = parsed.ok() ? std::move(parsed).value() : Json(Json::value_t::discarded);
     if (j.is_discarded() || !j.is_object() || !j.contains("files") || !j["files"].is_array()) {
       *why = "the checkpoint could not be listed: pilot-runner verify " + r->Describe(spec.timeout_seconds) +
              (r->err.empty() ? "" : ": " + TailLines(r->err, 1, 300));

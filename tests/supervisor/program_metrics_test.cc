@@ -89,8 +89,11 @@ TEST(ParseMetricLine, Refusals) {
   EXPECT_NE(message(R"({"step": 1, "loss": "low"})").find("\"loss\" must be a number"),
             std::string::npos);
   EXPECT_NE(message("[1, 2]").find("not a JSON object"), std::string::npos);
-  EXPECT_NE(message("step 1 loss 2").find("not a JSON object"), std::string::npos);
-  EXPECT_NE(message("").find("not a JSON object"), std::string::npos);
+  EXPECT_NE(message("step 1 loss 2").find("not valid JSON"), std::string::npos);
+  EXPECT_NE(message("").find("not valid JSON"), std::string::npos);
+  // A record naming a key twice has no one meaning: refused, the key named.
+  EXPECT_EQ(message(R"({"step": 1, "loss": 9.5, "loss": 0.1})"),
+            "pilot: metrics record: duplicate key \"loss\"");
 }
 
 // Optional fields of the wrong type are ignored; unknown fields are no
@@ -240,6 +243,10 @@ TEST(TailLines, TheLastLinesWithinBytes) {
   EXPECT_EQ(TailLines("\n\n", 3), "");
   EXPECT_EQ(TailLines("first\n0123456789", 1, 4), "6789");
   EXPECT_EQ(TailLines("x\n" + std::string(10, 'y') + "\nz", 2, 5), "yyy\nz");
+  // A cut inside a character drops the whole character: a tqdm bar of
+  // U+2588 (three bytes each) cut at 4 bytes keeps one block, not a block
+  // and a third.
+  EXPECT_EQ(TailLines("x\n\xE2\x96\x88\xE2\x96\x88", 1, 4), "\xE2\x96\x88");
 }
 
 }  // namespace
