@@ -351,7 +351,7 @@ class GroupRun {
     Result<MetricRecord> r = ParseMetricLine(line);
     if (!r.ok()) {
       if (g_.bad_records++ == 0) {
-        g_.first_bad_record = r.status().detail() + ": " + line.substr(0, 120);
+        g_.first_bad_record = r.status().detail() + ": " + std::string(Utf8Head(line, 120));
       }
       return;
     }
