@@ -20,6 +20,13 @@ using CountFn = int (*)(unsigned int*);
 using HandleFn = int (*)(unsigned int, NvmlDevice*);
 using MemoryFn = int (*)(NvmlDevice, NvmlMemory*);
 using UuidFn = int (*)(NvmlDevice, char*, unsigned int);
+struct NvmlUtilization {
+  unsigned int gpu;     // percent of the last sample period a kernel ran
+  unsigned int memory;  // percent of it the memory was read or written
+};
+using UtilizationFn = int (*)(NvmlDevice, NvmlUtilization*);
+
+constexpr size_t kMaxUtilizationSamples = 200000;  // one per 500 ms: over a day
 
 }  // namespace
 
@@ -30,6 +37,7 @@ struct DeviceMemorySampler::Api {
   HandleFn handle = nullptr;
   MemoryFn memory = nullptr;
   UuidFn uuid = nullptr;
+  UtilizationFn utilization = nullptr;  // optional
 };
 
 DeviceMemorySampler::DeviceMemorySampler() {
@@ -45,6 +53,7 @@ DeviceMemorySampler::DeviceMemorySampler() {
   api_->handle = reinterpret_cast<HandleFn>(dlsym(lib_, "nvmlDeviceGetHandleByIndex_v2"));
   api_->memory = reinterpret_cast<MemoryFn>(dlsym(lib_, "nvmlDeviceGetMemoryInfo"));
   api_->uuid = reinterpret_cast<UuidFn>(dlsym(lib_, "nvmlDeviceGetUUID"));
+  api_->utilization = reinterpret_cast<UtilizationFn>(dlsym(lib_, "nvmlDeviceGetUtilizationRates"));
   if (!api_->init || !api_->shutdown || !api_->count || !api_->handle || !api_->memory ||
       !api_->uuid) {
     source_ = "unavailable: libnvidia-ml.so.1 lacks the functions used";
@@ -87,6 +96,39 @@ void DeviceMemorySampler::Sample() {
     peaks_[i].total_bytes = static_cast<int64_t>(m.total);
     peaks_[i].peak_used_bytes = std::max(peaks_[i].peak_used_bytes, static_cast<int64_t>(m.used));
   }
+  const auto now = std::chrono::steady_clock::now();
+  if (api_ == nullptr || api_->utilization == nullptr || devices_.empty() ||
+      utilization_.size() >= kMaxUtilizationSamples ||
+      (!utilization_.empty() && now - utilization_.back().at < std::chrono::milliseconds(500))) {
+    return;
+  }
+  UtilizationSample u;
+  u.at = now;
+  u.gpu_percent.assign(devices_.size(), -1);
+  for (size_t i = 0; i < devices_.size(); ++i) {
+    NvmlUtilization r{};
+    if (api_->utilization(devices_[i], &r) == 0) u.gpu_percent[i] = static_cast<int>(r.gpu);
+  }
+  utilization_.push_back(std::move(u));
+}
+
+std::optional<double> DeviceMemorySampler::MeanUtilization(
+    std::chrono::steady_clock::time_point from, std::chrono::steady_clock::time_point to,
+    const std::vector<DeviceMemorySample>& job_devices) const {
+  double sum = 0;
+  int n = 0;
+  for (const UtilizationSample& u : utilization_) {
+    if (u.at < from || u.at > to) continue;
+    for (size_t i = 0; i < peaks_.size() && i < u.gpu_percent.size(); ++i) {
+      const bool job = std::any_of(job_devices.begin(), job_devices.end(),
+                                   [&](const DeviceMemorySample& d) { return d.index == peaks_[i].index; });
+      if (!job || u.gpu_percent[i] < 0) continue;
+      sum += u.gpu_percent[i];
+      ++n;
+    }
+  }
+  if (n == 0) return std::nullopt;
+  return sum / n / 100.0;
 }
 
 }  // namespace pilot::supervisor

@@ -1,11 +1,15 @@
 // Device memory as the driver sees it, sampled by the supervisor while the
 // workload runs: NVML (libnvidia-ml.so.1, loaded at run time, so the
 // supervisor runs on machines without NVIDIA's driver too), the peak of
-// "used" per device over the samples.
+// "used" per device over the samples; and each device's utilization (the
+// share of time a kernel ran) every 500 ms, for whether a program's GPUs
+// were busy while it reported steps.
 //
 // Thread-safety: one sampler per thread.
 #pragma once
 
+#include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +30,11 @@ class DeviceMemorySampler {
   // "nvml", or the reason there are no samples.
   const std::string& source() const { return source_; }
   const std::vector<DeviceMemorySample>& peaks() const { return peaks_; }
+  // The mean utilization (0..1) of `job_devices` (by index) over the
+  // samples taken between `from` and `to`; nullopt without such samples.
+  std::optional<double> MeanUtilization(std::chrono::steady_clock::time_point from,
+                                        std::chrono::steady_clock::time_point to,
+                                        const std::vector<DeviceMemorySample>& job_devices) const;
 
  private:
   struct Api;
@@ -34,6 +43,11 @@ class DeviceMemorySampler {
   std::vector<void*> devices_;
   std::string source_;
   std::vector<DeviceMemorySample> peaks_;
+  struct UtilizationSample {
+    std::chrono::steady_clock::time_point at;
+    std::vector<int> gpu_percent;  // per device, -1 when not read
+  };
+  std::vector<UtilizationSample> utilization_;
 };
 
 }  // namespace pilot::supervisor

@@ -272,6 +272,10 @@ class Supervisor {
     in.out = out_;
     in.job = paths_;
     in.tick = [this] { sampler_.Sample(); };
+    in.device_utilization = [this](std::chrono::steady_clock::time_point from,
+                                   std::chrono::steady_clock::time_point to) {
+      return sampler_.MeanUtilization(from, to, JobDevices(sampler_.peaks(), o_.job_env));
+    };
     return RunProgramPilot(in, &res_, &info_);
   }
 

@@ -282,6 +282,40 @@ void CheckCheckpointRead(const ProgramInfo& prog, const Policy& p, std::vector<C
   add(CheckStatus::kPass, measured, "the resumed process opened the checkpoint the reference wrote");
 }
 
+// A program's processes worked while they reported steps: the job's GPUs
+// busy (NVML) where measured, else their CPU time (/proc), per phase, as the
+// supervisor measured them. A program that reports losses it never
+// computes keeps neither busy. Skip when no phase ran long enough (2 s).
+void CheckBusy(const ProgramInfo& prog, const Policy& p, std::vector<Check>* out) {
+  const double cores = p.thresholds.min_busy_cpu_cores;
+  const double util = p.thresholds.min_busy_device_utilization;
+  const std::string want = "GPUs >= " + FormatFixed(util * 100, 0) + "% busy, else >= " +
+                           FormatFixed(cores, 2) + " CPU cores";
+  if (prog.busy.empty()) {
+    out->push_back(MakeCheck(CheckName("busy"), CheckStatus::kSkip, "not measured", want,
+                             "no phase reported steps for 2 s or more", VerifiedBy::kSupervisor));
+    return;
+  }
+  std::vector<std::string> idle, seen;
+  for (const PhaseBusy& b : prog.busy) {
+    const bool gpu = b.device_utilization >= 0;
+    const std::string what = b.stage + " " + b.process + ": " +
+                             (gpu ? "GPUs " + FormatFixed(b.device_utilization * 100, 0) + "% busy, " : "") +
+                             FormatFixed(b.cpu_cores, 2) + " CPU cores over " + FormatFixed(b.seconds, 0) + " s";
+    seen.push_back(what);
+    if (gpu ? b.device_utilization < util : b.cpu_cores < cores) idle.push_back(what);
+  }
+  if (!idle.empty()) {
+    out->push_back(MakeCheck(CheckName("busy"), CheckStatus::kFail, idle.front(), want,
+                             "the program's processes kept the node idle while they reported steps (" +
+                                 Join(idle, "; ") + "): the losses were not computed there",
+                             VerifiedBy::kSupervisor));
+    return;
+  }
+  out->push_back(MakeCheck(CheckName("busy"), CheckStatus::kPass, seen.front(), want,
+                           Join(seen, "; "), VerifiedBy::kSupervisor));
+}
+
 // The full-node stage, when the run had one: it must have finished, and every
 // restore (same world size and another one) must have resumed equal. Scaling
 // below the policy's minimum is a warning on GPUs; on a CPU the figure says
@@ -771,7 +805,10 @@ Verdict Decide(const DecideInput& in, const Policy& policy, const HardwareCatalo
                           : compared          ? VerifiedBy::kSupervisor
                                               : VerifiedBy::kWorkload;
     CheckRestore(*s, by, policy, &checks);
-    if (in.results->program) CheckCheckpointRead(*in.results->program, policy, &checks);
+    if (in.results->program) {
+      CheckCheckpointRead(*in.results->program, policy, &checks);
+      CheckBusy(*in.results->program, policy, &checks);
+    }
   }
   if (in.results && in.results->program) {
     CheckProgramCheckpoint(in.verify, &checks);

@@ -56,6 +56,10 @@ void Fields(V& v, S& s, std::type_identity<Thresholds>) {
     Doc{"node stage against single (warn below)"});
   v("min_checkpoint_read_fraction", s.min_checkpoint_read_fraction, NumRange{0, 1}, kMayBeAbsent,
     Doc{"checkpoint bytes a program's resumed process must open"});
+  v("min_busy_cpu_cores", s.min_busy_cpu_cores, NumRange{0, 1024}, kMayBeAbsent,
+    Doc{"CPU cores a program's processes must keep busy while reporting steps"});
+  v("min_busy_device_utilization", s.min_busy_device_utilization, NumRange{0, 1}, kMayBeAbsent,
+    Doc{"GPU utilization a program must keep while reporting steps"});
 }
 
 template <class V, class S>

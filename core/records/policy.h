@@ -31,6 +31,10 @@ struct Thresholds {
   // A program's resumed process must open checkpoint files holding at
   // least this fraction of the listed bytes (check checkpoint_read).
   double min_checkpoint_read_fraction = 0.9;
+  // While a program reported steps, its processes must have kept at least
+  // this many CPU cores busy, or its GPUs this busy (check busy).
+  double min_busy_cpu_cores = 0.1;
+  double min_busy_device_utilization = 0.05;
 };
 
 // [planning]: assumptions of the throughput projection and the budget

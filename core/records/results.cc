@@ -396,6 +396,15 @@ void Fields(V& v, S& s, std::type_identity<CheckpointRead>) {
 }
 
 template <class V, class S>
+void Fields(V& v, S& s, std::type_identity<PhaseBusy>) {
+  v("stage", s.stage);
+  v("process", s.process);
+  v("seconds", s.seconds, NumRange{0, 1e9});
+  v("cpu_cores", s.cpu_cores, NumRange{0, 1e6});
+  v("device_utilization", s.device_utilization, NumRange{-1, 1});
+}
+
+template <class V, class S>
 void Fields(V& v, S& s, std::type_identity<ProgramInfo>) {
   v("command", s.command);
   v("workdir", s.workdir);
@@ -412,6 +421,7 @@ void Fields(V& v, S& s, std::type_identity<ProgramInfo>) {
   v("processes", s.processes);
   v("checkpoint_read", s.checkpoint_read, kMayBeAbsent);
   v("outlived", s.outlived, kMayBeAbsent);
+  v("busy", s.busy, kMayBeAbsent);
 }
 
 template <class V, class S>

@@ -387,6 +387,19 @@ struct CheckpointRead {
   bool operator==(const CheckpointRead&) const = default;
 };
 
+// How busy a phase's processes kept the node while they reported steps, as
+// root measured it: their CPU time (/proc) and the job's GPUs' utilization
+// (NVML) over the window from the first record to the last. A phase whose
+// window was under 2 s has no entry.
+struct PhaseBusy {
+  std::string stage;               // "single" | "node"
+  std::string process;             // "reference" | "resumed"
+  double seconds = 0;              // the window measured
+  double cpu_cores = 0;            // CPU seconds per second over it
+  double device_utilization = -1;  // 0..1, the GPUs' mean; -1 = not measured
+  bool operator==(const PhaseBusy&) const = default;
+};
+
 // What the supervisor saw of the user's program. Present when results.json
 // was written for a [program] pilot.
 struct ProgramInfo {
@@ -407,6 +420,7 @@ struct ProgramInfo {
   // Processes of a phase still alive when it ended (a daemon that left its
   // process group), killed then: "single resumed: pid 123 (python3), uid 1000".
   std::vector<std::string> outlived;
+  std::vector<PhaseBusy> busy;       // per phase, the supervisor's measurement
   bool operator==(const ProgramInfo&) const = default;
 };
 

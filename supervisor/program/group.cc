@@ -519,7 +519,9 @@ class GroupRun {
     for (Live& l : live_) {
       if (l.pid > 0) running.insert(l.pid);
     }
-    g_.peak_rss_bytes = std::max(g_.peak_rss_bytes, GroupRss(running));
+    const GroupUsage u = UsageOfGroups(running);
+    g_.peak_rss_bytes = std::max(g_.peak_rss_bytes, u.rss_bytes);
+    if (!all_reaped) cpu_samples_.emplace_back(Since(t0_), u.cpu_seconds);
   }
 
   Clock::time_point GraceFromNow() const {
@@ -622,6 +624,25 @@ class GroupRun {
     }
   }
 
+  // The processes' CPU time between the first and the last record kept, from
+  // the samples taken inside that window (two at least, 2 s apart).
+  void MeasureBusy() {
+    if (g_.records.size() < 2) return;
+    const double from = g_.records.front().arrived, to = g_.records.back().arrived;
+    const std::pair<double, double>* a = nullptr;
+    const std::pair<double, double>* b = nullptr;
+    for (const auto& s : cpu_samples_) {
+      if (s.first < from || s.first > to) continue;
+      if (a == nullptr) a = &s;
+      b = &s;
+    }
+    if (a == nullptr || b->first - a->first < 2.0) return;
+    g_.busy_window_seconds = b->first - a->first;
+    g_.busy_cpu_seconds = std::max(0.0, b->second - a->second);
+    g_.busy_from = t0_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(a->first));
+    g_.busy_to = t0_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(b->first));
+  }
+
   // The last records, every descriptor closed, the results.
   void Finish() {
     if (fan_fd_ >= 0) ReadWatchEvents();
@@ -645,6 +666,7 @@ class GroupRun {
       ::unlink(spec_.metrics_socket.c_str());
     }
     if (fan_fd_ >= 0) close(fan_fd_);
+    MeasureBusy();
     g_.wall_seconds = Since(t0_);
   }
 
@@ -656,6 +678,7 @@ class GroupRun {
   int listen_fd_ = -1;
   int fan_fd_ = -1;
   std::vector<Watched> watched_;
+  std::vector<std::pair<double, double>> cpu_samples_;  // seconds since t0, CPU seconds
   GroupResult g_;
   Clock::time_point last_record_;
   int64_t last_step_seen_ = 0;

@@ -37,6 +37,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <regex>
@@ -136,6 +137,14 @@ struct GroupResult {
   // the files could not be watched.
   std::vector<bool> watch_opened;
   std::string watch_problem;
+  // The phase's processes' CPU time while its records came: between two
+  // samples (/proc, every second) inside the window from the first kept
+  // record to the last; 0 seconds when the window held no two samples 2 s
+  // apart. busy_from/busy_to: the window on the steady clock, for the
+  // device's utilization over the same time.
+  double busy_window_seconds = 0;
+  double busy_cpu_seconds = 0;
+  std::chrono::steady_clock::time_point busy_from, busy_to;
   bool hung = false;                  // no record for step_timeout seconds
   double hung_seconds = 0;
   int64_t hung_after_step = 0;        // the last step any rank reported then

@@ -12,11 +12,12 @@
 
 namespace pilot::supervisor {
 
-int64_t GroupRss(const std::set<pid_t>& groups) {
+GroupUsage UsageOfGroups(const std::set<pid_t>& groups) {
+  GroupUsage u;
   DIR* d = opendir("/proc");
-  if (d == nullptr) return 0;
+  if (d == nullptr) return u;
   const long page = sysconf(_SC_PAGESIZE);
-  int64_t total = 0;
+  const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
   while (dirent* e = readdir(d)) {
     if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
     const std::string path = std::string("/proc/") + e->d_name + "/stat";
@@ -29,27 +30,21 @@ int64_t GroupRss(const std::set<pid_t>& groups) {
     buf[n] = '\0';
     const char* rp = std::strrchr(buf, ')');
     if (rp == nullptr) continue;
-    char state = 0;
-    long ppid = 0, pgrp = 0;
-    if (std::sscanf(rp + 1, " %c %ld %ld", &state, &ppid, &pgrp) != 3) continue;
-    if (groups.count(static_cast<pid_t>(pgrp)) == 0) continue;
-    // Fields after ')': state(3) ... rss is field 24 of the whole line.
+    // Fields after the command (proc(5)): 3 state, 4 ppid, 5 pgrp, ...,
+    // 14 utime, 15 stime, 16 cutime, 17 cstime, ..., 24 rss.
+    long long f[25] = {};
     const char* p = rp + 1;
-    int field = 2;
-    long long rss = 0;
-    while (*p != '\0' && field < 24) {
+    for (int field = 3; field <= 24 && *p != '\0'; ++field) {
       while (*p == ' ') ++p;
-      ++field;
-      if (field == 24) {
-        rss = std::atoll(p);
-        break;
-      }
+      if (field > 3) f[field] = std::atoll(p);
       while (*p != '\0' && *p != ' ') ++p;
     }
-    total += rss * page;
+    if (groups.count(static_cast<pid_t>(f[5])) == 0) continue;
+    u.rss_bytes += f[24] * page;
+    u.cpu_seconds += static_cast<double>(f[14] + f[15] + f[16] + f[17]) / tick;
   }
   closedir(d);
-  return total;
+  return u;
 }
 
 bool ReadStat(pid_t pid, long* ppid, std::string* comm) {

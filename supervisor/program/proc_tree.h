@@ -28,7 +28,12 @@ std::string NameProcess(pid_t pid);
 // Every process whose parent chain reaches `ancestor` (not itself).
 std::vector<pid_t> DescendantsOf(pid_t ancestor);
 
-// Resident bytes of every process whose process group is one of `groups`.
-int64_t GroupRss(const std::set<pid_t>& groups);
+// Resident bytes and CPU time (user and system, its reaped children's
+// included) of every process whose process group is one of `groups`.
+struct GroupUsage {
+  int64_t rss_bytes = 0;
+  double cpu_seconds = 0;
+};
+GroupUsage UsageOfGroups(const std::set<pid_t>& groups);
 
 }  // namespace pilot::supervisor

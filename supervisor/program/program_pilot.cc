@@ -191,6 +191,20 @@ class ProgramPilot {
           ", " + std::to_string(r.records) + " records, " + FormatFixed(r.wall_seconds, 1) + " s" +
           (r.terminated ? " (ended by the supervisor)" : ""));
     }
+    if (g.busy_window_seconds > 0) {
+      PhaseBusy b;
+      b.stage = stage;
+      b.process = process;
+      b.seconds = g.busy_window_seconds;
+      b.cpu_cores = g.busy_cpu_seconds / g.busy_window_seconds;
+      if (in_.device_utilization) {
+        if (std::optional<double> u = in_.device_utilization(g.busy_from, g.busy_to)) b.device_utilization = *u;
+      }
+      program_.busy.push_back(b);
+      Log(stage + " " + process + ": " + FormatFixed(b.cpu_cores, 2) + " CPU cores" +
+          (b.device_utilization >= 0 ? ", GPUs " + FormatFixed(b.device_utilization * 100, 0) + "% busy" : "") +
+          " over " + FormatFixed(b.seconds, 1) + " s of steps");
+    }
     for (const std::string& o : g.outlived) {
       program_.outlived.push_back(stage + " " + process + ": " + o);
       Log(stage + " " + process + ": " + o + " outlived the phase: killed");

@@ -18,7 +18,9 @@
 // Thread-safety: process-level (forks); the supervisor's single thread.
 #pragma once
 
+#include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,6 +40,11 @@ struct ProgramPilotInput {
   std::string out;                    // the job's work folder (the user's)
   job::JobPaths job;                  // the job's root-owned folder and its files
   std::function<void()> tick;         // device memory sampling
+  // The job's GPUs' mean utilization (0..1) between two times; nullopt
+  // without samples (no NVML, a CPU pilot). May be empty.
+  std::function<std::optional<double>(std::chrono::steady_clock::time_point,
+                                      std::chrono::steady_clock::time_point)>
+      device_utilization;
 };
 
 // Fills res->single, res->node, res->program and info->restore_compared;

@@ -43,6 +43,8 @@ FAULTS = {
                       "steps 1..N in its name, then lingers",
     "escape_crash": "stderr ends in terminal escapes that repaint the line, then the process fails",
     "stderr_bytes": "stderr carries a latin-1 byte and progress bars cut inside a character",
+    "fake_training": "reports made-up losses, 0.5 s apart, without training; saves and restores "
+                     "its checkpoint as a clean run does",
 }
 VOCAB = 64
 
@@ -224,8 +226,20 @@ def main(argv=None):
         start_forger(args.steps)
     if fault == "stderr_bytes":
         noisy_stderr()
+    if fault == "fake_training" and not resume:  # the optimizer's state exists, as in training
+        x, y = batch(args.seed, 0, rank, args.micro_batch, seq, device)
+        F.cross_entropy(net(x).reshape(-1, VOCAB), y.reshape(-1)).backward()
+        opt.step()
 
     for step in range(first, args.steps + 1):
+        if fault == "fake_training":
+            time.sleep(0.5)
+            report(2.0 - 0.01 * step, tokens=seq * args.micro_batch, model=model, optimizer=opt,
+                   lr=opt.param_groups[0]["lr"], seq_len=seq, micro_batch=args.micro_batch)
+            if slurm_pilot.checkpoint_due(step):
+                save_checkpoint(slurm_pilot.checkpoint_dir(), step, rank, world, model, opt, sched,
+                                device, fault)
+            continue
         if fault == "hang" and step == 3 and reference:
             while True:
                 time.sleep(3600)

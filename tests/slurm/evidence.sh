@@ -228,7 +228,7 @@ case_hostile_env() {
   note "hostile env dropped ($names); linked metrics left out of root's report"
 }
 
-# A user's program against its own pilot (program mode), five jobs at once:
+# A user's program against its own pilot (program mode), six jobs at once:
 #  - a clean program while a process of the user outside every job writes
 #    records in its name to the phases' sockets: NO-GO naming the writer;
 #  - a reference process whose daemon (setsid, double fork) reports every
@@ -241,12 +241,15 @@ case_hostile_env() {
 #  - standard error with a latin-1 byte and progress bars cut inside a
 #    character: GO, results.json valid UTF-8;
 #  - a failure whose standard error repaints its line with terminal escapes:
-#    `pilot verdict` shows the escapes as text, never the bytes.
+#    `pilot verdict` shows the escapes as text, never the bytes;
+#  - a program that reports made-up losses without training, saving and
+#    restoring its checkpoint as a clean one does: NO-GO from busy (its
+#    processes kept no CPU busy while it reported steps).
 case_program_attacks() {
   local dir fault cfg cmd
   dir=$(user_copy "$SRC/tests/program" program)
   declare -A jobs=()
-  for fault in clean escaped_forger retrain_on_resume stderr_bytes escape_crash; do
+  for fault in clean escaped_forger retrain_on_resume stderr_bytes escape_crash fake_training; do
     cfg=$dir/$fault.toml
     cmd='["python3", "tiny.py"]'
     [[ $fault == clean ]] || cmd="[\"python3\", \"tiny.py\", \"--fault\", \"$fault\"]"
@@ -319,6 +322,14 @@ PY
   grep -q "restore fail" <<<"$out" || fail "escape_crash: the reason is not shown: $out"
   if LC_ALL=C grep -q $'[\x1b\r]' <<<"$out"; then fail "pilot verdict printed raw escapes: $(od -c <<<"$out" | head)"; fi
   grep -qF '\x1b' <<<"$out" || fail "escape_crash: the escape is not shown as text: $out"
+  # Losses without training.
+  job=${jobs[fake_training]}
+  [[ $(decision "$job") == NO-GO ]] || fail "fake_training: job $job is $(decision "$job")"
+  [[ $(check_named "$job" busy) == fail ]] || fail "fake_training: busy $(check_named "$job" busy): $(reason_of "$job")"
+  [[ $(check_named "$job" restore) == pass && $(check_named "$job" checkpoint_read) == pass ]] ||
+    fail "fake_training: only busy should fail: $(reason_of "$job")"
+  [[ $(check_named "${jobs[stderr_bytes]}" busy) != fail ]] || fail "a training program counted as idle: $(reason_of "${jobs[stderr_bytes]}")"
+  note "fake_training -> $(check_detail "$job" busy)"
   # Nothing of the user's survives the pilots.
   sleep 1
   if pgrep -u "$TEST_USER" -f tiny.py >/dev/null; then

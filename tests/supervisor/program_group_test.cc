@@ -182,6 +182,23 @@ TEST_F(GroupTest, AnEscapedDaemonIsReadKilledAndNamed) {
   EXPECT_NE(kill(daemon, 0), 0);
 }
 
+// The processes' CPU time while they report steps: a program that only
+// sleeps between its records keeps no core busy; one that computes does.
+TEST_F(GroupTest, CpuTimeWhileReportingIsMeasured) {
+  auto run = [&](const std::string& between) {
+    GroupSpec s = Spec();
+    s.ranks.push_back(Rank(0, "for i in 1 2 3 4 5; do echo '{\"step\": '$i', \"loss\": 1}'; " + between +
+                                  "; done | \"$SEND\""));
+    return RunGroup(s);
+  };
+  GroupResult idle = run("sleep 0.8");
+  ASSERT_GT(idle.busy_window_seconds, 2.0);
+  EXPECT_LT(idle.busy_cpu_seconds / idle.busy_window_seconds, 0.05);
+  GroupResult busy = run("end=$(($(date +%s) + 1)); while [ $(date +%s) -lt $end ]; do :; done");
+  ASSERT_GT(busy.busy_window_seconds, 2.0);
+  EXPECT_GT(busy.busy_cpu_seconds / busy.busy_window_seconds, 0.1);
+}
+
 // Which watched files a process of the phase opened (root: fanotify).
 TEST_F(GroupTest, TheFilesAPhaseOpenedAreSeen) {
   for (const char* f : {"/a", "/b"}) std::ofstream(dir_ + f) << "x";

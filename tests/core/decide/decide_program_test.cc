@@ -249,5 +249,31 @@ TEST(DecideProgram, CheckpointReadIsWhatRootSaw) {
   EXPECT_EQ(warned.decision, Decision::kGo);
 }
 
+// The supervisor's measure of work while steps were reported: the GPUs'
+// utilization where NVML sampled them, else the processes' CPU time.
+TEST(DecideProgram, BusyIsWhatRootMeasured) {
+  auto busy = [](std::vector<PhaseBusy> b) {
+    DecideInput in = ProgramPilot();
+    in.results->program->busy = std::move(b);
+    return DecideNow(in);
+  };
+  const Verdict none = busy({});
+  EXPECT_EQ(Get(none, "busy").status, CheckStatus::kSkip);
+  EXPECT_EQ(none.decision, Decision::kGo);
+  const Verdict cpu = busy({{"single", "reference", 12, 0.95, -1}, {"single", "resumed", 6, 0.9, -1}});
+  EXPECT_EQ(Get(cpu, "busy").status, CheckStatus::kPass);
+  EXPECT_EQ(Get(cpu, "busy").verified_by, VerifiedBy::kSupervisor);
+  const Verdict idle = busy({{"single", "reference", 12, 0.95, -1}, {"single", "resumed", 6, 0.01, -1}});
+  EXPECT_EQ(Get(idle, "busy").status, CheckStatus::kFail);
+  EXPECT_EQ(Get(idle, "busy").measured, "single resumed: 0.01 CPU cores over 6 s");
+  EXPECT_EQ(idle.decision, Decision::kNoGo);
+  // On GPUs the device's utilization decides, not the CPU.
+  const Verdict gpu_idle = busy({{"single", "reference", 30, 1.0, 0.0}});
+  EXPECT_EQ(Get(gpu_idle, "busy").status, CheckStatus::kFail);
+  const Verdict gpu = busy({{"single", "reference", 30, 0.02, 0.87}});
+  EXPECT_EQ(Get(gpu, "busy").status, CheckStatus::kPass);
+  EXPECT_EQ(Get(gpu, "busy").measured, "single reference: GPUs 87% busy, 0.02 CPU cores over 30 s");
+}
+
 }  // namespace
 }  // namespace pilot
