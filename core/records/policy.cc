@@ -118,6 +118,8 @@ void Fields(V& v, S& s, std::type_identity<Policy>) {
     Doc{"folder with the slurm_pilot Python package, put first on a program's PYTHONPATH"});
   v("allow_test_switches", s.allow_test_switches, kMayBeAbsent,
     Doc{"pass PILOT_RUNNER_TEST_* variables to the workload (test clusters only)"});
+  v("require_ptrace_scope", s.require_ptrace_scope, kMayBeAbsent,
+    Doc{"fail a verdict whose node has kernel.yama.ptrace_scope below 1 (false: warn)"});
   v("independent_checks", s.independent_checks, kMayBeAbsent,
     Doc{"checks the workload alone cannot pass"});
   v("verify_timeout_seconds", s.verify_timeout_seconds, IntRange{1, 86400}, kMayBeAbsent,

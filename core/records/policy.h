@@ -78,6 +78,9 @@ struct Policy {
   // PILOT_RUNNER_TEST_* switches reach the workload only when true (test
   // clusters); otherwise the supervisor drops them from its environment.
   bool allow_test_switches = false;
+  // A node whose kernel.yama.ptrace_scope is below 1 (or that has no Yama)
+  // fails the verdict's ptrace_scope check; false: the check warns.
+  bool require_ptrace_scope = true;
   // Checks that pass only when something other than the workload itself
   // established them (verified_by supervisor, epilog or prolog).
   std::vector<std::string> independent_checks = {"completed", "restore", "checkpoint"};
