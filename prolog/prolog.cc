@@ -223,6 +223,7 @@ class Pinner {
     lock_.job.node_list = job_.node_list;
     lock_.job.host = job_.host;
     lock_.job.submit_dir = job_.work_dir;
+    lock_.job.gpus = job_.gpus;
   }
 
   static Result<std::string> NewInstance() {

@@ -81,6 +81,17 @@ TEST_F(RunPrologTest, TheWorkFolderIsTheUsersWhereTheLayoutSaysByDefault) {
   EXPECT_TRUE(fs::exists(Layout().ReserveFile()));
 }
 
+// Proves: the lock records the job's GPUs as slurmd gave them to the
+// prolog (SLURM_JOB_GPUS): what the supervisor samples, whatever the job's
+// own environment says.
+TEST_F(RunPrologTest, TheLockRecordsTheJobsGpusFromSlurmd) {
+  job_.gpus = "1,2";
+  ASSERT_TRUE(prolog::RunProlog(opts_, job_, deps_).ok());
+  Result<Lock> lock = ReadLock(Layout().Job(42).lock);
+  ASSERT_TRUE(lock.ok()) << lock.status().ToString();
+  EXPECT_EQ(lock->job.gpus, std::optional<std::string>("1,2"));
+}
+
 TEST_F(RunPrologTest, AnotherNodeOfTheJobRecordsItselfAndLeavesTheJobsFolderAlone) {
   job_.nodes = 2;
   job_.node_list = "pn[1-2]";
