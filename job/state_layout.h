@@ -30,7 +30,9 @@
 //   STATE/verdicts/history/          root 0755   made when a verdict is replaced
 //   STATE/verdicts/history/JOBID-INSTANCE.json
 //                                    root 0644   a replaced verdict, never overwritten
-//                                                (JOBID-INSTANCE.N.json for the Nth clash)
+//                                                (JOBID-INSTANCE.N.json for the Nth clash);
+//                                                an earlier start's moves here when the
+//                                                prolog of a new start of JOBID runs
 //   STATE/outbox/                    root 0700   verdicts not yet posted (core/records/outbox.h)
 //   STATE/grants/                    root 0755   made by `pilot grant`
 //   STATE/grants/JOBID.json          root 0644   one granted reservation

@@ -92,6 +92,29 @@ Result<StoredVerdictFile> StoreVerdict(const StateLayout& layout, int64_t job_id
   return out;
 }
 
+RetiredVerdicts RetireEarlierVerdicts(const StateLayout& layout, int64_t job_id,
+                                      const std::string& instance) {
+  RetiredVerdicts out;
+  for (const std::string& path : {layout.VerdictFile(job_id), layout.UnstoredFile(job_id)}) {
+    struct stat sb {};
+    if (::lstat(path.c_str(), &sb) != 0) {
+      if (errno != ENOENT && out.error.ok()) out.error = Status::IoError(path, std::strerror(errno));
+      continue;
+    }
+    Result<Verdict> v = ReadVerdict(path);
+    const std::string of = v.ok() ? VerdictInstance(*v) : "unreadable";
+    if (v.ok() && of == instance) continue;  // this start's own (a prolog run twice)
+    Result<std::string> to = MoveToHistory(layout, job_id, of, path);
+    if (!to.ok()) {
+      if (out.error.ok()) out.error = to.status();
+      continue;
+    }
+    ::chmod(to->c_str(), 0644);
+    out.moved_to.push_back(*to);
+  }
+  return out;
+}
+
 Result<std::string> QueueUnstoredVerdict(const StateLayout& layout, int64_t job_id,
                                          std::string_view body, const LogLine& log) {
   PILOT_RETURN_IF_ERROR(MakeRootDir(layout.OutboxDir(), 0700));

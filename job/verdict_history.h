@@ -50,6 +50,21 @@ Result<StoredVerdictFile> StoreVerdict(const StateLayout& layout, int64_t job_id
                                        const std::string& instance, std::string_view body,
                                        const LogLine& log = nullptr);
 
+// Before a new start of job `job_id` (instance `instance`) runs: a verdict
+// stored for the job id, or one queued for `pilot flush` to store
+// (QueueUnstoredVerdict), that is not of `instance` belongs to an earlier
+// start of the id (a requeue, or a job id Slurm hands out again after its
+// ids restarted), so it moves into the history folder now, as StoreVerdict
+// would move it later: `pilot verdict JOBID` and `pilot grant JOBID` never
+// take it for the new job's, and a flush cannot put it back over the new
+// one. A moved queued verdict becomes 0644 there like every verdict.
+struct RetiredVerdicts {
+  std::vector<std::string> moved_to;  // where each one went (empty: none to move)
+  Status error;  // kIoError naming one that could not be moved (it stays where it was)
+};
+RetiredVerdicts RetireEarlierVerdicts(const StateLayout& layout, int64_t job_id,
+                                      const std::string& instance);
+
 // A signed verdict StoreVerdict could not store, kept for `pilot flush`:
 // written (WriteWithReserve, root, 0600) as layout.UnstoredFile(job_id),
 // the folder made (root, 0700) when missing; a queued one of the same job is

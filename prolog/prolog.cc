@@ -25,6 +25,7 @@
 #include "job/reserve.h"
 #include "job/state_dir.h"
 #include "job/state_layout.h"
+#include "job/verdict_history.h"
 
 namespace pilot::prolog {
 namespace {
@@ -144,6 +145,7 @@ class Pinner {
     }
     job::JobPaths paths = layout.Job(job_.job_id);
     PILOT_ASSIGN_OR_RETURN(std::string instance, NewInstance());
+    RetireEarlierVerdicts(layout, instance);
     Status made = MoveAsideEarlier(layout, paths);
     if (made.ok()) made = job::MakeRootDir(paths.dir, 0755);
     if (!made.ok()) {
@@ -229,6 +231,18 @@ class Pinner {
   static Result<std::string> NewInstance() {
     PILOT_ASSIGN_OR_RETURN(std::string bytes, RandomBytes(16));
     return HexEncode(bytes);
+  }
+
+  // A verdict stored (or queued for `pilot flush`) under this job id is an
+  // earlier start's: it goes to the history now, before this start can be
+  // read as having it. One that cannot be moved is logged; the job runs.
+  void RetireEarlierVerdicts(const job::StateLayout& layout, const std::string& instance) {
+    job::RetiredVerdicts r = job::RetireEarlierVerdicts(layout, job_.job_id, instance);
+    for (const std::string& to : r.moved_to) Log("an earlier start's verdict moved to " + to);
+    if (!r.error.ok()) {
+      Log("cannot move an earlier start's verdict aside: " + r.error.Message() +
+          "; it reads as this job's until this job's verdict replaces it");
+    }
   }
 
   // A folder for this job id from an earlier start (a requeue, or an id

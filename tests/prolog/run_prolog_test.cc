@@ -7,10 +7,12 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "core/records/lock.h"
+#include "core/records/verdict.h"
 #include "job/state_layout.h"
 #include "prolog/prolog.h"
 #include "tests/job/tiny_fs.h"
@@ -90,6 +92,26 @@ TEST_F(RunPrologTest, TheLockRecordsTheJobsGpusFromSlurmd) {
   Result<Lock> lock = ReadLock(Layout().Job(42).lock);
   ASSERT_TRUE(lock.ok()) << lock.status().ToString();
   EXPECT_EQ(lock->job.gpus, std::optional<std::string>("1,2"));
+}
+
+// Proves: after Slurm's job ids restart, the prolog of a new job 42 moves
+// the verdict an earlier job 42 left into the history, so `pilot verdict
+// 42` shows no earlier series' verdict for the new job.
+TEST_F(RunPrologTest, AnEarlierJobsVerdictMovesToTheHistory) {
+  const job::StateLayout layout = Layout();
+  fs::create_directories(layout.VerdictsDir());
+  Verdict earlier;
+  earlier.job = {42, "bob", "old-run", std::string(64, 'a')};
+  earlier.instance = "0123456789abcdef0123456789abcdef";
+  earlier.issued = "2026-01-01T00:00:00Z";
+  earlier.expires = "2026-01-15T00:00:00Z";
+  std::ofstream(layout.VerdictFile(42)) << VerdictToJson(earlier);
+  testing::internal::CaptureStderr();
+  ASSERT_TRUE(prolog::RunProlog(opts_, job_, deps_).ok());
+  const std::string log = testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(fs::exists(layout.VerdictFile(42)));
+  EXPECT_TRUE(fs::exists(layout.VerdictHistoryFile(42, earlier.instance)));
+  EXPECT_NE(log.find("an earlier start's verdict moved to"), std::string::npos) << log;
 }
 
 TEST_F(RunPrologTest, AnotherNodeOfTheJobRecordsItselfAndLeavesTheJobsFolderAlone) {
