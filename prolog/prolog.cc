@@ -156,6 +156,8 @@ class Pinner {
           "; no lock: the task will not run the pilot and the verdict is NO-GO");
       return Status::Ok();
     }
+    RefuseBelowFloor(layout);
+    SetAsideVerdictSpace(paths.verdict_space);
     PILOT_RETURN_IF_ERROR(PrepareWork(layout, paths.work));
 
     lock_.instance = instance;
@@ -231,6 +233,38 @@ class Pinner {
   static Result<std::string> NewInstance() {
     PILOT_ASSIGN_OR_RETURN(std::string bytes, RandomBytes(16));
     return HexEncode(bytes);
+  }
+
+  // Below the policy's floor of free space on the state directory's file
+  // system a new pilot is refused: the lock problem state_space_low (the
+  // task does not start it, the verdict is NO-GO), never a failed prolog.
+  void RefuseBelowFloor(const job::StateLayout& layout) {
+    Result<std::optional<int64_t>> below = job::FreeBelowFloor(layout, opts_.floor_bytes);
+    if (!below.ok()) {
+      Log("cannot measure the state directory's free space: " + below.status().Message());
+      return;
+    }
+    if (!*below) return;
+    constexpr int64_t kMiB = int64_t{1} << 20;
+    const std::string detail =
+        "the state directory's file system (" + layout.root() + ") has " +
+        std::to_string(**below / kMiB) + " MiB free, below the site's floor of " +
+        std::to_string(opts_.floor_bytes / kMiB) +
+        " MiB (state_floor_mb): pilots are refused, and their jobs' commands not run, until "
+        "space is freed there";
+    Problem(job::kProblemStateSpaceLow, detail);
+    Log("refusing the pilot: " + detail);
+  }
+
+  // The blocks the verdict will be written into, taken now, before the
+  // job's work (or another user's) can take them (job/reserve.h). Without
+  // them the epilog writes the verdict anew, from free space or the reserve.
+  void SetAsideVerdictSpace(const std::string& path) {
+    Status s = job::SetAsideVerdictSpace(path);
+    if (!s.ok()) {
+      Log("cannot set space aside for the verdict: " + s.Message() +
+          "; the epilog will need free space to store it");
+    }
   }
 
   // A verdict stored (or queued for `pilot flush`) under this job id is an

@@ -96,6 +96,8 @@ void Fields(V& v, S& s, std::type_identity<Policy>) {
     Doc{"run as root with WORK_DIR UID JOBID after the prolog made the work folder"});
   v("state_reserve_mb", s.state_reserve_mb, IntRange{0, 4096}, kMayBeAbsent,
     Doc{"space kept free in the state directory for locks and verdicts"});
+  v("state_floor_mb", s.state_floor_mb, IntRange{0, 1 << 20}, kMayBeAbsent,
+    Doc{"free space below which the prolog refuses new pilots (state_space_low)"});
   v("key_file", s.key_file, Validate{&AbsoluteOrEmpty}, kMayBeAbsent,
     Doc{"the verdict signing key"});
   v("signing_key_file", s.signing_key_file, Validate{&AbsoluteOrEmpty}, kMayBeAbsent,

@@ -64,6 +64,11 @@ struct Policy {
   // Size of STATE/reserve, released when the state directory's file system
   // is full so the lock or the verdict can still be written (0 = none).
   int state_reserve_mb = 8;
+  // Free space the state directory's file system must have (beyond the
+  // reserve) for the prolog to admit a new pilot; below it the pilot is
+  // refused with the lock problem state_space_low (NO-GO), the node stays
+  // up (0 = no floor).
+  int state_floor_mb = 64;
   std::string key_file = "/etc/slurm-pilot/verdict.key";
   std::string signing_key_file = "/etc/slurm-pilot/verdict-ed25519.key";  // private, root only
   std::string public_key_file = "/etc/slurm-pilot/verdict-ed25519.pub";   // world-readable

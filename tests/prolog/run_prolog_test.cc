@@ -13,6 +13,7 @@
 
 #include "core/records/lock.h"
 #include "core/records/verdict.h"
+#include "job/reserve.h"
 #include "job/state_layout.h"
 #include "prolog/prolog.h"
 #include "tests/job/tiny_fs.h"
@@ -39,6 +40,7 @@ class RunPrologTest : public ::testing::Test {
     opts_.state_dir = dir_ + "/state";
     opts_.runner = "/nonexistent/pilot-runner";
     opts_.reserve_bytes = 256 << 10;
+    opts_.floor_bytes = 0;  // FullStateTest sets one
     job_.job_id = 42;
     job_.uid = 4321;
     job_.gid = 4321;
@@ -240,6 +242,45 @@ TEST_F(FullStateTest, TheLockIsWrittenFromTheReserve) {
                      "released its reserve"),
             std::string::npos)
       << log;
+}
+
+// Proves: before the job runs, the prolog sets aside the blocks its verdict
+// will be written into (job/reserve.h), in the job's root-only folder.
+TEST_F(RunPrologTest, TheVerdictsSpaceIsSetAsideBeforeTheJobRuns) {
+  ASSERT_TRUE(prolog::RunProlog(opts_, job_, deps_).ok());
+  const std::string space = Layout().Job(42).verdict_space;
+  struct stat sb {};
+  ASSERT_EQ(lstat(space.c_str(), &sb), 0);
+  EXPECT_EQ(sb.st_uid, 0u);
+  EXPECT_EQ(sb.st_mode & 07777, 0600u);
+  EXPECT_GE(static_cast<int64_t>(sb.st_blocks) * 512, job::kVerdictSpaceBytes);
+}
+
+// Proves: below the policy's floor the pilot is refused with a clear
+// reason in the lock (state_space_low, the free and the required MiB), the
+// prolog does not fail (no drain), and the verdict's space is still set
+// aside, so the NO-GO can be stored.
+TEST_F(FullStateTest, BelowTheFloorThePilotIsRefusedWithAReason) {
+  opts_.floor_bytes = int64_t{64} << 20;
+  testing::internal::CaptureStderr();
+  Status s = prolog::RunProlog(opts_, job_, deps_);
+  const std::string log = testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  Result<Lock> lock = ReadLock(Layout().Job(42).lock);
+  ASSERT_TRUE(lock.ok()) << lock.status().ToString();
+  ASSERT_TRUE(HasProblem(*lock, job::kProblemStateSpaceLow)) << log;
+  for (const LockProblem& p : lock->problems) {
+    if (p.code != job::kProblemStateSpaceLow) continue;
+    EXPECT_NE(p.detail.find("MiB free, below the site's floor of 64 MiB (state_floor_mb)"),
+              std::string::npos)
+        << p.detail;
+  }
+  EXPECT_TRUE(fs::exists(Layout().Job(42).verdict_space));
+  EXPECT_NE(log.find("pilot-prolog: job 42: refusing the pilot: "), std::string::npos) << log;
+  // Room enough: admitted again.
+  opts_.floor_bytes = 64 << 10;
+  ASSERT_TRUE(prolog::RunProlog(opts_, job_, deps_).ok());
+  EXPECT_FALSE(HasProblem(ReadLock(Layout().Job(42).lock).value(), job::kProblemStateSpaceLow));
 }
 
 TEST_F(FullStateTest, NoRoomEvenAfterTheReserveIsNoFailureAndNoLock) {
