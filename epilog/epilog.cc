@@ -368,7 +368,8 @@ Result<EpilogReport> RunEpilog(const Policy& policy, const JobEnv& job, const Ep
   // broken node: the verdict waits in the outbox's unstored/ folder for
   // `pilot flush`, or, when even that fails, its decision goes to the log.
   Result<job::StoredVerdictFile> stored =
-      job::StoreVerdict(layout, job.job_id, job::VerdictInstance(v), body, log, paths.verdict_space);
+      job::StoreVerdict(layout, job.job_id, job::VerdictInstance(v), body, log,
+                        paths.verdict_space);
   if (stored.ok()) {
     report.verdict_path = stored->path;
     report.history_path = stored->moved_to;

@@ -162,7 +162,9 @@ Result<StoredVerdictFile> StoreVerdict(const StateLayout& layout, int64_t job_id
     out.space_used = true;
     return out;
   }
-  if (!why.empty() && log) log("cannot write the verdict into its space (" + why + "): writing it anew");
+  if (!why.empty() && log) {
+    log("cannot write the verdict into its space (" + why + "): writing it anew");
+  }
   PILOT_RETURN_IF_ERROR(WriteWithReserve(layout, out.path, body, 0644, log));
   return out;
 }

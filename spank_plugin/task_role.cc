@@ -60,10 +60,9 @@ TaskDecision DecideTask(const job::StateLayout& layout, int64_t job_id, uid_t ui
                 "); not starting a pilot, nor the job's command";
     return d;
   }
-  const auto low = std::find_if(lock->problems.begin(), lock->problems.end(),
-                                [](const LockProblem& p) {
-                                  return p.code == job::kProblemStateSpaceLow;
-                                });
+  const auto low =
+      std::find_if(lock->problems.begin(), lock->problems.end(),
+                   [](const LockProblem& p) { return p.code == job::kProblemStateSpaceLow; });
   if (low != lock->problems.end()) {
     d.role = TaskRole::kRefuse;
     d.message = job + "pilot refused: " + low->detail;

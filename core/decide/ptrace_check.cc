@@ -21,9 +21,10 @@ std::optional<Check> PtraceScopeCheck(const Results* results, const Policy& poli
   }
   c.measured = scope < 0 ? std::string("no Yama (kernel.yama.ptrace_scope absent)")
                          : "kernel.yama.ptrace_scope = " + std::to_string(scope);
-  c.detail = "another process of the job's user on this node (a login shell, another job) "
-             "could attach to the workload with ptrace and change what it reports; set "
-             "kernel.yama.ptrace_scope = 1 on pilot nodes";
+  c.detail =
+      "another process of the job's user on this node (a login shell, another job) "
+      "could attach to the workload with ptrace and change what it reports; set "
+      "kernel.yama.ptrace_scope = 1 on pilot nodes";
   if (policy.require_ptrace_scope) {
     c.status = CheckStatus::kFail;
     c.detail += " (the site requires it: require_ptrace_scope)";

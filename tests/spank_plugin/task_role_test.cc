@@ -87,8 +87,9 @@ TEST_F(DecideTaskTest, AJobWithoutPilotRunsItsCommand) {
 // state_space_low) refuses the task, with the prolog's sentence.
 TEST_F(DecideTaskTest, ALockBelowTheFloorRefusesWithItsReason) {
   Lock l = LockOf(42, 1001);
-  l.problems.push_back({job::kProblemStateSpaceLow, "the state directory's file system has 3 MiB "
-                                                    "free, below the site's floor of 64 MiB"});
+  l.problems.push_back({job::kProblemStateSpaceLow,
+                        "the state directory's file system has 3 MiB "
+                        "free, below the site's floor of 64 MiB"});
   Write(layout().Job(42).lock, l);
   TaskDecision d = DecideTask(layout(), 42, 1001, true, "n1");
   EXPECT_EQ(d.role, TaskRole::kRefuse);
