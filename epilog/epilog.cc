@@ -174,7 +174,14 @@ EpilogInputs GatherInputs(const Policy& policy, const JobEnv& job, const EpilogD
   // read at all.
   in.results_path = paths.results;
   Result<Results> r = ReadResultsFile(paths.results);
-  if (!r.ok() && r.status().code() == Code::kNotFound) {
+  const bool refused = in.lock && std::any_of(in.lock->problems.begin(), in.lock->problems.end(),
+                                              [](const LockProblem& p) {
+                                                return p.code == job::kProblemStateSpaceLow;
+                                              });
+  if (!r.ok() && r.status().code() == Code::kNotFound && refused) {
+    in.results_problem = "no results: the pilot was not started, the state directory's file "
+                         "system being below the site's floor (state_space_low)";
+  } else if (!r.ok() && r.status().code() == Code::kNotFound) {
     in.results_problem = "no results.json from the supervisor: the pilot did not finish "
                          "(crashed, killed, out of time or cancelled)" + why_ended;
   } else if (!r.ok()) {
@@ -361,7 +368,8 @@ Result<EpilogReport> RunEpilog(const Policy& policy, const JobEnv& job, const Ep
   // broken node: the verdict waits in the outbox's unstored/ folder for
   // `pilot flush`, or, when even that fails, its decision goes to the log.
   Result<job::StoredVerdictFile> stored =
-      job::StoreVerdict(layout, job.job_id, job::VerdictInstance(v), body, log);
+      job::StoreVerdict(layout, job.job_id, job::VerdictInstance(v), body, log,
+                        paths.verdict_space);
   if (stored.ok()) {
     report.verdict_path = stored->path;
     report.history_path = stored->moved_to;

@@ -66,6 +66,7 @@ Result<JobEnv> ReadJobEnv(const Lookup& env) {
   job.out = Get(env, kJobControlOut);
   job.exit_code = Get(env, "SLURM_JOB_EXIT_CODE2");
   job.container_image = Get(env, kOptionPyxisImage);
+  job.gpus = Get(env, "SLURM_JOB_GPUS");
   return job;
 }
 

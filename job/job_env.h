@@ -42,6 +42,7 @@ struct JobEnv {
   std::string out;          // --pilot-out, "" = the job's work folder
   std::string exit_code;    // epilog: SLURM_JOB_EXIT_CODE2 ("0:0", "0:9")
   std::string container_image;  // pyxis --container-image, when used
+  std::string gpus;  // SLURM_JOB_GPUS: the job's GPUs on this node ("0,3"), slurmd's
 };
 
 // Reads the job from `env`. Errors (kInvalid): SLURM_JOB_ID or

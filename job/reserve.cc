@@ -91,6 +91,32 @@ Result<bool> EnsureReserve(const StateLayout& layout, int64_t bytes) {
   return true;
 }
 
+Status SetAsideVerdictSpace(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return Status::IoError(path, std::string("open: ") + std::strerror(errno));
+  Status s = Preallocate(fd, kVerdictSpaceBytes, path);
+  if (s.ok() && ::fsync(fd) != 0) {
+    s = Status::IoError(path, std::string("fsync: ") + std::strerror(errno));
+  }
+  if (::close(fd) != 0 && s.ok()) {
+    s = Status::IoError(path, std::string("close: ") + std::strerror(errno));
+  }
+  if (!s.ok()) ::unlink(path.c_str());
+  return s;
+}
+
+Result<std::optional<int64_t>> FreeBelowFloor(const StateLayout& layout, int64_t floor_bytes) {
+  if (floor_bytes <= 0) return std::optional<int64_t>();
+  struct statvfs vfs {};
+  if (::statvfs(layout.root().c_str(), &vfs) != 0) {
+    return Status::IoError(layout.root(), std::string("statvfs: ") + std::strerror(errno));
+  }
+  const int64_t free_bytes =
+      static_cast<int64_t>(vfs.f_bavail) * static_cast<int64_t>(vfs.f_frsize);
+  if (free_bytes >= floor_bytes) return std::optional<int64_t>();
+  return std::optional<int64_t>(free_bytes);
+}
+
 Status WriteWithReserve(const StateLayout& layout, const std::string& path, std::string_view bytes,
                         mode_t mode, const LogLine& log) {
   Status first = WriteFileAtomic(path, bytes, mode);

@@ -11,6 +11,17 @@
 // EnsureReserve makes the file again later, when the file system has room for
 // it twice over (so the reserve never takes the last free space itself).
 //
+// One reserve for all is not enough where users write on the same file
+// system (work folders under STATE, the default): a user who keeps taking
+// every block the file system frees takes the reserve's too, between its
+// release and the write it was released for. So each pilot also gets space
+// of its own for its verdict: the prolog preallocates JobPaths::verdict_space
+// (kVerdictSpaceBytes) before the job's work starts, and the epilog writes
+// the verdict into those blocks (job/verdict_history.h, StoreVerdict), so
+// storing it needs no free block at that moment. And a new pilot is refused
+// (the lock problem kProblemStateSpaceLow, NO-GO; the task does not start it)
+// while the file system has less free than the policy's state_floor_mb.
+//
 // Preallocation uses fallocate(2), else writes zeros; on a file system that
 // compresses or deduplicates zeros the reserve holds less than it says.
 //
@@ -22,6 +33,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -45,6 +57,27 @@ bool IsOutOfSpace(const Status& s);
 // place afterwards (false with OK: not enough room yet, tried again next
 // time). Errors: kIoError (the state directory cannot be read or written).
 Result<bool> EnsureReserve(const StateLayout& layout, int64_t bytes);
+
+// The space set aside for one verdict: a verdict is a few KiB (its checks'
+// details, one hardware line per GPU type); a larger one is written anew.
+inline constexpr int64_t kVerdictSpaceBytes = int64_t{256} << 10;
+
+// The lock problem of a pilot refused because the state directory's file
+// system had less free than the policy's state_floor_mb when it started:
+// the task does not start the pilot (spank_pilot(8)), the verdict is NO-GO.
+inline constexpr char kProblemStateSpaceLow[] = "state_space_low";
+
+// Makes `path` (root, 0600, a new file: O_EXCL, no link followed) with
+// kVerdictSpaceBytes preallocated and synced, for StoreVerdict to write the
+// job's verdict into. Errors: kIoError (with the system's words, so
+// IsOutOfSpace() tells a full file system); no file is left then.
+Status SetAsideVerdictSpace(const std::string& path);
+
+// What the state directory's file system has free for its users (statvfs
+// f_bavail, beyond the reserve, which is allocated), when that is below
+// `floor_bytes`; nullopt when it is not, or `floor_bytes` <= 0. Errors:
+// kIoError (statvfs failed).
+Result<std::optional<int64_t>> FreeBelowFloor(const StateLayout& layout, int64_t floor_bytes);
 
 // WriteFileAtomic(path, bytes, mode); when that fails for want of space
 // (IsOutOfSpace), removes layout.ReserveFile(), logs one line saying so

@@ -17,6 +17,7 @@ constexpr std::string_view kLock = "lock.json";
 constexpr std::string_view kRunnerStarted = "runner.started";
 constexpr std::string_view kWork = "work";
 constexpr std::string_view kResults = "results.json";
+constexpr std::string_view kVerdictSpace = "verdict.space";
 constexpr std::string_view kReserve = "reserve";
 constexpr std::string_view kUnstored = "unstored";  // under outbox/
 constexpr std::string_view kNodes = "nodes";
@@ -104,6 +105,7 @@ JobPaths StateLayout::Job(int64_t job_id) const {
   p.work = work_root_.empty() ? Join(p.dir, kWork) : Join(work_root_, std::to_string(job_id));
   p.nodes = Join(p.dir, kNodes);
   p.metrics = Join(p.dir, kMetrics);
+  p.verdict_space = Join(p.dir, kVerdictSpace);
   return p;
 }
 

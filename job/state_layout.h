@@ -8,6 +8,9 @@
 //   STATE/jobs/JOBID/lock.json       root 0644   what the prolog pinned
 //   STATE/jobs/JOBID/runner.started  root 0644   claimed by the task that runs the pilot
 //   STATE/jobs/JOBID/results.json    root 0644   written by pilot-supervisor
+//   STATE/jobs/JOBID/verdict.space   root 0600   preallocated by the prolog for the verdict;
+//                                                the epilog writes the verdict into it and
+//                                                renames it to verdicts/JOBID.json
 //   STATE/jobs/JOBID/metrics/        root 0711   a user's program's records: the sockets the
 //                                                supervisor listens on there, one per phase
 //   STATE/jobs/JOBID/checkpoint-files-STAGE.json
@@ -30,7 +33,9 @@
 //   STATE/verdicts/history/          root 0755   made when a verdict is replaced
 //   STATE/verdicts/history/JOBID-INSTANCE.json
 //                                    root 0644   a replaced verdict, never overwritten
-//                                                (JOBID-INSTANCE.N.json for the Nth clash)
+//                                                (JOBID-INSTANCE.N.json for the Nth clash);
+//                                                an earlier start's moves here when the
+//                                                prolog of a new start of JOBID runs
 //   STATE/outbox/                    root 0700   verdicts not yet posted (core/records/outbox.h)
 //   STATE/grants/                    root 0755   made by `pilot grant`
 //   STATE/grants/JOBID.json          root 0644   one granted reservation
@@ -87,6 +92,9 @@ struct JobPaths {
   std::string work;     // DIR/work, or WORK/JOBID when the layout has a work root
   std::string nodes;    // DIR/nodes: the other nodes' records, kept by the first node's epilog
   std::string metrics;  // DIR/metrics: the sockets a user's program reports on (program mode)
+  // DIR/verdict.space: the blocks the verdict will be written into, set
+  // aside by the prolog before the job's work can take them (job/reserve.h)
+  std::string verdict_space;
 
   // DIR/checkpoint-files-STAGE.json: the files of a user's program's
   // checkpoint as the supervisor listed them after `stage` ("single",

@@ -1,6 +1,7 @@
 #include "job/verdict_history.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -57,6 +58,62 @@ Result<std::string> MoveToHistory(const StateLayout& layout, int64_t job_id,
       .WithHint("move old files out of " + layout.VerdictHistoryDir());
 }
 
+// Writes `body` into the preallocated file `space`, which must be a plain
+// file of this process's owner with one link: from offset 0, cut to the
+// body's size, made 0644, synced. Errors: kNotFound (no space set aside),
+// kIoError.
+Status FillVerdictSpace(const std::string& space, std::string_view body) {
+  const int fd = ::open(space.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return Status::NotFound(space, "no space was set aside");
+    return Status::IoError(space, std::string("open: ") + std::strerror(errno));
+  }
+  struct stat sb {};
+  Status s = Status::Ok();
+  if (::fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_uid != ::geteuid() ||
+      sb.st_nlink != 1) {
+    s = Status::IoError(space, "not a plain file of its own");
+  }
+  for (size_t done = 0; s.ok() && done < body.size();) {
+    const ssize_t n = ::pwrite(fd, body.data() + done, body.size() - done,
+                               static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) s = Status::IoError(space, std::string("write: ") + std::strerror(errno));
+    else done += static_cast<size_t>(n);
+  }
+  if (s.ok() && ::ftruncate(fd, static_cast<off_t>(body.size())) != 0) {
+    s = Status::IoError(space, std::string("truncate: ") + std::strerror(errno));
+  }
+  if (s.ok() && ::fchmod(fd, 0644) != 0) {
+    s = Status::IoError(space, std::string("chmod: ") + std::strerror(errno));
+  }
+  if (s.ok() && ::fsync(fd) != 0) {
+    s = Status::IoError(space, std::string("fsync: ") + std::strerror(errno));
+  }
+  ::close(fd);
+  return s;
+}
+
+// Stores `body` at `path` from `space` when it can (FillVerdictSpace, then a
+// rename and the folder synced): true; false when there was no space, or it
+// could not be used (`why` says so). The space is gone afterwards either way.
+bool StoreFromSpace(const std::string& space, const std::string& path, const std::string& dir,
+                    std::string_view body, std::string* why) {
+  if (space.empty()) return false;
+  Status s = FillVerdictSpace(space, body);
+  if (s.ok() && ::rename(space.c_str(), path.c_str()) != 0) {
+    s = Status::IoError(path, std::string("rename from ") + space + ": " + std::strerror(errno));
+  }
+  if (s.ok()) {
+    // Stored; a failed sync of the folder only weakens durability.
+    (void)RealFileOps().SyncDir(dir);
+    return true;
+  }
+  ::unlink(space.c_str());
+  if (s.code() != Code::kNotFound) *why = s.Message();
+  return false;
+}
+
 }  // namespace
 
 std::string VerdictInstance(const Verdict& v) {
@@ -70,25 +127,68 @@ std::string VerdictInstance(const Verdict& v) {
 
 Result<StoredVerdictFile> StoreVerdict(const StateLayout& layout, int64_t job_id,
                                        const std::string& instance, std::string_view body,
-                                       const LogLine& log) {
+                                       const LogLine& log, const std::string& space) {
   StoredVerdictFile out;
   out.path = layout.VerdictFile(job_id);
+  // Every return below but the one that stores from it leaves no space:
+  // its blocks are free for what the caller writes next.
+  auto drop_space = [&space] {
+    if (!space.empty()) ::unlink(space.c_str());
+  };
   struct stat sb {};
   if (::lstat(out.path.c_str(), &sb) == 0) {
     Result<Verdict> stored = ReadVerdict(out.path);
     const std::string stored_instance = stored.ok() ? VerdictInstance(*stored) : "unreadable";
     if (stored.ok() && stored_instance == instance) {
+      drop_space();
       out.kept = true;
       out.note = "a verdict of job " + std::to_string(job_id) + " instance " + instance +
                  " is stored already (the epilog ran twice): kept it";
       return out;
     }
-    PILOT_ASSIGN_OR_RETURN(out.moved_to, MoveToHistory(layout, job_id, stored_instance, out.path));
+    Result<std::string> moved = MoveToHistory(layout, job_id, stored_instance, out.path);
+    if (!moved.ok()) {
+      drop_space();
+      return moved.status();
+    }
+    out.moved_to = *moved;
     out.note = "the verdict of instance " + stored_instance + " moved to " + out.moved_to;
   } else if (errno != ENOENT) {
+    drop_space();
     return Status::IoError(out.path, std::strerror(errno));
   }
+  std::string why;
+  if (StoreFromSpace(space, out.path, layout.VerdictsDir(), body, &why)) {
+    out.space_used = true;
+    return out;
+  }
+  if (!why.empty() && log) {
+    log("cannot write the verdict into its space (" + why + "): writing it anew");
+  }
   PILOT_RETURN_IF_ERROR(WriteWithReserve(layout, out.path, body, 0644, log));
+  return out;
+}
+
+RetiredVerdicts RetireEarlierVerdicts(const StateLayout& layout, int64_t job_id,
+                                      const std::string& instance) {
+  RetiredVerdicts out;
+  for (const std::string& path : {layout.VerdictFile(job_id), layout.UnstoredFile(job_id)}) {
+    struct stat sb {};
+    if (::lstat(path.c_str(), &sb) != 0) {
+      if (errno != ENOENT && out.error.ok()) out.error = Status::IoError(path, std::strerror(errno));
+      continue;
+    }
+    Result<Verdict> v = ReadVerdict(path);
+    const std::string of = v.ok() ? VerdictInstance(*v) : "unreadable";
+    if (v.ok() && of == instance) continue;  // this start's own (a prolog run twice)
+    Result<std::string> to = MoveToHistory(layout, job_id, of, path);
+    if (!to.ok()) {
+      if (out.error.ok()) out.error = to.status();
+      continue;
+    }
+    ::chmod(to->c_str(), 0644);
+    out.moved_to.push_back(*to);
+  }
   return out;
 }
 

@@ -33,6 +33,7 @@ int Main(int argc, char** argv) {
   opts.work_root = policy.work_root;
   opts.work_quota_command = policy.work_quota_command;
   opts.reserve_bytes = static_cast<int64_t>(policy.state_reserve_mb) << 20;
+  opts.floor_bytes = static_cast<int64_t>(policy.state_floor_mb) << 20;
   opts.runner = policy.runner_path;
   opts.total_timeout_seconds = policy.prolog_timeout_seconds;
   PrologDeps deps = RealPrologDeps(policy);

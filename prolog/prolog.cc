@@ -25,6 +25,7 @@
 #include "job/reserve.h"
 #include "job/state_dir.h"
 #include "job/state_layout.h"
+#include "job/verdict_history.h"
 
 namespace pilot::prolog {
 namespace {
@@ -144,6 +145,7 @@ class Pinner {
     }
     job::JobPaths paths = layout.Job(job_.job_id);
     PILOT_ASSIGN_OR_RETURN(std::string instance, NewInstance());
+    RetireEarlierVerdicts(layout, instance);
     Status made = MoveAsideEarlier(layout, paths);
     if (made.ok()) made = job::MakeRootDir(paths.dir, 0755);
     if (!made.ok()) {
@@ -154,6 +156,8 @@ class Pinner {
           "; no lock: the task will not run the pilot and the verdict is NO-GO");
       return Status::Ok();
     }
+    RefuseBelowFloor(layout);
+    SetAsideVerdictSpace(paths.verdict_space);
     PILOT_RETURN_IF_ERROR(PrepareWork(layout, paths.work));
 
     lock_.instance = instance;
@@ -223,11 +227,56 @@ class Pinner {
     lock_.job.node_list = job_.node_list;
     lock_.job.host = job_.host;
     lock_.job.submit_dir = job_.work_dir;
+    lock_.job.gpus = job_.gpus;
   }
 
   static Result<std::string> NewInstance() {
     PILOT_ASSIGN_OR_RETURN(std::string bytes, RandomBytes(16));
     return HexEncode(bytes);
+  }
+
+  // Below the policy's floor of free space on the state directory's file
+  // system a new pilot is refused: the lock problem state_space_low (the
+  // task does not start it, the verdict is NO-GO), never a failed prolog.
+  void RefuseBelowFloor(const job::StateLayout& layout) {
+    Result<std::optional<int64_t>> below = job::FreeBelowFloor(layout, opts_.floor_bytes);
+    if (!below.ok()) {
+      Log("cannot measure the state directory's free space: " + below.status().Message());
+      return;
+    }
+    if (!*below) return;
+    constexpr int64_t kMiB = int64_t{1} << 20;
+    const std::string detail =
+        "the state directory's file system (" + layout.root() + ") has " +
+        std::to_string(**below / kMiB) + " MiB free, below the site's floor of " +
+        std::to_string(opts_.floor_bytes / kMiB) +
+        " MiB (state_floor_mb): pilots are refused, and their jobs' commands not run, until "
+        "space is freed there";
+    Problem(job::kProblemStateSpaceLow, detail);
+    Log("refusing the pilot: " + detail);
+  }
+
+  // The blocks the verdict will be written into, taken now, before the
+  // job's work (or another user's) can take them (job/reserve.h). Without
+  // them the epilog writes the verdict anew, from free space or the reserve.
+  void SetAsideVerdictSpace(const std::string& path) {
+    Status s = job::SetAsideVerdictSpace(path);
+    if (!s.ok()) {
+      Log("cannot set space aside for the verdict: " + s.Message() +
+          "; the epilog will need free space to store it");
+    }
+  }
+
+  // A verdict stored (or queued for `pilot flush`) under this job id is an
+  // earlier start's: it goes to the history now, before this start can be
+  // read as having it. One that cannot be moved is logged; the job runs.
+  void RetireEarlierVerdicts(const job::StateLayout& layout, const std::string& instance) {
+    job::RetiredVerdicts r = job::RetireEarlierVerdicts(layout, job_.job_id, instance);
+    for (const std::string& to : r.moved_to) Log("an earlier start's verdict moved to " + to);
+    if (!r.error.ok()) {
+      Log("cannot move an earlier start's verdict aside: " + r.error.Message() +
+          "; it reads as this job's until this job's verdict replaces it");
+    }
   }
 
   // A folder for this job id from an earlier start (a requeue, or an id

@@ -22,9 +22,13 @@
 // node. A full state file system is met by releasing the state directory's
 // reserve (job/reserve.h) and writing again; when even that fails the
 // prolog logs it and succeeds without a lock (the task then refuses, the
-// epilog issues NO-GO). RunProlog returns an error only when the node itself
-// is broken (the state folder cannot be made or written for another reason
-// than a full file system).
+// epilog issues NO-GO). On the state file system it sets aside the blocks
+// of the job's verdict (JobPaths::verdict_space) before the job runs, and
+// below the policy's floor of free space (floor_bytes) it records the
+// problem state_space_low, for which the task refuses to start the pilot.
+// RunProlog returns an error only when the node itself is broken (the
+// state folder cannot be made or written for another reason than a full
+// file system).
 //
 // Time bound: every helper runs under a timeout (command_timeout_seconds,
 // default 20 s; file hashing hash_timeout_seconds, default 120 s per file)
@@ -55,6 +59,9 @@ struct PrologOptions {
   std::string work_root;            // policy work_root ("" = STATE/jobs/JOBID/work)
   std::string work_quota_command;   // policy work_quota_command ("" = none)
   int64_t reserve_bytes = 8 << 20;  // policy state_reserve_mb, in bytes
+  // policy state_floor_mb, in bytes: below it a new pilot is refused (the
+  // lock problem state_space_low); 0 = no floor.
+  int64_t floor_bytes = int64_t{64} << 20;
   std::string runner = "/usr/bin/pilot-runner";
   double command_timeout_seconds = 20;
   double hash_timeout_seconds = 120;

@@ -1,15 +1,19 @@
 // Remote side (slurmstepd): the first task of a pilot job hands over to
 // pilot-supervisor.
 //
-// A job is a pilot job on this node when the prolog wrote its lock file for
-// this job and this user, and the job asked for a pilot (--pilot, or the
-// SLURM_PILOT_CONFIG the plugin recorded at submission); root on the node
-// decides, from files only root can write. The first task (global id 0) of
-// the first step that reaches this point claims DIR/runner.started with
-// O_EXCL, so the batch step of `sbatch --pilot`, or the first `srun` step of
-// `salloc --pilot`, runs the pilot exactly once per instance; later steps
-// and any `srun` started by the workload run their own command. No
-// environment variable can skip or fake the claim.
+// A job that asked for a pilot (--pilot, or the SLURM_PILOT_CONFIG the
+// plugin recorded at submission) runs its pilot when the prolog wrote its
+// lock file for this job and this user; root on the node decides, from
+// files only root can write (spank_plugin/task_role.h). Without that lock
+// (its prolog could not write one), or with a lock that refuses the pilot
+// (state_space_low), every task refuses: neither the pilot nor the job's
+// command runs. Only another node of a job of several, which holds its own
+// record of the job instead, runs a step's own command. The first task
+// (global id 0) of the first step that reaches this point claims
+// DIR/runner.started with O_EXCL, so the batch step of `sbatch --pilot`, or
+// the first `srun` step of `salloc --pilot`, runs the pilot exactly once
+// per instance; later steps and any `srun` started by the workload run
+// their own command. No environment variable can skip or fake the claim.
 //
 // task_init_privileged (root, in the task process, before Slurm drops to
 // the user): claim, then fork pilot-supervisor, which stays root, with one
@@ -28,6 +32,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -36,6 +41,7 @@
 #include "job/state_layout.h"
 #include "job/task_channel.h"
 #include "spank_plugin/pilot_spank.h"
+#include "spank_plugin/task_role.h"
 
 namespace pilot::spank {
 namespace {
@@ -98,30 +104,28 @@ int RemoteTaskInitPrivileged(spank_t sp) {
   uint32_t job_id = 0;
   uid_t uid = 0;
   gid_t gid = 0;
-  if (spank_get_item(sp, S_TASK_GLOBAL_ID, &task_id) != ESPANK_SUCCESS || task_id != 0) {
-    return 0;
-  }
+  if (spank_get_item(sp, S_TASK_GLOBAL_ID, &task_id) != ESPANK_SUCCESS) return 0;
   if (spank_get_item(sp, S_JOB_ID, &job_id) != ESPANK_SUCCESS ||
       spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS ||
       spank_get_item(sp, S_JOB_GID, &gid) != ESPANK_SUCCESS) {
     return 0;
   }
   // Asked for a pilot at all? (Only ever makes a job a pilot, never less.)
-  if (!st.pilot_option_seen && JobEnv(sp, job::kEnvConfig).empty()) return 0;
-
-  job::JobPaths paths = job::StateLayout(st.args.state_dir).Job(job_id);
-  struct stat sb {};
-  if (lstat(paths.lock.c_str(), &sb) != 0) return 0;  // the prolog made no pilot here
-  Result<Lock> lock = ReadLock(paths.lock);
-  if (!lock.ok() || sb.st_uid != 0 || lock->job.id != static_cast<int64_t>(job_id) ||
-      lock->job.uid != uid) {
-    st.deferred_error = "the pilot lock " + paths.lock + " is not this job's (" +
-                        (lock.ok() ? "job " + std::to_string(lock->job.id) + ", uid " +
-                                         std::to_string(lock->job.uid)
-                                   : lock.status().Message()) +
-                        "); not starting a pilot";
+  const bool asked = st.pilot_option_seen || !JobEnv(sp, job::kEnvConfig).empty();
+  // This node's name from slurmstepd's own environment (it sets
+  // SLURMD_NODENAME for itself), not the job's copy of it.
+  const char* node = std::getenv("SLURMD_NODENAME");
+  const job::StateLayout layout(st.args.state_dir);
+  TaskDecision decided = DecideTask(layout, job_id, uid, asked, node != nullptr ? node : "");
+  if (decided.role == TaskRole::kRefuse) {
+    // A pilot job without its lock (or refused) runs nothing of the user's,
+    // in no task of any step.
+    st.deferred_error = decided.message;
     return 0;
   }
+  if (decided.role == TaskRole::kOwnCommand || task_id != 0) return 0;
+  const Lock* lock = &decided.lock;
+  job::JobPaths paths = layout.Job(job_id);
 
   int fd = open(paths.started.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
                 0644);
@@ -179,7 +183,10 @@ int RemoteTaskInit(spank_t sp) {
   PluginState& st = State();
   if (!st.deferred_error.empty()) {
     // Errors from the privileged hook surface here, where Slurm reports them
-    // to the step (it does not for every earlier hook).
+    // to the step (it does not for every earlier hook): on the job's standard
+    // error (set up by now) and in slurmd's log. slurmstepd then ends the
+    // task with status 1, before the job's command.
+    std::fprintf(stderr, "pilot: %s\n", st.deferred_error.c_str());
     LogError(st.deferred_error);
     return -1;
   }

@@ -4,7 +4,26 @@
 
 #include <algorithm>
 
+#include "core/base/strings.h"
+
 namespace pilot::supervisor {
+
+std::vector<DeviceMemorySample> SamplesOf(const std::vector<DeviceMemorySample>& all,
+                                          const std::string& list) {
+  if (Trim(list).empty()) return all;
+  std::vector<DeviceMemorySample> out;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t comma = list.find(',', start);
+    if (comma == std::string::npos) comma = list.size();
+    const std::string word(Trim(std::string_view(list).substr(start, comma - start)));
+    for (const DeviceMemorySample& s : all) {
+      if (std::to_string(s.index) == word) out.push_back(s);
+    }
+    start = comma + 1;
+  }
+  return out;
+}
 namespace {
 
 // The few NVML declarations used (nvml.h is not installed everywhere).

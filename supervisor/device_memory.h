@@ -17,6 +17,13 @@
 
 namespace pilot::supervisor {
 
+// The samples of the devices `list` (JobGpuList, supervisor/workload_env.h)
+// names by index ("0,3"; spaces around a word are ignored, a word that names
+// no device is skipped), or `all` when the list is "" (a job without GPUs
+// through GRES: every device of the node).
+std::vector<DeviceMemorySample> SamplesOf(const std::vector<DeviceMemorySample>& all,
+                                          const std::string& list);
+
 class DeviceMemorySampler {
  public:
   // Loads NVML and lists the devices; source() says why not when it cannot.

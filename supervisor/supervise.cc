@@ -39,32 +39,6 @@ std::string Now() {
 
 void Log(const std::string& line) { std::fprintf(stderr, "pilot: supervisor: %s\n", line.c_str()); }
 
-std::vector<std::string> Split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  for (size_t i = 0; i <= s.size(); ++i) {
-    if (i == s.size() || s[i] == sep) {
-      out.push_back(s.substr(start, i - start));
-      start = i + 1;
-    }
-  }
-  return out;
-}
-
-// The job's GPUs by their node-wide index (SLURM_JOB_GPUS, "0,3"), or all.
-std::vector<DeviceMemorySample> JobDevices(const std::vector<DeviceMemorySample>& all,
-                                           const std::vector<std::string>& job_env) {
-  const std::string list = EnvValue(job_env, "SLURM_JOB_GPUS");
-  if (list.empty()) return all;
-  std::vector<DeviceMemorySample> out;
-  for (const std::string& word : Split(list, ',')) {
-    for (const DeviceMemorySample& s : all) {
-      if (std::to_string(s.index) == Trim(word)) out.push_back(s);
-    }
-  }
-  return out;
-}
-
 // kernel.yama.ptrace_scope, or -1 without Yama.
 int PtraceScope() {
   Result<std::string> text = ReadFileLimited("/proc/sys/kernel/yama/ptrace_scope", 64);
@@ -123,7 +97,7 @@ class Supervisor {
     res_.finished_at = info_.finished_at;
     info_.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     info_.device_memory_source = sampler_.source();
-    info_.device_memory = JobDevices(sampler_.peaks(), o_.job_env);
+    info_.device_memory = SamplesOf(sampler_.peaks(), JobGpuList(lock_, o_.job_env));
     res_.supervisor = info_;
     // On a full state file system the reserve is released for it once.
     Status w = job::WriteWithReserve(layout_, paths_.results, ResultsToJson(res_), 0644, Log);
@@ -274,7 +248,7 @@ class Supervisor {
     in.tick = [this] { sampler_.Sample(); };
     in.device_utilization = [this](std::chrono::steady_clock::time_point from,
                                    std::chrono::steady_clock::time_point to) {
-      return sampler_.MeanUtilization(from, to, JobDevices(sampler_.peaks(), o_.job_env));
+      return sampler_.MeanUtilization(from, to, SamplesOf(sampler_.peaks(), JobGpuList(lock_, o_.job_env)));
     };
     return RunProgramPilot(in, &res_, &info_);
   }

@@ -83,4 +83,9 @@ void SetEnvValue(std::vector<std::string>* env, std::string_view name, std::stri
   env->push_back(std::move(entry));
 }
 
+std::string JobGpuList(const Lock& lock, const std::vector<std::string>& job_env) {
+  if (lock.job.gpus) return *lock.job.gpus;
+  return EnvValue(job_env, "SLURM_JOB_GPUS");
+}
+
 }  // namespace pilot::supervisor

@@ -21,6 +21,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/records/lock.h"
+
 namespace pilot::supervisor {
 
 struct WorkloadEnvInput {
@@ -46,5 +48,12 @@ WorkloadEnv BuildWorkloadEnv(const WorkloadEnvInput& in);
 std::string EnvValue(const std::vector<std::string>& env, std::string_view name);
 // Sets `name`: its first entry replaced, else one appended.
 void SetEnvValue(std::vector<std::string>* env, std::string_view name, std::string_view value);
+
+// The job's GPUs on this node by node-wide index ("0,3"), which the
+// supervisor samples and a program's ranks are counted by: the lock's
+// job.gpus, which the prolog took from slurmd's SLURM_JOB_GPUS (root's
+// word). Only for a lock written before that field existed, the job's own
+// SLURM_JOB_GPUS, which the user's --export can set. "" = no list.
+std::string JobGpuList(const Lock& lock, const std::vector<std::string>& job_env);
 
 }  // namespace pilot::supervisor

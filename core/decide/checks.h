@@ -8,15 +8,17 @@
 // Who establishes each (Check::verified_by): pinning, nodes_pinned and
 // config_unchanged the prolog; container_tag and checkpoint the epilog;
 // completed's pass the supervisor when it wrote the results (its fails
-// mostly the workload's own record); restore the supervisor when it
-// compared the two builtin processes itself, workload_compared for a
-// user's program (root compared, the losses are the program's), else the
-// workload; checkpoint_read the supervisor; every other check the workload.
+// mostly the workload's own record); ptrace_scope the supervisor; restore
+// the supervisor when it compared the two builtin processes itself,
+// workload_compared for a user's program (root compared, the losses are the
+// program's), else the workload; checkpoint_read and busy the supervisor;
+// every other check the workload.
 //
 // Adding a verdict check `foo`, every file in order:
 //   1. core/decide/checks.h (here): {"foo", "what it compares"} in kChecks,
 //      at the place Decide makes it;
-//   2. core/decide/decide.cc: a CheckFoo() that appends
+//   2. core/decide/decide.cc (or a file of its own beside it, as
+//      ptrace_check.h, once decide.cc is long): a CheckFoo() that appends
 //      MakeCheck(CheckName("foo"), status, measured, threshold, detail,
 //      verified_by), called from Decide() at that place; a figure it needs
 //      that results.json lacks is a field of its record first
@@ -59,6 +61,10 @@ inline constexpr CheckInfo kChecks[] = {
     {"completed",
      "results present, the single stage ok, exit 0; an out-of-memory fails naming step, phase "
      "and memory"},
+    {"ptrace_scope",
+     "results from the supervisor: the node's kernel.yama.ptrace_scope it read while the "
+     "workload ran is 1 or above (below 1, or no Yama: fail, or warn with "
+     "require_ptrace_scope = false)"},
     {"shape",
      "the pilot's seq_len and micro_batch are the run's, optimizer state included (smaller with "
      "allow_smaller_shape: warn and a non-binding verdict)"},

@@ -10,6 +10,7 @@
 #include "core/base/rfc3339.h"
 #include "core/base/strings.h"
 #include "core/decide/checks.h"
+#include "core/decide/ptrace_check.h"
 #include "core/models/plan.h"
 
 namespace pilot {
@@ -793,6 +794,9 @@ Verdict Decide(const DecideInput& in, const Policy& policy, const HardwareCatalo
   CheckContainerTag(in, &checks);
   CheckConfig(in, &checks);
   const SingleStage* s = CheckCompleted(in, &checks);
+  if (std::optional<Check> c = PtraceScopeCheck(in.results ? &*in.results : nullptr, policy)) {
+    checks.push_back(std::move(*c));
+  }
   const Config* cfg = in.config ? &*in.config : nullptr;
   bool binding = false;
   if (s != nullptr && cfg != nullptr) {

@@ -9,6 +9,8 @@
 //                    container_tag (container_digest_now set, a registry
 //                    image), config_unchanged, completed, checkpoint (a
 //                    program's own checkpoint in program mode)
+//   results from the supervisor
+//                    ptrace_scope (core/decide/ptrace_check.h)
 //   a single stage and a parsed config
 //                    shape, steps, restore, memory_headroom, precision
 //   a node stage in results.json

@@ -18,6 +18,7 @@ void Fields(V& v, S& s, std::type_identity<LockJob>) {
   v("node_list", s.node_list, kMayBeAbsent);
   v("host", s.host, kMayBeAbsent);
   v("submit_dir", s.submit_dir, kMayBeAbsent);
+  v("gpus", s.gpus, kOmitIfUnset);
 }
 
 template <class V, class S>

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,12 @@ struct LockJob {
   std::string node_list;   // Slurm hostlist expression, e.g. "gpu[01-04]"
   std::string host;        // node that wrote this lock
   std::string submit_dir;  // SLURM_SUBMIT_DIR
+  // The job's GPUs on this node by node-wide index, as slurmd gave them to
+  // the prolog (SLURM_JOB_GPUS, "0,3"; "" = none allocated through GRES):
+  // root's word, unlike the job's own environment, which --export sets.
+  // The supervisor samples these GPUs. nullopt: a lock written before the
+  // field existed.
+  std::optional<std::string> gpus = std::nullopt;
 };
 
 struct LockConfig {

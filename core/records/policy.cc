@@ -102,6 +102,8 @@ void Fields(V& v, S& s, std::type_identity<Policy>) {
     Doc{"run as root with WORK_DIR UID JOBID after the prolog made the work folder"});
   v("state_reserve_mb", s.state_reserve_mb, IntRange{0, 4096}, kMayBeAbsent,
     Doc{"space kept free in the state directory for locks and verdicts"});
+  v("state_floor_mb", s.state_floor_mb, IntRange{0, 1 << 20}, kMayBeAbsent,
+    Doc{"free space below which the prolog refuses new pilots (state_space_low)"});
   v("key_file", s.key_file, Validate{&AbsoluteOrEmpty}, kMayBeAbsent,
     Doc{"the verdict signing key"});
   v("signing_key_file", s.signing_key_file, Validate{&AbsoluteOrEmpty}, kMayBeAbsent,
@@ -124,6 +126,8 @@ void Fields(V& v, S& s, std::type_identity<Policy>) {
     Doc{"folder with the slurm_pilot Python package, put first on a program's PYTHONPATH"});
   v("allow_test_switches", s.allow_test_switches, kMayBeAbsent,
     Doc{"pass PILOT_RUNNER_TEST_* variables to the workload (test clusters only)"});
+  v("require_ptrace_scope", s.require_ptrace_scope, kMayBeAbsent,
+    Doc{"fail a verdict whose node has kernel.yama.ptrace_scope below 1 (false: warn)"});
   v("independent_checks", s.independent_checks, kMayBeAbsent,
     Doc{"checks the workload alone cannot pass"});
   v("program_independent_checks", s.program_independent_checks, kMayBeAbsent,

@@ -71,6 +71,11 @@ struct Policy {
   // Size of STATE/reserve, released when the state directory's file system
   // is full so the lock or the verdict can still be written (0 = none).
   int state_reserve_mb = 8;
+  // Free space the state directory's file system must have (beyond the
+  // reserve) for the prolog to admit a new pilot; below it the pilot is
+  // refused with the lock problem state_space_low (NO-GO), the node stays
+  // up (0 = no floor).
+  int state_floor_mb = 64;
   std::string key_file = "/etc/slurm-pilot/verdict.key";
   std::string signing_key_file = "/etc/slurm-pilot/verdict-ed25519.key";  // private, root only
   std::string public_key_file = "/etc/slurm-pilot/verdict-ed25519.pub";   // world-readable
@@ -85,6 +90,9 @@ struct Policy {
   // PILOT_RUNNER_TEST_* switches reach the workload only when true (test
   // clusters); otherwise the supervisor drops them from its environment.
   bool allow_test_switches = false;
+  // A node whose kernel.yama.ptrace_scope is below 1 (or that has no Yama)
+  // fails the verdict's ptrace_scope check; false: the check warns.
+  bool require_ptrace_scope = true;
   // Checks that pass only when something other than the workload itself
   // established them (verified_by supervisor, epilog or prolog).
   std::vector<std::string> independent_checks = {"completed", "restore", "checkpoint"};

@@ -60,9 +60,10 @@ class ProgramPilot {
     p.launcher = cfg_.program.launcher;
     p.metrics = cfg_.program.loss_pattern.empty() ? "records" : "loss_pattern";
     if (!cfg_.program.loss_pattern.empty()) pattern_.emplace(cfg_.program.loss_pattern);
-    const std::string gpus = EnvValue(in_.opts->job_env, "SLURM_JOB_GPUS").empty()
-                                 ? EnvValue(in_.opts->job_env, "CUDA_VISIBLE_DEVICES")
-                                 : EnvValue(in_.opts->job_env, "SLURM_JOB_GPUS");
+    // The lock's list (slurmd's, through the prolog); without one, the
+    // job's CUDA_VISIBLE_DEVICES sets only how many ranks start.
+    std::string gpus = JobGpuList(*in_.lock, in_.opts->job_env);
+    if (gpus.empty()) gpus = EnvValue(in_.opts->job_env, "CUDA_VISIBLE_DEVICES");
     const int gpu_count = CountList(gpus);
     device_ = cfg_.training.device;
     if (device_ == "auto") device_ = gpu_count > 0 ? "cuda" : "cpu";

@@ -141,6 +141,26 @@ TEST_F(FullStateEpilogTest, TheVerdictIsStoredFromTheReserve) {
   EXPECT_FALSE(fs::exists(work));
 }
 
+// Proves: the case, one level up. Another user took every block of
+// the state file system, the shared reserve too (there is none left): the
+// verdict is still stored, written into the space the prolog set aside for
+// it before the job ran, and the work folder goes after it.
+TEST_F(FullStateEpilogTest, TheVerdictIsStoredFromItsOwnSpaceWhenEverythingElseIsTaken) {
+  const std::string work = MakeWork();
+  const std::string space = Layout().Job(42).verdict_space;
+  ASSERT_TRUE(job::SetAsideVerdictSpace(space).ok());
+  ASSERT_FALSE(fs::exists(Layout().ReserveFile()));
+  state_.Fill();
+  auto r = epilog::RunEpilog(policy_, job_, deps_);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->verdict_path, Layout().VerdictFile(42)) << r->note;
+  EXPECT_FALSE(r->lost);
+  EXPECT_TRUE(ReadVerdict(r->verdict_path).ok());
+  EXPECT_EQ(r->note.find("reserve"), std::string::npos) << r->note;
+  EXPECT_FALSE(fs::exists(space));
+  EXPECT_TRUE(r->work_removed);
+}
+
 TEST_F(FullStateEpilogTest, NothingWritableIsLoggedNotAFailure) {
   const std::string work = MakeWork();
   state_.Fill();

@@ -95,6 +95,20 @@ TEST_F(GatherTest, MissingResultsIsTheReason) {
   EXPECT_EQ(in.results_path, dir_ + "/jobs/7/results.json");
 }
 
+// Proves: a pilot the prolog refused for want of space (state_space_low)
+// has no results because it was never started, and the reason says so
+// rather than "crashed, killed, out of time or cancelled".
+TEST_F(GatherTest, ARefusedPilotSaysItWasNotStarted) {
+  Lock lock = ReadLock(dir_ + "/jobs/7/lock.json").value();
+  lock.problems.push_back({"state_space_low", "below the floor"});
+  ASSERT_TRUE(WriteFileAtomic(dir_ + "/jobs/7/lock.json", LockToJson(lock)).ok());
+  auto in = epilog::GatherInputs(policy_, job_, Deps());
+  EXPECT_FALSE(in.results);
+  EXPECT_NE(in.results_problem.find("the pilot was not started"), std::string::npos)
+      << in.results_problem;
+  EXPECT_NE(in.results_problem.find("state_space_low"), std::string::npos) << in.results_problem;
+}
+
 TEST_F(GatherTest, ResultsInWorkAreNeverRead) {
   // The user's folder holds a perfect results.json: it is not the evidence.
   ASSERT_TRUE(WriteFileAtomic(dir_ + "/jobs/7/work/results.json", ResultsToJson(Supervised())).ok());

@@ -46,6 +46,16 @@ TEST(JobEnv, PilotAndPlainJobs) {
   EXPECT_TRUE(job::ReadJobEnv(MapLookup(env))->is_pilot);
 }
 
+// Proves: the prolog learns the job's GPUs from slurmd's SLURM_JOB_GPUS
+// (recorded in the lock as job.gpus), "" when the job has none.
+TEST(JobEnv, GpusFromSlurmd) {
+  std::map<std::string, std::string> env = {
+      {"SLURM_JOB_ID", "17"}, {"SLURM_JOB_UID", "1001"}, {"SLURM_JOB_GID", "1002"}};
+  EXPECT_EQ(job::ReadJobEnv(MapLookup(env))->gpus, "");
+  env["SLURM_JOB_GPUS"] = "0,3";
+  EXPECT_EQ(job::ReadJobEnv(MapLookup(env))->gpus, "0,3");
+}
+
 TEST(JobEnv, MissingOrBadIds) {
   EXPECT_FALSE(job::ReadJobEnv(MapLookup({{"SLURM_JOB_UID", "1"}, {"SLURM_JOB_GID", "1"}}))
                    .ok());

@@ -32,6 +32,7 @@ TEST(StateLayout, EveryPath) {
   EXPECT_EQ(p.started, "/var/lib/slurm-pilot/jobs/4242/runner.started");
   EXPECT_EQ(p.work, "/var/lib/slurm-pilot/jobs/4242/work");
   EXPECT_EQ(p.metrics, "/var/lib/slurm-pilot/jobs/4242/metrics");
+  EXPECT_EQ(p.verdict_space, "/var/lib/slurm-pilot/jobs/4242/verdict.space");
   EXPECT_EQ(p.CheckpointFiles("single"),
             "/var/lib/slurm-pilot/jobs/4242/checkpoint-files-single.json");
   EXPECT_EQ(p.CheckpointFiles("node"), "/var/lib/slurm-pilot/jobs/4242/checkpoint-files-node.json");
@@ -85,7 +86,8 @@ TEST(StateLayout, NoPathOutsideTheStateDir) {
     for (int64_t id : {int64_t{0}, int64_t{17}, int64_t{4294967295}}) {
       const JobPaths p = l.Job(id);
       for (const std::string& path :
-           {p.dir, p.config, p.lock, p.started, p.work, p.metrics, p.CheckpointFiles("single"),
+           {p.dir, p.config, p.lock, p.started, p.work, p.metrics, p.verdict_space,
+            p.CheckpointFiles("single"),
             p.CheckpointFiles("node"), l.VerdictFile(id), l.GrantFile(id), l.UnstoredFile(id),
             StateLayout::ResultsIn(p.work), l.VerdictHistoryFile(id, "i"),
             l.VerdictHistoryFile(id, "i", 1)}) {
@@ -108,7 +110,8 @@ TEST(StateLayout, NoPathOutsideTheStateDir) {
     // A job's folder holds its own files only.
     const JobPaths p = l.Job(17);
     for (const std::string& f :
-         {p.config, p.lock, p.started, p.work, p.metrics, p.CheckpointFiles("single")}) {
+         {p.config, p.lock, p.started, p.work, p.metrics, p.verdict_space,
+          p.CheckpointFiles("single")}) {
       EXPECT_EQ(f.rfind(p.dir + "/", 0), 0u) << f;
     }
     EXPECT_EQ(p.dir.rfind(l.JobsDir() + "/", 0), 0u);

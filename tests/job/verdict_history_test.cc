@@ -179,6 +179,37 @@ TEST_F(StoreVerdictTest, AQueuedUnstoredVerdictIsStoredLater) {
   EXPECT_EQ(StoreQueuedVerdicts(layout_()).value().stored, 0);
 }
 
+// Proves: a new start of job id 42 (instance "new") moves the stored
+// verdict of an earlier start and the one queued for `pilot flush` into the
+// history before it runs, so neither can read as the new job's (nor a flush
+// put the earlier one back over the new one's); the new start's own verdict
+// stays.
+TEST_F(StoreVerdictTest, ANewStartRetiresTheEarlierStartsVerdicts) {
+  const std::string earlier = Body("old", "2026-11-30T04:05:06Z");
+  ASSERT_TRUE(Store("old", earlier).ok());
+  ASSERT_TRUE(QueueUnstoredVerdict(layout_(), 42, Body("older", "2026-11-29T04:05:06Z")).ok());
+  RetiredVerdicts r = RetireEarlierVerdicts(layout_(), 42, "new");
+  EXPECT_TRUE(r.error.ok()) << r.error.ToString();
+  EXPECT_EQ(r.moved_to.size(), 2u);
+  EXPECT_FALSE(fs::exists(layout_().VerdictFile(42)));
+  EXPECT_FALSE(fs::exists(layout_().UnstoredFile(42)));
+  EXPECT_EQ(History(), (std::set<std::string>{"42-old.json", "42-older.json"}));
+  EXPECT_EQ(Slurp(layout_().VerdictHistoryFile(42, "old")), earlier);
+  struct stat sb {};
+  ASSERT_EQ(stat(layout_().VerdictHistoryFile(42, "older").c_str(), &sb), 0);
+  EXPECT_EQ(sb.st_mode & 07777, 0644u) << "a verdict in the history is public";
+  EXPECT_EQ(StoreQueuedVerdicts(layout_()).value().stored, 0);
+
+  // The new start's own verdict (a prolog run again for it) stays; so does
+  // every other job's.
+  ASSERT_TRUE(Store("new", Body("new", "2026-12-01T04:05:06Z")).ok());
+  r = RetireEarlierVerdicts(layout_(), 42, "new");
+  EXPECT_TRUE(r.error.ok());
+  EXPECT_TRUE(r.moved_to.empty());
+  EXPECT_TRUE(fs::exists(layout_().VerdictFile(42)));
+  EXPECT_TRUE(RetireEarlierVerdicts(layout_(), 7, "x").moved_to.empty());
+}
+
 TEST_F(StoreVerdictTest, NoQueueIsAnEmptyQueue) {
   Result<StoredQueued> r = StoreQueuedVerdicts(layout_());
   ASSERT_TRUE(r.ok());

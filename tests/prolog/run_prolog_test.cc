@@ -7,10 +7,13 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "core/records/lock.h"
+#include "core/records/verdict.h"
+#include "job/reserve.h"
 #include "job/state_layout.h"
 #include "prolog/prolog.h"
 #include "tests/job/tiny_fs.h"
@@ -37,6 +40,7 @@ class RunPrologTest : public ::testing::Test {
     opts_.state_dir = dir_ + "/state";
     opts_.runner = "/nonexistent/pilot-runner";
     opts_.reserve_bytes = 256 << 10;
+    opts_.floor_bytes = 0;  // FullStateTest sets one
     job_.job_id = 42;
     job_.uid = 4321;
     job_.gid = 4321;
@@ -79,6 +83,37 @@ TEST_F(RunPrologTest, TheWorkFolderIsTheUsersWhereTheLayoutSaysByDefault) {
   EXPECT_TRUE(HasProblem(*lock, "config_missing"));
   EXPECT_FALSE(HasProblem(*lock, "work_quota_failed"));
   EXPECT_TRUE(fs::exists(Layout().ReserveFile()));
+}
+
+// Proves: the lock records the job's GPUs as slurmd gave them to the
+// prolog (SLURM_JOB_GPUS): what the supervisor samples, whatever the job's
+// own environment says.
+TEST_F(RunPrologTest, TheLockRecordsTheJobsGpusFromSlurmd) {
+  job_.gpus = "1,2";
+  ASSERT_TRUE(prolog::RunProlog(opts_, job_, deps_).ok());
+  Result<Lock> lock = ReadLock(Layout().Job(42).lock);
+  ASSERT_TRUE(lock.ok()) << lock.status().ToString();
+  EXPECT_EQ(lock->job.gpus, std::optional<std::string>("1,2"));
+}
+
+// Proves: after Slurm's job ids restart, the prolog of a new job 42 moves
+// the verdict an earlier job 42 left into the history, so `pilot verdict
+// 42` shows no earlier series' verdict for the new job.
+TEST_F(RunPrologTest, AnEarlierJobsVerdictMovesToTheHistory) {
+  const job::StateLayout layout = Layout();
+  fs::create_directories(layout.VerdictsDir());
+  Verdict earlier;
+  earlier.job = {42, "bob", "old-run", std::string(64, 'a')};
+  earlier.instance = "0123456789abcdef0123456789abcdef";
+  earlier.issued = "2026-01-01T00:00:00Z";
+  earlier.expires = "2026-01-15T00:00:00Z";
+  std::ofstream(layout.VerdictFile(42)) << VerdictToJson(earlier);
+  testing::internal::CaptureStderr();
+  ASSERT_TRUE(prolog::RunProlog(opts_, job_, deps_).ok());
+  const std::string log = testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(fs::exists(layout.VerdictFile(42)));
+  EXPECT_TRUE(fs::exists(layout.VerdictHistoryFile(42, earlier.instance)));
+  EXPECT_NE(log.find("an earlier start's verdict moved to"), std::string::npos) << log;
 }
 
 TEST_F(RunPrologTest, AnotherNodeOfTheJobRecordsItselfAndLeavesTheJobsFolderAlone) {
@@ -207,6 +242,45 @@ TEST_F(FullStateTest, TheLockIsWrittenFromTheReserve) {
                      "released its reserve"),
             std::string::npos)
       << log;
+}
+
+// Proves: before the job runs, the prolog sets aside the blocks its verdict
+// will be written into (job/reserve.h), in the job's root-only folder.
+TEST_F(RunPrologTest, TheVerdictsSpaceIsSetAsideBeforeTheJobRuns) {
+  ASSERT_TRUE(prolog::RunProlog(opts_, job_, deps_).ok());
+  const std::string space = Layout().Job(42).verdict_space;
+  struct stat sb {};
+  ASSERT_EQ(lstat(space.c_str(), &sb), 0);
+  EXPECT_EQ(sb.st_uid, 0u);
+  EXPECT_EQ(sb.st_mode & 07777, 0600u);
+  EXPECT_GE(static_cast<int64_t>(sb.st_blocks) * 512, job::kVerdictSpaceBytes);
+}
+
+// Proves: below the policy's floor the pilot is refused with a clear
+// reason in the lock (state_space_low, the free and the required MiB), the
+// prolog does not fail (no drain), and the verdict's space is still set
+// aside, so the NO-GO can be stored.
+TEST_F(FullStateTest, BelowTheFloorThePilotIsRefusedWithAReason) {
+  opts_.floor_bytes = int64_t{64} << 20;
+  testing::internal::CaptureStderr();
+  Status s = prolog::RunProlog(opts_, job_, deps_);
+  const std::string log = testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  Result<Lock> lock = ReadLock(Layout().Job(42).lock);
+  ASSERT_TRUE(lock.ok()) << lock.status().ToString();
+  ASSERT_TRUE(HasProblem(*lock, job::kProblemStateSpaceLow)) << log;
+  for (const LockProblem& p : lock->problems) {
+    if (p.code != job::kProblemStateSpaceLow) continue;
+    EXPECT_NE(p.detail.find("MiB free, below the site's floor of 64 MiB (state_floor_mb)"),
+              std::string::npos)
+        << p.detail;
+  }
+  EXPECT_TRUE(fs::exists(Layout().Job(42).verdict_space));
+  EXPECT_NE(log.find("pilot-prolog: job 42: refusing the pilot: "), std::string::npos) << log;
+  // Room enough: admitted again.
+  opts_.floor_bytes = 64 << 10;
+  ASSERT_TRUE(prolog::RunProlog(opts_, job_, deps_).ok());
+  EXPECT_FALSE(HasProblem(ReadLock(Layout().Job(42).lock).value(), job::kProblemStateSpaceLow));
 }
 
 TEST_F(FullStateTest, NoRoomEvenAfterTheReserveIsNoFailureAndNoLock) {

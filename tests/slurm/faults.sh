@@ -5,7 +5,7 @@
 #
 #   faults.sh CASE   CASE: ctld_restart slurmd_restart_epilog epilog_budget
 #                          epilog_sigterm concurrent work_cleanup
-#                          user_fills_work state_full
+#                          user_fills_work state_full space_grabber
 #
 #   ctld_restart           slurmctld restarted while the pilot runs
 #   slurmd_restart_epilog  slurmd restarted while the epilog verifies
@@ -18,6 +18,10 @@
 #   user_fills_work        the user fills work_root's file system (a tmpfs)
 #   state_full             the state directory's file system (a tmpfs) full
 #                          when the verdict is written, and after
+#   space_grabber          a first user's job takes every block the state
+#                          file system frees while a second user's pilot
+#                          ends: its verdict is stored all the same, and a
+#                          next pilot is refused, never runs its command
 #
 # The epilog cases run verify through a wrapper (in the cluster's bin/, named
 # by the policy's runner_path for the test) that waits the seconds in a file
@@ -180,7 +184,9 @@ case_concurrent() {
 # A tmpfs of SIZE at DIR (root's, 0755), unmounted when the case ends; exit
 # 77 (CTest: skipped) where mounts are refused.
 MOUNTS=()
-trap 'for m in "${MOUNTS[@]}"; do umount -l "$m" 2>/dev/null || true; done; restore_policy; cleanup' EXIT
+CANCEL=()  # jobs a case leaves running, cancelled when the script ends
+trap 'for j in "${CANCEL[@]}"; do scancel "$j" 2>/dev/null || true; done
+      for m in "${MOUNTS[@]}"; do umount -l "$m" 2>/dev/null || true; done; restore_policy; cleanup' EXIT
 small_fs() {  # small_fs DIR SIZE
   mkdir -p "$1"
   if ! mount -t tmpfs -o "size=$2,mode=0755" tmpfs "$1" 2>/dev/null; then
@@ -232,8 +238,11 @@ case_user_fills_work() {
 }
 
 # The state directory's file system full when the verdict is written: the
-# verdict comes from the reserve; with the reserve gone the next job's
-# prolog and epilog log what they could not write, and the node stays up.
+# verdict goes into the space the prolog set aside for it (the reserve is
+# not even needed); the next pilot, below the floor, is refused with a
+# NO-GO that says why (its lock from the reserve), its command not run, and
+# the node stays up; with room again pilots are admitted and the reserve is
+# made again.
 case_state_full() {
   local job second third log=$CLUSTER/log/pilot-epilog.log
   policy_set work_root "\"$CLUSTER/work\""
@@ -244,19 +253,23 @@ case_state_full() {
   fill_fs "$STATE/filler"
   wait_verdict "$job" 60
   [[ $(decision "$job") == GO ]] || fail "job $job on a full state file system: $(verdict_text "$job")"
-  grep "job $job:" "$log" | grep -q "released its reserve" || fail "no reserve line for job $job: $(grep "job $job:" "$log")"
+  [[ ! -e $STATE/jobs/$job/verdict.space ]] || fail "job $job's verdict space is still there"
+  [[ $(stat -c %s "$STATE/reserve" 2>/dev/null) -gt 0 ]] ||
+    fail "the reserve was spent on job $job's verdict, which had space of its own: $(grep "job $job:" "$log")"
   wait_node_idle
 
-  # The released reserve is free space now: take it too. No reserve left,
-  # the next job's lock cannot be written.
+  # Still full: the next pilot is below the floor (state_floor_mb), refused
+  # with a reason; its lock comes from the reserve.
   fill_fs "$STATE/filler2"
   rm -f "$DELAY"
   second=$(submit_wait --pilot="$TINY" --pilot-stage=single)
-  sleep 2
-  [[ ! -e $STATE/verdicts/$second.json ]] || fail "job $second: a verdict on a full file system?"
-  grep "job $second:" "$CLUSTER/log/pilot-prolog.log" | grep -q "cannot write the lock" ||
+  wait_verdict "$second" 60
+  [[ $(decision "$second") == NO-GO ]] || fail "job $second below the floor: $(decision "$second")"
+  verdict_says "$second" "state_space_low"
+  grep -q "pilot: job $second: pilot refused: " "$TMP/slurm-$second.out" ||
+    fail "job $second's output does not say it was refused: $(cat "$TMP/slurm-$second.out")"
+  grep "job $second:" "$CLUSTER/log/pilot-prolog.log" | grep -q "refusing the pilot" ||
     fail "no prolog line for job $second: $(grep "job $second:" "$CLUSTER/log/pilot-prolog.log")"
-  grep "job $second:" "$log" | grep -q "NO-GO" || fail "no epilog line for job $second: $(grep "job $second:" "$log")"
   wait_node_idle
 
   # Room again: the reserve comes back, and verdicts are stored.
@@ -266,7 +279,89 @@ case_state_full() {
   [[ $(decision "$third") == GO ]] || fail "job $third after the space came back: $(verdict_text "$third")"
   [[ $(stat -c %s "$STATE/reserve" 2>/dev/null) -gt 0 ]] || fail "the reserve was not made again"
   wait_node_idle
-  note "state_full: job $job GO from the reserve; job $second: $(grep "job $second:" "$log" | tail -1 | cut -c1-300); job $third GO"
+  note "state_full: job $job GO from its own space; job $second refused (state_space_low); job $third GO"
+}
+
+# The issue's attack, with the work folders on the state file system (the
+# default): a first user's job takes every block the file system frees, so
+# a shared reserve released for a second user's verdict goes to it first
+# (made certain here: no reserve at all). The second user's verdict is
+# stored all the same, from the space its prolog set aside; a next pilot is
+# refused (below the floor, or without a lock) and never runs its command.
+case_space_grabber() {
+  local other=${PILOT_TEST_USER2:-pilotuser2}
+  id "$other" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$other"
+  as_other() {
+    (cd "$TMP/other" && runuser -u "$other" -- env SLURM_CONF="$SLURM_CONF" PATH=/usr/local/bin:/usr/bin:/bin "$@")
+  }
+  install -d -m 0755 -o "$other" "$TMP/other"
+  local cfg=$TMP/other/tiny.toml
+  install -m 0644 -o "$other" "$TINY_SRC" "$cfg"
+  small_fs "$STATE" 32m
+  policy_set state_reserve_mb 0
+  slow_verify 8
+  # The first user's folder on the state file system (an old job's kept
+  # work folder), and a job of theirs that, once told, takes every block
+  # the file system frees for as long as it runs.
+  install -d -m 0700 -o "$TEST_USER" "$STATE/grab"
+  # shellcheck disable=SC2016  # $i and $((...)) are the script's own
+  printf '%s\n' '#!/bin/sh' \
+    "until [ -e $TMP/grab-now ]; do sleep 0.2; done" \
+    'i=0' \
+    'while :; do' \
+    '  i=$((i + 1))' \
+    "  fallocate -l 1M $STATE/grab/b\$i 2>/dev/null || fallocate -l 4k $STATE/grab/s\$i 2>/dev/null ||" \
+    "    { rm -f $STATE/grab/b\$i $STATE/grab/s\$i; sleep 0.01; }" \
+    'done' >"$TMP/grab.sh"
+  chmod 0755 "$TMP/grab.sh"
+  local grabber out i second next
+  out=$(as_user sbatch --parsable -o "$TMP/grab-%j.out" -t 10 --wrap "$TMP/grab.sh") || fail "sbatch grabber: $out"
+  grabber=${out%%;*}
+  CANCEL+=("$grabber")
+  for ((i = 0; i < 150; i++)); do
+    [[ $(squeue -h -j "$grabber" -o %T) == RUNNING ]] && break
+    sleep 0.2
+  done
+  [[ $(squeue -h -j "$grabber" -o %T) == RUNNING ]] || fail "the grabber job $grabber does not run"
+
+  out=$(as_other sbatch --parsable -o "$TMP/other/slurm-%j.out" --pilot="$cfg" --pilot-stage=single \
+          --wrap "touch $TMP/other/command-ran") || fail "sbatch --pilot as $other: $out"
+  second=${out%%;*}
+  # verify runs as $other, who cannot write into $TMP: the wrapper's pid
+  # file is theirs, and verify has started once it holds the pid.
+  install -m 0644 -o "$other" /dev/null "$MARK"
+  for ((i = 0; i < 900; i++)); do
+    [[ -s $MARK ]] && break
+    sleep 0.2
+  done
+  [[ -s $MARK ]] || fail "job $second's verify did not start within 180 s"
+  touch "$TMP/grab-now"
+  for ((i = 0; i < 100; i++)); do
+    (( $(df -B1 --output=avail "$STATE" | tail -1) < 65536 )) && break
+    sleep 0.1
+  done
+  (( $(df -B1 --output=avail "$STATE" | tail -1) < 65536 )) || fail "the grabber did not fill $STATE"
+  wait_verdict "$second" 120
+  [[ $(decision "$second") == GO ]] || fail "$other's pilot $second beside the grabber: $(verdict_text "$second")"
+  [[ ! -e $TMP/other/command-ran ]] || fail "$other's batch command ran in place of the pilot"
+
+  # Still grabbing: the next pilot gets a clear refusal, never its command.
+  rm -f "$DELAY"
+  out=$(as_other sbatch --parsable --wait -o "$TMP/other/slurm-%j.out" --pilot="$cfg" --pilot-stage=single \
+          --wrap "touch $TMP/other/next-command-ran") || true
+  next=${out%%$'\n'*}
+  next=${next%%;*}
+  [[ $next =~ ^[0-9]+$ ]] || fail "the next pilot was not submitted: $out"
+  [[ ! -e $TMP/other/next-command-ran ]] || fail "job $next ran the batch command in place of the pilot"
+  grep -qE "pilot: job $next: (pilot refused|no lock for this pilot job)" "$TMP/other/slurm-$next.out" ||
+    fail "job $next's output does not say why: $(cat "$TMP/other/slurm-$next.out")"
+  if [[ -e $STATE/verdicts/$next.json ]]; then
+    [[ $(decision "$next") == NO-GO ]] || fail "job $next below the floor: $(decision "$next")"
+  fi
+  scancel "$grabber"
+  wait_node_idle
+  note "space_grabber: $other's verdict $second stored (GO) while job $grabber grabbed; job $next:" \
+       "$(grep -hE "pilot: job $next:" "$TMP/other/slurm-$next.out" | cut -c1-200)"
 }
 
 run_case "$@"

@@ -34,6 +34,7 @@ DecideInput ProgramPilot() {
   r.config_sha256 = std::string(64, 'a');
   r.supervisor.emplace();
   r.supervisor->restore_compared = true;
+  r.supervisor->ptrace_scope = 1;  // a node with Yama (ptrace_scope_test.cc: without)
   SingleStage s;
   s.status = "ok";
   s.device = "cpu";

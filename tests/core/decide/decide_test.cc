@@ -53,6 +53,7 @@ DecideInput Good() {
   r.config_sha256 = std::string(64, 'a');
   r.supervisor.emplace();
   r.supervisor->restore_compared = true;
+  r.supervisor->ptrace_scope = 1;  // a node with Yama (ptrace_scope_test.cc: without)
   SingleStage s;
   s.status = "ok";
   s.device = "cuda";
@@ -128,6 +129,21 @@ TEST(Decide, GoodPilotIsGo) {
   EXPECT_EQ(Find(v, "memory_headroom")->status, CheckStatus::kPass);
   EXPECT_EQ(Find(v, "memory_headroom")->measured, "66.0 GiB of 140.0 GiB on H200-141 (53% free)");
   EXPECT_EQ(Find(v, "container_tag"), nullptr);  // not re-resolved
+}
+
+// A node without Yama turns the good pilot NO-GO under the default policy,
+// and only warns (GO) where the site sets require_ptrace_scope = false.
+TEST(Decide, NodeWithoutYamaFailsUnlessTheSiteAllowsIt) {
+  DecideInput in = Good();
+  in.results->supervisor->ptrace_scope = -1;
+  Verdict strict = Decide(in, TestPolicy(), Catalog(), kNow);
+  EXPECT_EQ(strict.decision, Decision::kNoGo);
+  EXPECT_EQ(Find(strict, "ptrace_scope")->status, CheckStatus::kFail);
+  Policy lenient = TestPolicy();
+  lenient.require_ptrace_scope = false;
+  Verdict warned = Decide(in, lenient, Catalog(), kNow);
+  EXPECT_EQ(warned.decision, Decision::kGo);
+  EXPECT_EQ(Find(warned, "ptrace_scope")->status, CheckStatus::kWarn);
 }
 
 // The fit comes from the memory model: the run is DDP on 8 GPUs, so the

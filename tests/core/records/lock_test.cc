@@ -44,6 +44,23 @@ TEST(Lock, RoundTrip) {
   EXPECT_NE(text.find("\"schema\": \"slurm-pilot/lock/1\""), std::string::npos);
 }
 
+// Proves: job.gpus, the prolog's SLURM_JOB_GPUS, is written and read back
+// ("" too), and a lock written before it existed reads as nullopt, which
+// the supervisor tells apart from "no GPUs".
+TEST(Lock, JobGpusRoundTripAndOlderLocksHaveNone) {
+  Lock l = SampleLock();
+  l.job.gpus = "0,3";
+  Result<Lock> back = ParseLock(LockToJson(l));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->job.gpus, std::optional<std::string>("0,3"));
+  l.job.gpus = "";
+  EXPECT_EQ(ParseLock(LockToJson(l))->job.gpus, std::optional<std::string>(""));
+  l.job.gpus.reset();
+  const std::string older = LockToJson(l);
+  EXPECT_EQ(older.find("\"gpus\": \"\""), std::string::npos) << "not written when unset";
+  EXPECT_FALSE(ParseLock(older)->job.gpus.has_value());
+}
+
 TEST(Lock, ReadFromFile) {
   testutil::TempDir dir;
   testutil::WriteText(dir / "lock.json", LockToJson(SampleLock()));
