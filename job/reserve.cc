@@ -92,8 +92,8 @@ Result<bool> EnsureReserve(const StateLayout& layout, int64_t bytes) {
 }
 
 Status WriteWithReserve(const StateLayout& layout, const std::string& path, std::string_view bytes,
-                        mode_t mode, const LogLine& log) {
-  Status first = WriteFileAtomic(path, bytes, mode);
+                        mode_t mode, const LogLine& log, FileOps& fs) {
+  Status first = WriteFileAtomic(path, bytes, mode, fs);
   if (first.ok() || !IsOutOfSpace(first)) return first;
   const std::string reserve = layout.ReserveFile();
   struct stat sb {};
@@ -109,7 +109,7 @@ Status WriteWithReserve(const StateLayout& layout, const std::string& path, std:
     log("the state directory's file system is full: released its reserve (" +
         MiB(static_cast<int64_t>(sb.st_size)) + ") to write " + path);
   }
-  return WriteFileAtomic(path, bytes, mode);
+  return WriteFileAtomic(path, bytes, mode, fs);
 }
 
 }  // namespace pilot::job
