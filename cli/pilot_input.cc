@@ -3,6 +3,9 @@
 
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+
 #include <filesystem>
 
 #include "cli/verdict_store.h"
@@ -82,6 +85,11 @@ Result<PilotInput> LoadPilotInput(const std::string& source, const std::string& 
     if (is_job && s.code() == Code::kNotFound) {
       s = s.WithHint("the pilot did not finish, or its job ran before results were kept by "
                      "pilot-supervisor: pass a results.json");
+    }
+    if (is_job && s.code() == Code::kPermission && s.detail() == std::strerror(EACCES)) {
+      s = s.WithHint("a job's results.json and config copy are readable by root and the job's "
+                     "user only (pilot-files(5)); anyone can read its verdict: pilot verdict " +
+                     source);
     }
     return s;
   }

@@ -118,8 +118,8 @@ Result<std::optional<int64_t>> FreeBelowFloor(const StateLayout& layout, int64_t
 }
 
 Status WriteWithReserve(const StateLayout& layout, const std::string& path, std::string_view bytes,
-                        mode_t mode, const LogLine& log) {
-  Status first = WriteFileAtomic(path, bytes, mode);
+                        mode_t mode, const LogLine& log, FileOps& fs) {
+  Status first = WriteFileAtomic(path, bytes, mode, fs);
   if (first.ok() || !IsOutOfSpace(first)) return first;
   const std::string reserve = layout.ReserveFile();
   struct stat sb {};
@@ -135,7 +135,7 @@ Status WriteWithReserve(const StateLayout& layout, const std::string& path, std:
     log("the state directory's file system is full: released its reserve (" +
         MiB(static_cast<int64_t>(sb.st_size)) + ") to write " + path);
   }
-  return WriteFileAtomic(path, bytes, mode);
+  return WriteFileAtomic(path, bytes, mode, fs);
 }
 
 }  // namespace pilot::job

@@ -37,6 +37,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/base/atomic_file.h"
 #include "core/base/status.h"
 #include "job/state_layout.h"
 
@@ -79,11 +80,11 @@ Status SetAsideVerdictSpace(const std::string& path);
 // kIoError (statvfs failed).
 Result<std::optional<int64_t>> FreeBelowFloor(const StateLayout& layout, int64_t floor_bytes);
 
-// WriteFileAtomic(path, bytes, mode); when that fails for want of space
+// WriteFileAtomic(path, bytes, mode, fs); when that fails for want of space
 // (IsOutOfSpace), removes layout.ReserveFile(), logs one line saying so
 // and tries once more. The file is whole or absent, never half-written.
 // Errors: WriteFileAtomic's (the second attempt's when there was one).
 Status WriteWithReserve(const StateLayout& layout, const std::string& path, std::string_view bytes,
-                        mode_t mode, const LogLine& log);
+                        mode_t mode, const LogLine& log, FileOps& fs = RealFileOps());
 
 }  // namespace pilot::job

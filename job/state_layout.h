@@ -4,10 +4,13 @@
 //
 //   STATE/jobs/                      root 0755   one folder per pilot job
 //   STATE/jobs/JOBID/                root 0755   made by the prolog
-//   STATE/jobs/JOBID/config.toml     root 0644   the prolog's copy of the config
+//   STATE/jobs/JOBID/config.toml     root 0600+  the prolog's copy of the config
 //   STATE/jobs/JOBID/lock.json       root 0644   what the prolog pinned
 //   STATE/jobs/JOBID/runner.started  root 0644   claimed by the task that runs the pilot
-//   STATE/jobs/JOBID/results.json    root 0644   written by pilot-supervisor
+//   STATE/jobs/JOBID/results.json    root 0600+  written by pilot-supervisor
+//                                    (0600+: readable by root and the job's user
+//                                    only, through the ACL entry user:UID:r--, or
+//                                    root:GID 0640 without ACLs; job/job_user_file.h)
 //   STATE/jobs/JOBID/verdict.space   root 0600   preallocated by the prolog for the verdict;
 //                                                the epilog writes the verdict into it and
 //                                                renames it to verdicts/JOBID.json

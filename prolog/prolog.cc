@@ -22,6 +22,7 @@
 #include "core/base/json_util.h"
 #include "core/base/rfc3339.h"
 #include "core/base/strings.h"
+#include "job/job_user_file.h"
 #include "job/reserve.h"
 #include "job/state_dir.h"
 #include "job/state_layout.h"
@@ -406,8 +407,10 @@ class Pinner {
       return std::nullopt;
     }
     lock_.config.sha256_copied = Sha256Hex(*text);
-    Status w = job::WriteWithReserve(job::StateLayout(opts_.state_dir), copy_path, *text, 0644,
-                                     LogTo());
+    // Root's, readable by the job's user only: it may carry the user's
+    // secrets (program.env), and the runner reads it as the user.
+    Status w = job::WriteJobUserFile(job::StateLayout(opts_.state_dir), copy_path, *text,
+                                     job_.uid, job_.gid, LogTo());
     if (!w.ok()) {
       Problem("config_copy_failed", w.Message());
       return std::nullopt;

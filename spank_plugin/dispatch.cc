@@ -86,8 +86,8 @@ char kUsagePilot[] =
     "the job's command, then verify it and issue a signed verdict. Env: PILOT_CONFIG.";
 char kUsageStage[] = "Pilot stages to run: single, node or all (default all). Env: PILOT_STAGE.";
 char kUsageOut[] =
-    "Folder for the pilot's results, metrics and checkpoints (default: the job's "
-    "folder in the pilot state directory). Env: PILOT_OUT.";
+    "Folder for the pilot's results, metrics and checkpoints, a relative one in the "
+    "submit directory (default: the job's folder in the pilot state directory). Env: PILOT_OUT.";
 
 struct spank_option kOptions[] = {
     {kNamePilot, kArgFile, kUsagePilot, 1, kOptPilot, OnOption},

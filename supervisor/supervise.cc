@@ -1,6 +1,7 @@
 #include "supervisor/supervise.h"
 
 #include <pwd.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -18,6 +19,7 @@
 #include "core/base/rfc3339.h"
 #include "core/base/strings.h"
 #include "job/job_env.h"
+#include "job/job_user_file.h"
 #include "job/reserve.h"
 #include "job/state_layout.h"
 #include "pilot/version.h"
@@ -99,8 +101,12 @@ class Supervisor {
     info_.device_memory_source = sampler_.source();
     info_.device_memory = SamplesOf(sampler_.peaks(), JobGpuList(lock_, o_.job_env));
     res_.supervisor = info_;
+    // Root's, readable by the job's user only (job/job_user_file.h): the
+    // program's command line and the ends of its output are the user's.
     // On a full state file system the reserve is released for it once.
-    Status w = job::WriteWithReserve(layout_, paths_.results, ResultsToJson(res_), 0644, Log);
+    const uid_t uid = o_.run_as ? o_.run_as->uid : ::geteuid();
+    const gid_t gid = o_.run_as ? o_.run_as->gid : ::getegid();
+    Status w = job::WriteJobUserFile(layout_, paths_.results, ResultsToJson(res_), uid, gid, Log);
     if (!w.ok()) {
       Log("cannot write results: " + w.ToString());
       return kExitError;

@@ -155,7 +155,7 @@ struct ProgramConfig {
   std::string launcher = "pilot";    // "pilot": one process per rank; "none": one
                                      // process that starts its own workers
   int step_timeout = 600;            // seconds without a metrics record: hung
-  std::string loss_pattern;          // regex, one group, over stdout lines; "" = metrics
+  std::string loss_pattern;          // RE2 syntax (LossPattern), one group, over stdout lines; "" = metrics
 };
 
 // [hardware]

@@ -31,7 +31,7 @@ enum class StringKind {
   kImage,   // container reference or a local image file (then like kPath)
   kName,    // [A-Za-z0-9._-]{1,64}
   kAllocConf,  // "" or the caching allocator's key:value[,key:value] list
-  kRegex,      // "" or an ECMAScript regular expression with one group
+  kRegex,      // "" or a regular expression RE2 accepts with one group (LossPattern)
 };
 
 struct KeySpec {

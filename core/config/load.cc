@@ -10,7 +10,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <sstream>
 
 #include "core/base/crypto.h"
@@ -19,6 +18,7 @@
 #include "core/config/config.h"
 #include "core/config/config_schema.h"
 #include "core/config/env.h"
+#include "core/config/loss_pattern.h"
 
 namespace pilot {
 namespace {
@@ -453,15 +453,10 @@ void Loader::CheckString(const KeySpec& spec, std::string& v, int line) {
       return;
     case StringKind::kRegex: {
       if (v.empty()) return;
-      try {
-        const std::regex re(v, std::regex::ECMAScript);
-        if (re.mark_count() != 1) {
-          fail("must have exactly one group (the loss), has " + std::to_string(re.mark_count()),
-               "e.g. \"loss[=:] *([0-9.eE+-]+)\"");
-        }
-      } catch (const std::regex_error& e) {
-        fail("is not a regular expression: " + std::string(e.what()));
-      }
+      // The engine the supervisor matches with (RE2), so that what passes
+      // here compiles there.
+      const Status s = LossPattern(v).Check();
+      if (!s.ok()) fail(s.detail(), s.hint());
       return;
     }
     case StringKind::kAllocConf: {

@@ -40,7 +40,6 @@
 #include <chrono>
 #include <functional>
 #include <optional>
-#include <regex>
 #include <string>
 #include <vector>
 
@@ -73,7 +72,7 @@ struct GroupSpec {
   double step_timeout_seconds = 600;
   // With a pattern, stdout lines are the records: the n-th match of a
   // process is step first_step + n - 1.
-  std::optional<std::regex> loss_pattern;
+  std::optional<LossPattern> loss_pattern;  // RE2, linear in the line (metrics.h)
   int64_t first_step = 1;
   int64_t last_step = 0;             // N; 0 = no end-of-run grace
   int expected_ranks = 1;            // ranks 0..n-1 whose records reach N end the run

@@ -180,19 +180,18 @@ Result<MetricRecord> ParseMetricLine(std::string_view line) {
   return r;
 }
 
-std::optional<double> MatchLoss(const std::regex& pattern, std::string_view line) {
-  line = line.substr(0, kMaxLossLine);
-  std::match_results<std::string_view::const_iterator> m;
-  if (!std::regex_search(line.begin(), line.end(), m, pattern) || m.size() < 2 || !m[1].matched) {
-    return std::nullopt;
-  }
-  const std::string text = m[1].str();
+std::optional<double> MatchLoss(const LossPattern& pattern, std::string_view line) {
+  if (line.size() >= kMaxLossLine) return std::nullopt;
+  const std::optional<std::string_view> group = pattern.FirstGroup(line);
+  if (!group) return std::nullopt;
+  const std::string text(*group);
   const std::string lower = AsciiLower(text);
   if (lower == "nan" || lower == "-nan") return std::numeric_limits<double>::quiet_NaN();
   if (lower == "inf" || lower == "infinity") return std::numeric_limits<double>::infinity();
   char* end = nullptr;
   const double v = std::strtod(text.c_str(), &end);
-  if (end == text.c_str() || *end != '\0') return std::nullopt;
+  // The whole group, a NUL byte in it included.
+  if (end == text.c_str() || end != text.c_str() + text.size()) return std::nullopt;
   return v;
 }
 

@@ -50,12 +50,12 @@
 
 #include <cstdint>
 #include <optional>
-#include <regex>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/base/status.h"
+#include "core/config/loss_pattern.h"
 #include "core/records/memory_figures.h"
 
 namespace pilot::supervisor {
@@ -88,12 +88,14 @@ MemoryFigures MemoryFiguresOf(const MetricRecord& r);
 // documents each; a test checks it).
 const std::vector<std::string>& MetricFieldNames();
 
-// The loss in `line` when `pattern` (one group) matches it and the group
-// reads as a number. Only the line's first kMaxLossLine bytes are matched:
-// std::regex recurses once per character it consumes, and a program's long
-// line (tens of KB) would overflow the supervisor's stack.
-inline constexpr size_t kMaxLossLine = 1024;
-std::optional<double> MatchLoss(const std::regex& pattern, std::string_view line);
+// The loss in `line` when `pattern` matches it (an unanchored search, RE2's
+// syntax: pilot-program(7)) and its one group reads whole as a number
+// (strtod's syntax; nan, -nan, inf and infinity in any case). A line of
+// kMaxLossLine bytes or more is not matched at all: the protocol's lines
+// are shorter (pilot-program(7)), and a prefix of a longer one could hold a
+// number cut short. Time linear in the line (LossPattern).
+inline constexpr size_t kMaxLossLine = 4096;
+std::optional<double> MatchLoss(const LossPattern& pattern, std::string_view line);
 
 // Bytes in, complete lines out; a line longer than kMaxMetricLine is cut
 // off and counted, never kept whole.

@@ -515,7 +515,7 @@ class ProgramPilot {
   Results& res_;
   SupervisorInfo& info_;
   ProgramInfo program_;
-  std::optional<std::regex> pattern_;
+  std::optional<LossPattern> pattern_;
   std::string device_;
   int world_ = 1;
   std::vector<std::string> hosts_;  // the job's nodes, when it has several

@@ -11,6 +11,9 @@
 #include <sstream>
 #include <string>
 
+#include "job/job_user_file.h"
+#include "job/state_layout.h"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -71,10 +74,11 @@ class PilotInputTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  Ran Pilot(const std::string& args) {
+  // `prefix` runs it as someone else ("setpriv --reuid=... -- ").
+  Ran Pilot(const std::string& args, const std::string& prefix = "") {
     Ran r;
     const std::string out = dir_ + "/out", err = dir_ + "/err";
-    const std::string cmd = std::string(PILOT_BINARY) + " " + args + " --policy " + dir_ +
+    const std::string cmd = prefix + PILOT_BINARY + " " + args + " --policy " + dir_ +
                             "/pilot.conf >" + out + " 2>" + err + " </dev/null";
     const int st = std::system(cmd.c_str());
     r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
@@ -101,6 +105,36 @@ TEST_F(PilotInputTest, ReportOfAJobReadsItsFiles) {
   EXPECT_EQ(r.out.find("forged"), std::string::npos);
   EXPECT_NE(r.out.find("id=\"loss-steps\""), std::string::npos);
   EXPECT_EQ(r.err, "");
+}
+
+// A job's results.json and config copy are readable by root and the job's
+// user only (job/job_user_file.h): the job's user reads the report through
+// the ACL, another user's `pilot report` is refused by the system, and the
+// message says why and where the public verdict is.
+TEST_F(PilotInputTest, OnlyTheJobsUserReadsItsReport) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root: runs pilot as other users";
+  const std::string as_user = "setpriv --reuid=65534 --regid=65534 --clear-groups -- ";
+  const std::string as_other = "setpriv --reuid=65533 --regid=65533 --clear-groups -- ";
+  if (std::system((as_user + PILOT_BINARY + " --version >/dev/null 2>&1").c_str()) != 0) {
+    GTEST_SKIP() << "uid 65534 cannot run " << PILOT_BINARY;
+  }
+  fs::permissions(dir_, fs::perms(0755));  // the state directory's folders are 0755
+  ASSERT_TRUE(pilot::job::WriteJobUserFile(pilot::job::StateLayout(dir_ + "/state"),
+                                           job_ + "/results.json", results_, 65534, 65534,
+                                           nullptr)
+                  .ok());
+  Ran mine = Pilot("report 12 -o -", as_user);
+  EXPECT_EQ(mine.rc, 0) << mine.err;
+  EXPECT_NE(mine.out.find("AMD EPYC"), std::string::npos);
+  Ran r = Pilot("report 12 -o -", as_other);
+  EXPECT_EQ(r.rc, 1) << r.err;
+  EXPECT_EQ(r.out.find("AMD EPYC"), std::string::npos);
+  EXPECT_NE(r.err.find("pilot: " + job_ + "/results.json: Permission denied\n"
+                       "HINT: a job's results.json and config copy are readable by root and the "
+                       "job's user only (pilot-files(5)); anyone can read its verdict: pilot "
+                       "verdict 12"),
+            std::string::npos)
+      << r.err;
 }
 
 TEST_F(PilotInputTest, ReportRefusesLinkedResultsAndMetrics) {

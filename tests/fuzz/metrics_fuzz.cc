@@ -2,8 +2,6 @@
 // program writes to its FIFO through LineBuffer (cut where the input's
 // first byte says), each line through ParseMetricLine and through MatchLoss
 // with the documented loss_pattern.
-#include <regex>
-
 #include "supervisor/program/metrics.h"
 #include "tests/fuzz/fuzz_util.h"
 
@@ -11,7 +9,7 @@ using pilot::supervisor::kMaxMetricLine;
 
 namespace {
 
-void Line(const std::string& line, const std::regex& pattern) {
+void Line(const std::string& line, const pilot::LossPattern& pattern) {
   pilot::fuzz::Require(line.size() <= kMaxMetricLine, "a line over kMaxMetricLine");
   pilot::fuzz::Require(line.find('\n') == std::string::npos, "a line holds a newline");
   (void)pilot::supervisor::ParseMetricLine(line);
@@ -21,7 +19,7 @@ void Line(const std::string& line, const std::regex& pattern) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const std::regex kPattern("loss[=:] *([0-9.eE+-]+)", std::regex::ECMAScript);
+  static const pilot::LossPattern kPattern("loss[=:] *([0-9.eE+-]+)");
   if (size == 0) return 0;
   const size_t chunk = 1 + data[0] % 64;
   const char* p = reinterpret_cast<const char*>(data) + 1;

@@ -4,6 +4,7 @@
 // no failure (a failing prolog drains the node).
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -11,8 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "core/base/atomic_file.h"
 #include "core/records/lock.h"
 #include "core/records/verdict.h"
+#include "job/job_user_file.h"
 #include "job/reserve.h"
 #include "job/state_layout.h"
 #include "prolog/prolog.h"
@@ -211,6 +214,51 @@ TEST_F(RunPrologTest, TheQuotaCommandRunsAsRootAndItsFailureIsALockProblem) {
   quota_exit_ = 0;
   ASSERT_TRUE(prolog::RunProlog(opts_, job_, deps_).ok());
   EXPECT_FALSE(HasProblem(ReadLock(p.lock).value(), "work_quota_failed"));
+}
+
+// The config copy may carry the user's secrets (program.env): root's,
+// readable by the job's user through an ACL (the runner reads it as the
+// user), by no other user (job/job_user_file.h), and still the bytes the
+// user submitted.
+TEST_F(RunPrologTest, TheConfigCopyIsReadableByTheJobsUserOnly) {
+  const std::string text =
+      "[run]\nname = \"t\"\n[program]\ncommand = [\"python3\", \"t.py\"]\n"
+      "env = { WANDB_API_KEY = \"s3cret\" }\n";
+  job_.config_path = "/home/alice/p.toml";
+  deps_.run = [&](const job::CommandSpec& spec) -> Result<job::CommandResult> {
+    job::CommandResult r;
+    r.exit_code = 1;
+    if (spec.argv[0] == "/bin/cat" && spec.argv.back() == job_.config_path) {
+      EXPECT_TRUE(spec.run_as && spec.run_as->uid == 4321u) << "read as the user";
+      r.exit_code = 0;
+      r.out = text;
+    }
+    return r;
+  };
+  ASSERT_TRUE(prolog::RunProlog(opts_, job_, deps_).ok());
+  const std::string copy = Layout().Job(42).config;
+  Result<Lock> lock = ReadLock(Layout().Job(42).lock);
+  ASSERT_TRUE(lock.ok());
+  EXPECT_FALSE(HasProblem(*lock, "config_unreadable"));
+  EXPECT_FALSE(HasProblem(*lock, "config_copy_failed"));
+  Result<std::string> got = ReadFileLimited(copy, 1 << 20);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(*got, text);
+  struct stat sb {};
+  ASSERT_EQ(stat(copy.c_str(), &sb), 0);
+  EXPECT_EQ(sb.st_uid, 0u);
+  EXPECT_EQ(sb.st_mode & 0007, 0u) << "nothing for other users";
+  EXPECT_EQ(sb.st_mode & 0200, 0200u);
+  char acl[64];
+  const ssize_t n = getxattr(copy.c_str(), "system.posix_acl_access", acl, sizeof acl);
+  if (n < 0) {
+    // The state directory's file system has no ACLs: the job's group reads it.
+    EXPECT_EQ(sb.st_gid, 4321u);
+    EXPECT_EQ(sb.st_mode & 07777, 0640u);
+  } else {
+    EXPECT_EQ(std::string(acl, static_cast<size_t>(n)), job::PosixAclUserRead(4321));
+    EXPECT_EQ(sb.st_gid, 0u);
+  }
 }
 
 class FullStateTest : public RunPrologTest {

@@ -71,6 +71,30 @@ TEST(PluginArgs, SupervisorArgv) {
   EXPECT_FALSE(spank::IsValidStage("both"));
 }
 
+// A relative --pilot-out reached the supervisor as given (Slurm hands the
+// task the option as typed), which refuses a relative --out: the pilot
+// ended with no results, "crashed". It is resolved against the submit
+// directory, as the submit side resolves it.
+TEST(PluginArgs, ARelativePilotOutIsTheSubmitDirectorys) {
+  EXPECT_EQ(spank::ResolvePilotOut("run1", "/home/a/exp"), "/home/a/exp/run1");
+  EXPECT_EQ(spank::ResolvePilotOut("./run1/", "/home/a/exp"), "/home/a/exp/run1");
+  EXPECT_EQ(spank::ResolvePilotOut("../runs/1", "/home/a/exp"), "/home/a/runs/1");
+  EXPECT_EQ(spank::ResolvePilotOut("/scratch/a//run1/.", "/home/a"), "/scratch/a/run1");
+  EXPECT_EQ(spank::ResolvePilotOut("run1", ""), "/run1");
+  EXPECT_EQ(spank::ResolvePilotOut("../..", "/"), "/");
+  spank::PluginArgs args;
+  spank::PilotRequest req;
+  req.out = "runs/1";
+  spank::TaskIdentity task;
+  task.cwd = "/home/a/exp";
+  const std::vector<std::string> argv = spank::SupervisorArgv(args, req, task, 3, 4);
+  ASSERT_EQ(argv.size(), 23u);
+  EXPECT_EQ(argv[15], "--out");
+  EXPECT_EQ(argv[16], "/home/a/exp/runs/1");
+  task.cwd = "not-absolute";
+  EXPECT_EQ(spank::SupervisorArgv(args, req, task, 3, 4)[16], "/runs/1");
+}
+
 TEST(PluginArgs, SupervisorKey) {
   auto a = spank::ParsePluginArgs({"supervisor=/opt/pilot-supervisor"});
   ASSERT_TRUE(a.ok()) << a.status().ToString();

@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <regex>
 #include <string>
 #include <string_view>
 
@@ -132,7 +131,7 @@ TEST(MetricFieldNames, RequiredFirstEachOnce) {
 }
 
 TEST(MatchLoss, TheGroupAsANumber) {
-  const std::regex p(R"(loss[=: ]+(\S+))");
+  const LossPattern p(R"(loss[=: ]+(\S+))");
   EXPECT_EQ(MatchLoss(p, "step 3 loss=2.5 lr=1e-3"), 2.5);
   EXPECT_EQ(MatchLoss(p, "loss: 1e-2"), 0.01);
   EXPECT_TRUE(std::isnan(*MatchLoss(p, "loss=NaN")));
@@ -142,21 +141,52 @@ TEST(MatchLoss, TheGroupAsANumber) {
   EXPECT_FALSE(MatchLoss(p, "loss=2.5,"));  // not all of the group is a number
   EXPECT_FALSE(MatchLoss(p, "loss=low"));
   EXPECT_FALSE(MatchLoss(p, "eval 3.0"));
-  EXPECT_FALSE(MatchLoss(std::regex("loss"), "loss=2"));  // no group
-  EXPECT_FALSE(MatchLoss(std::regex("loss=(\\d+)?x"), "loss=x"));  // group unmatched
+  EXPECT_FALSE(MatchLoss(p, std::string("loss=2.5\0" "9", 10)));  // a NUL cuts no number short
+  EXPECT_FALSE(MatchLoss(LossPattern("loss"), "loss=2"));  // no group
+  EXPECT_FALSE(MatchLoss(LossPattern("loss=(\\d+)?x"), "loss=x"));  // group unmatched
+  EXPECT_FALSE(MatchLoss(LossPattern("loss=(\\d+"), "loss=2"));  // RE2 refused it
 }
 
-// Found with tests/fuzz's metrics harness (ASan: stack overflow): std::regex
-// recursed once per digit of "loss=111..." and a 30 KB line took the
-// supervisor down (without ASan too).
-TEST(MatchLoss, LongLinesAreMatchedOnTheirStartOnly) {
-  const std::regex p("loss[=:] *([0-9.eE+-]+)");
-  const std::optional<double> v = MatchLoss(p, "loss=2." + std::string(100000, '5'));
-  ASSERT_TRUE(v);
-  EXPECT_NEAR(*v, 2.5556, 1e-4);  // the group's first 1017 digits
+// What a program prints on the way (tqdm's bars, latin-1 bytes, cut UTF-8)
+// neither stops a match nor is taken into the group.
+TEST(MatchLoss, OrdinaryLinesOfATrainingProgram) {
+  const LossPattern p("loss[=:] *([0-9.eE+-]+)");
+  EXPECT_EQ(MatchLoss(p, "epoch 1 | step 40/100 | loss=3.1416 | lr 3e-4"), 3.1416);
+  EXPECT_EQ(MatchLoss(p, "\r 40%|\xe2\x96\x88\xe2\x96 | loss: 2.75e+00 \xe9t\xe9"), 2.75);
+  EXPECT_EQ(MatchLoss(LossPattern(R"(^step \d+ (?:train )?loss (\S+)$)"), "step 7 train loss 0.5"), 0.5);
+  EXPECT_EQ(MatchLoss(LossPattern(R"((?P<loss>[0-9.]+) nats)"), "at 0.25 nats"), 0.25);
+  EXPECT_FALSE(MatchLoss(p, "validation: no loss yet"));
+}
+
+// The protocol's lines are shorter than 4096 bytes: a longer line is not
+// matched at all, where matching its start could read a number cut short.
+TEST(MatchLoss, OnlyLinesShorterThanTheProtocolsLimit) {
+  const LossPattern p("loss[=:] *([0-9.eE+-]+)");
+  EXPECT_EQ(MatchLoss(p, std::string(kMaxLossLine - 9, 'x') + "loss=2.5"), 2.5);  // 4095 bytes
+  EXPECT_FALSE(MatchLoss(p, std::string(kMaxLossLine - 8, 'x') + "loss=2.5"));    // 4096
+  EXPECT_FALSE(MatchLoss(p, "loss=2." + std::string(100000, '5')));
   EXPECT_FALSE(MatchLoss(p, "loss:" + std::string(100000, ' ')));
-  EXPECT_FALSE(MatchLoss(p, std::string(kMaxLossLine, 'x') + " loss=2.5"));
-  EXPECT_EQ(MatchLoss(p, std::string(kMaxLossLine - 8, 'x') + "loss=2.5"), 2.5);
+}
+
+// The pattern of the attack (issue: a supervisor at 99% CPU past
+// step_timeout): "(?:a|aa)*c" takes a backtracking engine (std::regex)
+// exponential time in the a's before it; at 1000 a's it never returned.
+// RE2 is linear: 100000 a's take milliseconds. This suite runs under a ctest
+// TIMEOUT of a few seconds (tests/supervisor/CMakeLists.txt), so an engine
+// that backtracks fails it by time, not by an assertion.
+TEST(LossPatternTime, NoBacktrackingOnAHostileLine) {
+  const LossPattern p(R"((?:a|aa)*c(\S+))");
+  ASSERT_TRUE(p.ok()) << p.Check().ToString();
+  const std::string as(100000, 'a');
+  EXPECT_FALSE(p.FirstGroup(as));
+  EXPECT_EQ(p.FirstGroup(as + "c1.5"), "1.5");  // matched across all of it
+  // The longest line MatchLoss reads, all of it the hostile part.
+  EXPECT_FALSE(MatchLoss(p, std::string(kMaxLossLine - 1, 'a')));
+  EXPECT_EQ(MatchLoss(p, std::string(kMaxLossLine - 5, 'a') + "c1.5"), 1.5);
+  // Nested repetition, the other classic.
+  const LossPattern nested(R"(^(?:(?:a+)+)+b(\d))");
+  ASSERT_TRUE(nested.ok());
+  EXPECT_FALSE(nested.FirstGroup(as));
 }
 
 void Feed(LineBuffer& b, std::string_view s) { b.Append(s.data(), s.size()); }

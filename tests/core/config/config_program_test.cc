@@ -94,7 +94,10 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"pattern_groups", kRun + kProgram + "loss_pattern = \"loss=[0-9.]+\"\n",
             "program.loss_pattern: must have exactly one group"},
         Bad{"pattern_syntax", kRun + kProgram + "loss_pattern = \"loss=([0-9.]+\"\n",
-            "program.loss_pattern: is not a regular expression"},
+            "p.toml:8: program.loss_pattern: is not a regular expression: missing ): "
+            "loss=([0-9.]+\nHINT: loss_pattern is RE2's syntax"},
+        Bad{"pattern_too_large", kRun + kProgram + "loss_pattern = \"((((x{1000}){1000}){1000}))\"\n",
+            "p.toml:8: program.loss_pattern: is not a regular expression: "},
         Bad{"launcher", kRun + kProgram + "launcher = \"torchrun\"\n",
             "program.launcher: must be one of \"pilot\", \"none\""},
         Bad{"srun", kRun + kProgram + "[parallel]\nlauncher = \"srun\"\n",
@@ -102,6 +105,38 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"timeout", kRun + kProgram + "step_timeout = 0\n",
             "program.step_timeout: must be between 1 and 86400"}),
     [](const ::testing::TestParamInfo<Bad>& i) { return std::string(i.param.name); });
+
+// A pattern std::regex (ECMAScript) accepted and RE2 does not: refused at
+// submission with RE2's words, the place, and a hint that says why (RE2
+// has no backreferences or lookaround) and what to write instead.
+TEST(ConfigProgram, APatternOnlyABacktrackingEngineAcceptsIsRefusedWithAHint) {
+  for (const char* pattern : {R"(loss=(\S+) \1)", R"(loss=(?=\d)([0-9.]+))",
+                              R"((?<=loss=)([0-9.]+))", R"(loss=(?!x)([0-9.]+))"}) {
+    Result<Config> c = Parse(kRun + kProgram + "loss_pattern = '" + pattern + "'\n");
+    ASSERT_FALSE(c.ok()) << pattern;
+    const std::string m = c.status().ToString();
+    EXPECT_EQ(m.rfind("pilot: p.toml:8: program.loss_pattern: is not a regular expression: ", 0), 0u)
+        << m;
+    EXPECT_NE(m.find("HINT: loss_pattern is RE2's syntax, which matches in time linear in the line "
+                     "and so has no backreferences"),
+              std::string::npos)
+        << m;
+  }
+  Result<Config> c = Parse(kRun + kProgram + "loss_pattern = '(\\S+) \\1'\n");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().ToString().find("invalid escape sequence: \\1"), std::string::npos)
+      << c.status().ToString();
+}
+
+// The pattern of the attack on the supervisor's thread compiles: RE2 runs
+// it in linear time, so nothing refuses it (tests/supervisor times it).
+TEST(ConfigProgram, AnyPatternRe2AcceptsWithOneGroupIsAccepted) {
+  for (const char* pattern : {R"((?:a|aa)*c(\S+))", R"(loss[=:] *([0-9.eE+-]+))",
+                              R"((?P<loss>[0-9.]+) nats)", R"(^step \d+: (\S+)$)"}) {
+    Result<Config> c = Parse(kRun + kProgram + "loss_pattern = '" + pattern + "'\n");
+    EXPECT_TRUE(c.ok()) << pattern << ": " << c.status().ToString();
+  }
+}
 
 }  // namespace
 }  // namespace pilot
