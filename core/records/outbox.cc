@@ -14,7 +14,7 @@ namespace {
 
 constexpr size_t kMaxEntryBytes = 8u << 20;
 
-bool ValidName(const std::string& s) {
+bool ValidOutboxName(const std::string& s) {
   if (s.empty() || s.size() > 128 || s[0] == '.') return false;
   for (char c : s) {
     bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
@@ -29,7 +29,7 @@ bool ValidName(const std::string& s) {
 Outbox::Outbox(std::string dir, FileOps& fs) : dir_(std::move(dir)), fs_(&fs) {}
 
 Status Outbox::Enqueue(const std::string& name, const std::string& body) {
-  if (!ValidName(name)) return Status::Invalid("outbox: " + name, "bad entry name");
+  if (!ValidOutboxName(name)) return Status::Invalid("outbox: " + name, "bad entry name");
   if (::mkdir(dir_.c_str(), 0700) != 0 && errno != EEXIST) {
     return Status::IoError(dir_, std::strerror(errno));
   }

@@ -315,11 +315,12 @@ class GroupRun {
       return Break("the process of rank " + std::to_string(l->launch.rank) + " reported " + step +
                    " as " + who);
     }
-    if (rec.step < spec_.first_step || (spec_.last_step > 0 && rec.step > spec_.last_step)) {
+    // A step before first_step is kept: the resumed process that reports
+    // step 1 did not restore, which CheckPhase says in those words.
+    if (spec_.last_step > 0 && rec.step > spec_.last_step) {
       // A loss pattern's extra matches (an eval line) past step N are not records.
-      if (spec_.loss_pattern && rec.step > spec_.last_step) return;
-      return Break(who + " reported " + step + ", outside " + std::to_string(spec_.first_step) +
-                   ".." + std::to_string(spec_.last_step));
+      if (spec_.loss_pattern) return;
+      return Break(who + " reported " + step + ", past the last step " + std::to_string(spec_.last_step));
     }
     auto last = rank_last_step_.find(rank);
     if (last != rank_last_step_.end() && rec.step <= last->second) {

@@ -42,6 +42,29 @@ double RelDiff(double a, double b) {
   return d / std::max(std::fabs(b), 1e-12);
 }
 
+// Records a process outside the phase tried to write, or that broke the
+// protocol: the first reason of a phase, since a hang or an end that
+// followed is their consequence.
+std::optional<PhaseProblem> UntrustedRecords(const GroupResult& g, const std::string& who,
+                                             int64_t last_seen) {
+  if (g.outside_writers > 0) {
+    return PhaseProblem{"protocol", last_seen + 1, std::nullopt,
+                        "a process outside the pilot tried to write " + who + "'s metrics records (" +
+                            Join(g.outside_writer_examples, "; ") +
+                            (g.outside_writers > static_cast<int64_t>(g.outside_writer_examples.size())
+                                 ? "; " + std::to_string(g.outside_writers) + " in all"
+                                 : std::string()) +
+                            "): refused, and the records of this pilot cannot be trusted"};
+  }
+  if (g.protocol_breaks > 0) {
+    return PhaseProblem{"protocol", last_seen + 1, std::nullopt,
+                        who + " broke the records protocol " + std::to_string(g.protocol_breaks) +
+                            (g.protocol_breaks == 1 ? " time: " : " times, the first: ") +
+                            Join(g.protocol_break_examples, "; ")};
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 bool LooksOutOfMemory(const std::string& stderr_tail) {
@@ -74,21 +97,7 @@ std::optional<PhaseProblem> CheckPhase(const GroupResult& g, const PhaseExpect& 
   for (const MetricRecord& r : g.records) last_seen = std::max(last_seen, r.step);
   // Records that cannot be trusted come first: a hang or an end that
   // followed them is their consequence.
-  if (g.outside_writers > 0) {
-    return PhaseProblem{"protocol", last_seen + 1, std::nullopt,
-                        "a process outside the pilot tried to write " + who + "'s metrics records (" +
-                            Join(g.outside_writer_examples, "; ") +
-                            (g.outside_writers > static_cast<int64_t>(g.outside_writer_examples.size())
-                                 ? "; " + std::to_string(g.outside_writers) + " in all"
-                                 : std::string()) +
-                            "): refused, and the records of this pilot cannot be trusted"};
-  }
-  if (g.protocol_breaks > 0) {
-    return PhaseProblem{"protocol", last_seen + 1, std::nullopt,
-                        who + " broke the records protocol " + std::to_string(g.protocol_breaks) +
-                            (g.protocol_breaks == 1 ? " time: " : " times, the first: ") +
-                            Join(g.protocol_break_examples, "; ")};
-  }
+  if (std::optional<PhaseProblem> t = UntrustedRecords(g, who, last_seen)) return t;
   if (g.hung) {
     return PhaseProblem{"hang", g.hung_after_step + 1, std::nullopt,
                         who + " hung: no metrics record for " + FormatFixed(g.hung_seconds, 0) +

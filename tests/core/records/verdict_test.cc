@@ -124,7 +124,7 @@ TEST(Verdict, StrictParsing) {
        "pilot: verdict.json: decision: expected one of \"GO\", \"NO-GO\", got \"MAYBE\""},
       {[](Json& j) { j["checks"][1]["verified_by"] = "user"; },
        "pilot: verdict.json: checks[1].verified_by: expected one of \"epilog\", "
-       "\"self_reported\", \"prolog\", \"workload\", \"supervisor\", got \"user\""},
+       "\"self_reported\", \"prolog\", \"workload\", \"supervisor\", \"workload_compared\", got \"user\""},
       {[](Json& j) { j["hardware"][0]["headroom"] = "lots"; },
        "pilot: verdict.json: hardware[0].headroom: expected number, got string"},
       {[](Json& j) { j["budget"]["breakdown"]["train"] = "x"; },
