@@ -251,8 +251,11 @@ class GroupRun {
         owner = OwnerOf(cred.pid);
       }
       if (!owner || conns_.size() >= 4096) {
-        if (!owner && g_.outside_writers++ < 5) {
-          g_.outside_writer_examples.push_back(cred.pid > 0 ? NameProcess(cred.pid) : "an unknown process");
+        if (!owner) {
+          ++g_.outside_writers;
+          const std::string who = cred.pid > 0 ? NameProcess(cred.pid) : "an unknown process";
+          std::vector<std::string>& seen = g_.outside_writer_examples;
+          if (seen.size() < 5 && std::find(seen.begin(), seen.end(), who) == seen.end()) seen.push_back(who);
         }
         close(fd);
         continue;
@@ -325,9 +328,9 @@ class GroupRun {
     auto last = rank_last_step_.find(rank);
     if (last != rank_last_step_.end() && rec.step <= last->second) {
       return Break(who + " reported " + step +
-                   (rec.step == last->second ? " twice"
-                                             : " after step " + std::to_string(last->second)) +
-                   ": the first record of a step stands");
+                   (rec.step == last->second
+                        ? " twice: the first record of a step stands"
+                        : " after step " + std::to_string(last->second) + ": steps only go forward"));
     }
     if (static_cast<int64_t>(g_.records.size()) >= spec_.max_records) {
       ++g_.dropped_records;

@@ -52,7 +52,7 @@ std::optional<PhaseProblem> UntrustedRecords(const GroupResult& g, const std::st
                         "a process outside the pilot tried to write " + who + "'s metrics records (" +
                             Join(g.outside_writer_examples, "; ") +
                             (g.outside_writers > static_cast<int64_t>(g.outside_writer_examples.size())
-                                 ? "; " + std::to_string(g.outside_writers) + " in all"
+                                 ? "; " + std::to_string(g.outside_writers) + " connections in all"
                                  : std::string()) +
                             "): refused, and the records of this pilot cannot be trusted"};
   }

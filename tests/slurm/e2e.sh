@@ -43,7 +43,11 @@ case_sbatch_go() {
     fail "restore not established by the supervisor"
   [[ $(json "$STATE/verdicts/$job.json" "[c['verified_by'] for c in d['checks'] if c['name']=='checkpoint'][0]") == epilog ]] ||
     fail "checkpoint not established by the epilog"
-  [[ $(stat -c '%U %a' "$STATE/jobs/$job/results.json") == "root 644" ]] || fail "results.json not root's"
+  # Root's, readable by root and the job's user only (an ACL entry: mode
+  # 640 shows its mask, the owning group root's).
+  [[ $(stat -c '%U %G %a' "$STATE/jobs/$job/results.json") == "root root 640" ]] ||
+    fail "results.json not root's alone: $(stat -c '%U %G %a' "$STATE/jobs/$job/results.json")"
+  as_user head -c1 "$STATE/jobs/$job/results.json" >/dev/null || fail "the job's user cannot read results.json"
   # The receiver got it, with a valid signature header.
   wait_for_file "$TMP/recv/log" 20
   grep -q "^1 good$" "$TMP/recv/log" || fail "receiver: $(cat "$TMP/recv/log")"

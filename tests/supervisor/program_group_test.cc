@@ -131,7 +131,7 @@ TEST_F(GroupTest, EveryBreakOfTheProtocolIsNamed) {
   EXPECT_NE(g.first_bad_record.find("\"rank\" must be an integer"), std::string::npos) << g.first_bad_record;
   EXPECT_EQ(g.protocol_breaks, 4);
   ASSERT_EQ(g.protocol_break_examples.size(), 4u);
-  EXPECT_EQ(g.protocol_break_examples[0], "rank 0 reported step 1 after step 2: the first record of a step stands");
+  EXPECT_EQ(g.protocol_break_examples[0], "rank 0 reported step 1 after step 2: steps only go forward");
   EXPECT_EQ(g.protocol_break_examples[1], "rank 0 reported step 9, past the last step 3");
   EXPECT_EQ(g.protocol_break_examples[2], "the process of rank 0 reported step 3 as rank 1");
   EXPECT_NE(g.protocol_break_examples[3].find("the protocol's limit is 4096"), std::string::npos);
