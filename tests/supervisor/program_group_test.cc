@@ -188,14 +188,14 @@ TEST_F(GroupTest, AnEscapedDaemonIsReadKilledAndNamed) {
 TEST_F(GroupTest, CpuTimeWhileReportingIsMeasured) {
   auto run = [&](const std::string& between) {
     GroupSpec s = Spec();
-    s.ranks.push_back(Rank(0, "for i in 1 2 3 4 5; do echo '{\"step\": '$i', \"loss\": 1}'; " + between +
+    s.ranks.push_back(Rank(0, "for i in 1 2 3 4 5 6 7 8; do echo '{\"step\": '$i', \"loss\": 1}'; " + between +
                                   "; done | \"$SEND\""));
     return RunGroup(s);
   };
-  GroupResult idle = run("sleep 0.8");
+  GroupResult idle = run("sleep 0.6");
   ASSERT_GT(idle.busy_window_seconds, 2.0);
   EXPECT_LT(idle.busy_cpu_seconds / idle.busy_window_seconds, 0.05);
-  GroupResult busy = run("end=$(($(date +%s) + 2)); while [ $(date +%s) -lt $end ]; do :; done");
+  GroupResult busy = run("end=$(($(date +%s%N) + 600000000)); while [ $(date +%s%N) -lt $end ]; do :; done");
   ASSERT_GT(busy.busy_window_seconds, 2.0);
   EXPECT_GT(busy.busy_cpu_seconds / busy.busy_window_seconds, 0.1);
 }
