@@ -77,9 +77,10 @@ inline constexpr CheckInfo kChecks[] = {
      "holding at least thresholds.min_checkpoint_read_fraction of the bytes the reference "
      "wrote (fanotify; not watched: fail when program_independent_checks names it, else warn)"},
     {"busy",
-     "a user's program only: while it reported steps, the job's GPUs were busy for at least thre"
-     "sholds.min_busy_device_utilization of the time (NVML), else its processes kept thresholds."
-     "min_busy_cpu_cores CPU cores busy (/proc), per phase, as the supervisor measured (skip when no phase reported steps for 2 s)"},
+     "a user's program only: while it reported steps, the job's GPUs were busy for at least "
+     "thresholds.min_busy_device_utilization of the time (NVML) or its processes kept "
+     "thresholds.min_busy_cpu_cores CPU cores busy (/proc), per phase, as the supervisor "
+     "measured (skip when no phase reported steps for 2 s)"},
     {"checkpoint",
      "verify ran: COMPLETE marker, manifest sizes and hashes, optimizer state for every "
      "parameter, eval loss recomputed within tolerance (a program's checkpoint: its files "

@@ -48,13 +48,15 @@ Check CheckpointReadCheck(const ProgramInfo& prog, const Policy& p) {
 }
 
 // A program's processes worked while they reported steps: the job's GPUs
-// busy (NVML) where measured, else their CPU time (/proc), per phase, as the
-// supervisor measured them. A program that reports losses it never
-// computes keeps neither busy. Skip when no phase ran long enough (2 s).
+// busy (NVML) where measured, or their CPU time (/proc), per phase, as the
+// supervisor measured them; either suffices, so that a GPU the sampler
+// misattributes cannot fail a program that works. A program that reports
+// losses it never computes keeps neither busy. Skip when no phase ran long
+// enough (2 s).
 Check BusyCheck(const ProgramInfo& prog, const Policy& p) {
   const double cores = p.thresholds.min_busy_cpu_cores;
   const double util = p.thresholds.min_busy_device_utilization;
-  const std::string want = "GPUs >= " + FormatFixed(util * 100, 0) + "% busy, else >= " +
+  const std::string want = "GPUs >= " + FormatFixed(util * 100, 0) + "% busy, or >= " +
                            FormatFixed(cores, 2) + " CPU cores";
   auto make = [&](CheckStatus st, const std::string& measured, const std::string& detail) {
     return Check{std::string(CheckName("busy")), st, measured, want, detail, VerifiedBy::kSupervisor};
@@ -69,7 +71,7 @@ Check BusyCheck(const ProgramInfo& prog, const Policy& p) {
                              (gpu ? "GPUs " + FormatFixed(b.device_utilization * 100, 0) + "% busy, " : "") +
                              FormatFixed(b.cpu_cores, 2) + " CPU cores over " + FormatFixed(b.seconds, 0) + " s";
     seen.push_back(what);
-    if (gpu ? b.device_utilization < util : b.cpu_cores < cores) idle.push_back(what);
+    if (!(gpu && b.device_utilization >= util) && b.cpu_cores < cores) idle.push_back(what);
   }
   if (!idle.empty()) {
     return make(CheckStatus::kFail, idle.front(),

@@ -25,9 +25,9 @@ namespace pilot {
 Check CheckpointReadCheck(const ProgramInfo& prog, const Policy& p);
 
 // pass when every measured phase kept the GPUs at least
-// thresholds.min_busy_device_utilization busy (where NVML sampled them),
-// else thresholds.min_busy_cpu_cores CPU cores; fail naming the idle
-// phases; skip when no phase reported steps for 2 s.
+// thresholds.min_busy_device_utilization busy (where NVML sampled them) or
+// thresholds.min_busy_cpu_cores CPU cores busy; fail naming the phases that
+// kept neither; skip when no phase reported steps for 2 s.
 Check BusyCheck(const ProgramInfo& prog, const Policy& p);
 
 }  // namespace pilot

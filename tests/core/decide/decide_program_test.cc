@@ -268,9 +268,12 @@ TEST(DecideProgram, BusyIsWhatRootMeasured) {
   EXPECT_EQ(Get(idle, "busy").status, CheckStatus::kFail);
   EXPECT_EQ(Get(idle, "busy").measured, "single resumed: 0.01 CPU cores over 6 s");
   EXPECT_EQ(idle.decision, Decision::kNoGo);
-  // On GPUs the device's utilization decides, not the CPU.
+  // Either the GPUs or the CPU busy: a GPU the sampler misattributes does
+  // not fail a program that works; neither busy fails.
   const Verdict gpu_idle = busy({{"single", "reference", 30, 1.0, 0.0}});
-  EXPECT_EQ(Get(gpu_idle, "busy").status, CheckStatus::kFail);
+  EXPECT_EQ(Get(gpu_idle, "busy").status, CheckStatus::kPass);
+  const Verdict both_idle = busy({{"single", "reference", 30, 0.02, 0.0}});
+  EXPECT_EQ(Get(both_idle, "busy").status, CheckStatus::kFail);
   const Verdict gpu = busy({{"single", "reference", 30, 0.02, 0.87}});
   EXPECT_EQ(Get(gpu, "busy").status, CheckStatus::kPass);
   EXPECT_EQ(Get(gpu, "busy").measured, "single reference: GPUs 87% busy, 0.02 CPU cores over 30 s");
