@@ -119,6 +119,12 @@ TEST_F(PilotInputTest, OnlyTheJobsUserReadsItsReport) {
     GTEST_SKIP() << "uid 65534 cannot run " << PILOT_BINARY;
   }
   fs::permissions(dir_, fs::perms(0755));  // the state directory's folders are 0755
+  // The catalog where the other users can read it (a checkout may be private).
+  fs::copy_file(std::string(PILOT_SOURCE_DIR) + "/etc/hardware.toml", dir_ + "/hardware.toml",
+                fs::copy_options::overwrite_existing);
+  fs::permissions(dir_ + "/hardware.toml", fs::perms(0644));
+  Write(dir_ + "/pilot.conf", "state_dir = \"" + dir_ + "/state\"\nhardware_catalog = \"" + dir_ +
+                                  "/hardware.toml\"\n");
   ASSERT_TRUE(pilot::job::WriteJobUserFile(pilot::job::StateLayout(dir_ + "/state"),
                                            job_ + "/results.json", results_, 65534, 65534,
                                            nullptr)
