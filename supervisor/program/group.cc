@@ -528,9 +528,8 @@ class GroupRun {
     if (!all_reaped) cpu_samples_.emplace_back(Since(t0_), u.cpu_seconds);
   }
 
-  Clock::time_point GraceFromNow() const {
-    return Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                              std::chrono::duration<double>(spec_.exit_grace_seconds));
+  static Clock::time_point FromNow(double seconds) {
+    return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
   }
 
   // Reaps what exited: the phase's processes (a failed one starts the grace
@@ -549,7 +548,7 @@ class GroupRun {
         if (WIFSIGNALED(status)) l.result.signal = WTERMSIG(status);
         kill(-l.pid, SIGKILL);  // whatever it left behind in its group
         const bool failed = l.result.signal != 0 || l.result.exit_code != 0;
-        if (failed && !end_after_) end_after_ = GraceFromNow();
+        if (failed && !end_after_) end_after_ = FromNow(spec_.exit_grace_seconds);
       }
     }
   }
@@ -584,7 +583,7 @@ class GroupRun {
     }
     if (spec_.last_step > 0 && !end_after_ && EveryRankReachedLastStep()) {
       g_.after_last_step = true;
-      end_after_ = GraceFromNow();
+      end_after_ = FromNow(spec_.last_step_grace_seconds);
     }
     const bool end_now = g_.stopped || g_.hung || (end_after_ && Clock::now() >= *end_after_);
     if (end_now && !term_sent_) {

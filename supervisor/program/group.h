@@ -83,7 +83,10 @@ struct GroupSpec {
   // Records kept at most (one per step and rank is the protocol): a program
   // that floods its FIFO costs the supervisor no more memory than this.
   int64_t max_records = 1000000;
-  double exit_grace_seconds = 30;    // after the last step, or after a process failed
+  double exit_grace_seconds = 30;    // after a process failed, for its peers
+  // After every rank reported the last step, for the processes to exit by
+  // themselves (a final save of a large model takes a while).
+  double last_step_grace_seconds = 30;
   double kill_grace_seconds = 10;
   int forward_stdout = 1;            // where its output goes (-1: nowhere)
   int forward_stderr = 2;

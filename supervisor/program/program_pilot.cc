@@ -110,6 +110,9 @@ class ProgramPilot {
     spec.run_as = in_.opts->run_as;
     spec.cwd = program_.workdir;
     spec.step_timeout_seconds = cfg_.program.step_timeout;
+    // A process that did not exit by itself is not completed: it gets as
+    // long after the last step as a step may take (a final save).
+    spec.last_step_grace_seconds = cfg_.program.step_timeout;
     spec.loss_pattern = pattern_;
     spec.first_step = first_step;
     spec.last_step = cfg_.training.steps;

@@ -54,6 +54,7 @@ class GroupTest : public ::testing::Test {
     s.forward_stderr = -1;
     s.step_timeout_seconds = 5;
     s.exit_grace_seconds = 2;
+    s.last_step_grace_seconds = 2;
     s.kill_grace_seconds = 1;
     return s;
   }
