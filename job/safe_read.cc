@@ -48,10 +48,10 @@ Status NotRegular(const std::string& path, mode_t mode) {
   return Status::IoError(path, "not a regular file (" + KindOf(mode) + ")");
 }
 
-}  // namespace
-
-Result<std::string> ReadFileBeneath(const std::string& dir, const std::string& relative,
-                                    size_t max_bytes) {
+// The folder that holds DIR/RELATIVE's last component, reached without
+// following a link; *last is that component, *path the whole path.
+Result<UniqueFd> OpenParentBeneath(const std::string& dir, const std::string& relative,
+                                   std::string* last, std::string* path) {
   const std::string whole = dir + "/" + relative;
   if (relative.empty() || relative.front() == '/') {
     return Status::Invalid(whole, "not a path relative to " + dir);
@@ -68,30 +68,51 @@ Result<std::string> ReadFileBeneath(const std::string& dir, const std::string& r
       return Status::Invalid(whole, "every component must be a name (no \"\", \".\" or \"..\")");
     }
   }
-
   int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return OpenError(AT_FDCWD, dir, dir, errno);
   UniqueFd current(fd);
-  std::string path = dir;
+  *path = dir;
   for (size_t i = 0; i + 1 < names.size(); ++i) {
-    path += "/" + names[i];
+    *path += "/" + names[i];
     fd = ::openat(current.get(), names[i].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) return OpenError(current.get(), names[i], path, errno);
+    if (fd < 0) return OpenError(current.get(), names[i], *path, errno);
     current.reset(fd);
   }
-  path += "/" + names.back();
+  *path += "/" + names.back();
+  *last = names.back();
+  return Result<UniqueFd>(std::move(current));
+}
 
+}  // namespace
+
+Result<struct stat> StatBeneath(const std::string& dir, const std::string& relative) {
+  std::string last, path;
+  Result<UniqueFd> parent = OpenParentBeneath(dir, relative, &last, &path);
+  if (!parent.ok()) return parent.status();
+  struct stat st {};
+  if (::fstatat(parent->get(), last.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    return OpenError(parent->get(), last, path, errno);
+  }
+  return st;
+}
+
+Result<std::string> ReadFileBeneath(const std::string& dir, const std::string& relative,
+                                    size_t max_bytes) {
+  std::string last, path;
+  Result<UniqueFd> parent = OpenParentBeneath(dir, relative, &last, &path);
+  if (!parent.ok()) return parent.status();
+  UniqueFd current = std::move(parent).value();
   // Looked at before opening (a device is not opened at all) and again on
   // the descriptor (what was opened is what is read, whatever changed since).
   struct stat st {};
-  if (::fstatat(current.get(), names.back().c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-    return OpenError(current.get(), names.back(), path, errno);
+  if (::fstatat(current.get(), last.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    return OpenError(current.get(), last, path, errno);
   }
   if (S_ISLNK(st.st_mode)) return Status::Permission(path, kNotFollowed);
   if (!S_ISREG(st.st_mode)) return NotRegular(path, st.st_mode);
-  fd = ::openat(current.get(), names.back().c_str(),
+  const int fd = ::openat(current.get(), last.c_str(),
                 O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-  if (fd < 0) return OpenError(current.get(), names.back(), path, errno);
+  if (fd < 0) return OpenError(current.get(), last, path, errno);
   const UniqueFd file(fd);
   if (::fstat(file.get(), &st) != 0) {
     return Status::IoError(path, std::string("fstat: ") + std::strerror(errno));

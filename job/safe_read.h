@@ -23,6 +23,8 @@
 #include <optional>
 #include <string>
 
+#include <sys/stat.h>
+
 #include "core/base/status.h"
 
 namespace pilot::job {
@@ -39,6 +41,11 @@ namespace pilot::job {
 // folder in the middle that is not one; a read error).
 Result<std::string> ReadFileBeneath(const std::string& dir, const std::string& relative,
                                     size_t max_bytes);
+
+// What lstat(2) says of DIR/RELATIVE, reached as ReadFileBeneath reaches
+// it (no link followed below `dir`; the last component itself may be a
+// link, which is described, not followed). Errors as ReadFileBeneath's.
+Result<struct stat> StatBeneath(const std::string& dir, const std::string& relative);
 
 // The part of `path` below `dir`, both made absolute (against the current
 // folder) and lexically normal ("." and ".." removed as written, no link

@@ -1,6 +1,7 @@
 // The table of node-stage launchers.
 #include "launch/launcher.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace pilot::launch {
@@ -53,6 +54,11 @@ std::unique_ptr<Launcher> ChooseLauncher(const std::string& setting, int nproc) 
     if (setting == "auto" ? k.automatic(nproc) : setting == k.name) return k.make();
   }
   return std::end(kLaunchers)[-1].make();
+}
+
+int DefaultNodeProcesses(bool cuda, int visible_gpus, int tasks_per_node, int nodes) {
+  const int per_node = cuda ? std::max(1, visible_gpus) : tasks_per_node > 1 ? tasks_per_node : 2;
+  return per_node * std::max(1, nodes);
 }
 
 std::vector<std::string> LauncherNames() {

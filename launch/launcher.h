@@ -80,6 +80,12 @@ class Launcher {
 // asks for a number of processes, local otherwise).
 std::unique_ptr<Launcher> ChooseLauncher(const std::string& setting, int nproc);
 
+// The node stage's processes when parallel.nproc is 0, for the builtin and
+// a user's program alike: one per visible GPU (on a CPU, the job's tasks
+// per node when it asked for more than one, else 2) on every node the
+// launcher reaches (`nodes`: the job's nodes under srun, else 1).
+int DefaultNodeProcesses(bool cuda, int visible_gpus, int tasks_per_node, int nodes);
+
 // The names of kLaunchers' rows, in its order ("auto" not included).
 std::vector<std::string> LauncherNames();
 

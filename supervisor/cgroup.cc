@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 
@@ -31,6 +32,40 @@ void JoinCgroupOf(pid_t pid) {
   if (!procs) {
     std::fprintf(stderr, "pilot: supervisor: cannot join the task's cgroup %s\n", theirs.c_str());
   }
+}
+
+}  // namespace pilot::supervisor
+
+namespace pilot::supervisor {
+
+int64_t MemoryLimitBytes() {
+  int64_t limit = 0;
+  {
+    std::ifstream in("/proc/meminfo");
+    std::string key;
+    int64_t kib = 0;
+    while (in >> key >> kib) {
+      if (key == "MemTotal:") {
+        limit = kib * 1024;
+        break;
+      }
+      in.ignore(1 << 10, '\n');
+    }
+  }
+  std::string path = UnifiedPath("/proc/self/cgroup");
+  if (path.find("..") != std::string::npos) return limit;
+  for (;;) {
+    std::ifstream in("/sys/fs/cgroup" + path + "/memory.max");
+    std::string v;
+    if (in >> v && v != "max") {
+      const int64_t b = std::atoll(v.c_str());
+      if (b > 0 && (limit == 0 || b < limit)) limit = b;
+    }
+    if (path.empty() || path == "/") break;
+    const size_t slash = path.rfind('/');
+    path = slash == std::string::npos || slash == 0 ? "" : path.substr(0, slash);
+  }
+  return limit;
 }
 
 }  // namespace pilot::supervisor

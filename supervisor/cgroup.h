@@ -10,8 +10,15 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
+
 namespace pilot::supervisor {
 
 void JoinCgroupOf(pid_t pid);
+
+// The memory this process and what it starts may use: the smallest
+// memory.max of its cgroup and the groups above it (cgroup v2), else the
+// node's MemTotal; 0 when neither could be read.
+int64_t MemoryLimitBytes();
 
 }  // namespace pilot::supervisor

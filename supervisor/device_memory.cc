@@ -44,6 +44,7 @@ struct NvmlUtilization {
   unsigned int memory;  // percent of it the memory was read or written
 };
 using UtilizationFn = int (*)(NvmlDevice, NvmlUtilization*);
+using DriverVersionFn = int (*)(char*, unsigned int);
 
 constexpr size_t kMaxUtilizationSamples = 200000;  // one per 500 ms: over a day
 
@@ -57,6 +58,7 @@ struct DeviceMemorySampler::Api {
   MemoryFn memory = nullptr;
   UuidFn uuid = nullptr;
   UtilizationFn utilization = nullptr;  // optional
+  DriverVersionFn driver_version = nullptr;  // optional
 };
 
 DeviceMemorySampler::DeviceMemorySampler() {
@@ -73,6 +75,7 @@ DeviceMemorySampler::DeviceMemorySampler() {
   api_->memory = reinterpret_cast<MemoryFn>(dlsym(lib_, "nvmlDeviceGetMemoryInfo"));
   api_->uuid = reinterpret_cast<UuidFn>(dlsym(lib_, "nvmlDeviceGetUUID"));
   api_->utilization = reinterpret_cast<UtilizationFn>(dlsym(lib_, "nvmlDeviceGetUtilizationRates"));
+  api_->driver_version = reinterpret_cast<DriverVersionFn>(dlsym(lib_, "nvmlSystemGetDriverVersion"));
   if (!api_->init || !api_->shutdown || !api_->count || !api_->handle || !api_->memory ||
       !api_->uuid) {
     source_ = "unavailable: libnvidia-ml.so.1 lacks the functions used";
@@ -82,6 +85,10 @@ DeviceMemorySampler::DeviceMemorySampler() {
     source_ = "unavailable: nvmlInit failed";
     api_->shutdown = nullptr;
     return;
+  }
+  if (api_->driver_version != nullptr) {
+    char version[96] = {};
+    if (api_->driver_version(version, sizeof(version) - 1) == 0) driver_version_ = version;
   }
   unsigned int n = 0;
   if (api_->count(&n) != 0 || n == 0) {

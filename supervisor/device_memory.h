@@ -37,6 +37,8 @@ class DeviceMemorySampler {
   // "nvml", or the reason there are no samples.
   const std::string& source() const { return source_; }
   const std::vector<DeviceMemorySample>& peaks() const { return peaks_; }
+  // The driver's version as NVML gives it ("580.95.05"); "" without NVML.
+  const std::string& driver_version() const { return driver_version_; }
   // The mean utilization (0..1) of `job_devices` (by index) over the
   // samples taken between `from` and `to`; nullopt without such samples.
   std::optional<double> MeanUtilization(std::chrono::steady_clock::time_point from,
@@ -49,6 +51,7 @@ class DeviceMemorySampler {
   void* lib_ = nullptr;
   std::vector<void*> devices_;
   std::string source_;
+  std::string driver_version_;
   std::vector<DeviceMemorySample> peaks_;
   struct UtilizationSample {
     std::chrono::steady_clock::time_point at;

@@ -256,7 +256,10 @@ class Supervisor {
                                    std::chrono::steady_clock::time_point to) {
       return sampler_.MeanUtilization(from, to, SamplesOf(sampler_.peaks(), JobGpuList(lock_, o_.job_env)));
     };
-    return RunProgramPilot(in, &res_, &info_);
+    const int rc = RunProgramPilot(in, &res_, &info_);
+    // The driver the program ran on, as root's NVML reads it.
+    if (res_.versions.cuda_driver.empty()) res_.versions.cuda_driver = sampler_.driver_version();
+    return rc;
   }
 
   int Node() {

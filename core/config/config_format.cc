@@ -54,6 +54,16 @@ std::string ValueText(const FieldPtr& f) {
   return std::visit(Visitor{}, f);
 }
 
+// What a pilot of a user's program reads: [run], [container], [program],
+// [hardware], and of the builtin's sections the keys that keep their
+// meaning (the program chooses the rest: its optimizer, precision, shape).
+bool UsedForAProgram(const KeySpec& k) {
+  const std::string section = k.section;
+  if (section == "run" || section == "container" || section == "program" || section == "hardware") return true;
+  const std::vector<std::string>& kept = config_internal::KeysKeptForAProgram();
+  return std::find(kept.begin(), kept.end(), k.Name()) != kept.end();
+}
+
 }  // namespace
 
 std::string ConfigToJson(const Config& c) {
@@ -81,6 +91,16 @@ std::string ConfigToTable(const Config& c) {
     out << "program  " << Join(c.program.command, " ") << "\n";
     out << "shape    the program's, checked against run: seq_len " << c.run.seq_len
         << " x micro_batch " << c.run.micro_batch << "\n";
+    // What the pilot will do with it.
+    const bool bitwise = c.training.device == "cpu" && c.training.deterministic;
+    out << "pilot    reference process: steps 1.." << c.training.steps << ", saving after step "
+        << c.checkpoint.at_step << "; a fresh process resumes " << c.checkpoint.at_step + 1 << ".."
+        << c.training.steps << ", losses compared "
+        << (bitwise ? "bitwise" : "within eval.restore_tolerance " + FormatDouble(c.eval.restore_tolerance))
+        << "; node stage: "
+        << (c.parallel.nproc > 0 ? std::to_string(c.parallel.nproc) + " processes"
+                                 : std::string("one process per GPU on each node (parallel.nproc = 0)"))
+        << "\n";
   } else {
     out << "shape    seq_len " << c.training.seq_len << " x micro_batch " << c.training.micro_batch;
     if (c.ShapeIsBinding()) {
@@ -98,10 +118,16 @@ std::string ConfigToTable(const Config& c) {
     value_width = std::max(value_width, std::min<size_t>(values.back().size(), 24));
   }
   std::string current;
+  std::vector<std::string> unused;
   for (size_t i = 0; i < Schema().size(); ++i) {
     const KeySpec& k = Schema()[i];
-    // [model] and [data] describe the builtin model only.
+    // [model] and [data] describe the builtin model only; of the others, a
+    // program's pilot shows what it reads.
     if (c.IsProgram() && (std::string(k.section) == "model" || std::string(k.section) == "data")) continue;
+    if (c.IsProgram() && !UsedForAProgram(k)) {
+      unused.push_back(k.Name());  // never set: the loader refuses them with [program]
+      continue;
+    }
     if (current != k.section) {
       current = k.section;
       out << "\n[" << current << "]\n";
@@ -121,6 +147,11 @@ std::string ConfigToTable(const Config& c) {
       line += "   " + note;
     }
     out << line << "\n";
+  }
+  if (!unused.empty()) {
+    out << "\nnot used for a program (it chooses its own optimizer, precision and shape; the pilot\n"
+           "reports what the program's probe saw):\n  "
+        << Join(unused, ", ") << "\n";
   }
   return out.str();
 }

@@ -137,6 +137,14 @@ std::vector<std::string> KeysOf(std::string_view section) {
   return out;
 }
 
+const std::vector<std::string>& KeysKeptForAProgram() {
+  static const std::vector<std::string> kept = {
+      "training.steps",     "training.warmup_steps",  "training.seed",  "training.deterministic",
+      "training.device",    "training.alloc_conf",    "checkpoint.at_step", "eval.restore_tolerance",
+      "parallel.nproc",     "parallel.launcher"};
+  return kept;
+}
+
 }  // namespace pilot::config_internal
 
 namespace pilot {
@@ -149,5 +157,4 @@ const std::vector<std::string>& KnownConfigKeys() {
   }();
   return kKeys;
 }
-
 }  // namespace pilot

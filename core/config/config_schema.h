@@ -66,6 +66,10 @@ const std::vector<std::string>& SectionNames();
 const KeySpec* FindKey(std::string_view section, std::string_view key);
 // Keys of one section ("layers", "d_model", ...).
 std::vector<std::string> KeysOf(std::string_view section);
+// The keys of [model], [data], [training], [checkpoint], [eval] and
+// [parallel] that keep their meaning with a user's program (pilot-program(7));
+// the others describe the builtin model and are refused with [program].
+const std::vector<std::string>& KeysKeptForAProgram();
 
 // Where keys came from, for messages after parsing (cross-field rules).
 struct Origins {

@@ -79,21 +79,17 @@ class Rules {
       }
       return Status::Ok();
     }
-    // Keys that keep their meaning with a program (pilot-program(7)).
-    static const char* const kKept[] = {
-        "training.steps", "training.warmup_steps", "training.seed", "training.deterministic",
-        "training.device", "training.alloc_conf", "checkpoint.at_step", "eval.restore_tolerance",
-        "parallel.nproc", "parallel.launcher"};
+    const std::vector<std::string>& kept = config_internal::KeysKeptForAProgram();
     for (const char* section : {"model", "data", "training", "checkpoint", "eval", "parallel"}) {
       for (const auto& [name, src] : c_.sources) {
         if (src.is_default || !StartsWith(name, std::string(section) + ".")) continue;
-        if (std::find(std::begin(kKept), std::end(kKept), name) != std::end(kKept)) continue;
+        if (std::find(kept.begin(), kept.end(), name) != kept.end()) continue;
         return Err({name.c_str()},
                    "applies to the builtin model and cannot be used with [program]",
                    std::string(section) == "model" || std::string(section) == "data"
                        ? "the program builds its own model and data; remove [" +
                              std::string(section) + "]"
-                       : "with a program the pilot controls only " + Join(std::vector<std::string>(std::begin(kKept), std::end(kKept)), ", "));
+                       : "with a program the pilot controls only " + Join(kept, ", "));
       }
     }
     for (const auto& [var, value] : c_.program.env) {

@@ -89,9 +89,15 @@ inline constexpr CheckInfo kChecks[] = {
      "the peak device bytes against the memory of the wanted GPU type with "
      "thresholds.memory_headroom free (skip without device figures, warn when no memory size "
      "is known)"},
+    {"memory_growth",
+     "a user's program only: the reference's per-step device (allocator peak) and resident "
+     "memory past warm-up, when most steps grew, carried to the run's steps (run.target_steps "
+     "or target_tokens) against the wanted GPU's or the job's memory: fail when exceeded, warn "
+     "when it grows but fits or the run's length is unknown, skip without a series"},
     {"precision",
      "the bf16 or fp16 loss against fp32 within thresholds.precision_loss_tolerance (skip for "
-     "fp32, warn when not measured)"},
+     "fp32, warn when not measured); a user's program: the precision its probe saw (autocast "
+     "dtype, parameters, gradient scaler), never compared, skip"},
     {"node_stage",
      "only when the node stage failed: a fail naming the phase and the rank that failed (its "
      "node under srun), and then no other node check"},

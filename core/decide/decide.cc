@@ -10,6 +10,7 @@
 #include "core/base/rfc3339.h"
 #include "core/base/strings.h"
 #include "core/decide/checks.h"
+#include "core/decide/memory_growth.h"
 #include "core/decide/program_checks.h"
 #include "core/decide/ptrace_check.h"
 #include "core/models/plan.h"
@@ -750,7 +751,12 @@ Verdict Decide(const DecideInput& in, const Policy& policy, const HardwareCatalo
   }
   if (s != nullptr && cfg != nullptr) {
     CheckMemory(*s, *cfg, in, catalog, policy, &checks);
-    CheckPrecision(*s, policy, &checks);
+    if (in.results->program) {
+      checks.push_back(MemoryGrowthCheck(*in.results, *cfg, catalog));
+      checks.push_back(ProgramPrecisionCheck(*in.results->program));
+    } else {
+      CheckPrecision(*s, policy, &checks);
+    }
   }
   if (in.results && in.results->node) {
     CheckNode(*in.results->node, policy, s != nullptr && s->device == "cuda", &checks);

@@ -81,4 +81,28 @@ Check BusyCheck(const ProgramInfo& prog, const Policy& p) {
   return make(CheckStatus::kPass, seen.front(), Join(seen, "; "));
 }
 
+Check ProgramPrecisionCheck(const ProgramInfo& prog) {
+  const ProgramPrecision& pr = prog.precision;
+  Check c{std::string(CheckName("precision")), CheckStatus::kSkip, "not reported", "",
+          "", VerifiedBy::kWorkload};
+  if (!pr.reported) {
+    c.detail = "the program's records carried no precision (slurm_pilot.step with model= reports "
+               "it; pilot-program(7)): the pilot makes no claim about it";
+    return c;
+  }
+  std::vector<std::string> parts;
+  if (!pr.autocast.empty()) {
+    parts.push_back(pr.autocast + " autocast" + (pr.autocast_device.empty() ? "" : " on " + pr.autocast_device) +
+                    " (" + std::to_string(pr.autocast_steps) + " of " + std::to_string(pr.steps) + " steps)");
+  } else {
+    parts.push_back("no autocast");
+  }
+  if (!pr.param_dtype.empty()) parts.push_back(pr.param_dtype + " parameters");
+  parts.push_back(pr.grad_scaler ? "gradient scaler" : "no gradient scaler");
+  c.measured = Join(parts, ", ");
+  c.detail = "as the program's probe saw it; a program is not run at fp32 beside itself, so its "
+             "loss is not compared with fp32";
+  return c;
+}
+
 }  // namespace pilot

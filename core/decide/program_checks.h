@@ -30,4 +30,9 @@ Check CheckpointReadCheck(const ProgramInfo& prog, const Policy& p);
 // kept neither; skip when no phase reported steps for 2 s.
 Check BusyCheck(const ProgramInfo& prog, const Policy& p);
 
+// The precision check of a user's program: what its probe saw (autocast
+// dtype and device, the parameters' dtype, a gradient scaler), or "not
+// reported"; a program is never run at fp32 beside itself, so skip.
+Check ProgramPrecisionCheck(const ProgramInfo& prog);
+
 }  // namespace pilot

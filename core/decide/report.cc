@@ -67,7 +67,27 @@ std::string Row(const std::string& k, const std::string& v) {
   return "<tr><th>" + Escape(k) + "</th><td>" + Escape(v) + "</td></tr>";
 }
 
-std::string MemorySteps(const SingleStage& s) {
+// A program's every step, as its probe reported it: the series a leak
+// shows in (results.json's program.memory_steps).
+std::string ProgramMemorySteps(const SingleStage& s, const ProgramInfo& p) {
+  svg::Series alloc{"allocated (step peak)", kBlue, {}, true}, reserved{"reserved", kOrange, {}, true},
+      rss{"process RSS peak", kGreen, {}, true};
+  for (const StepMemory& m : p.memory_steps) {
+    const double x = static_cast<double>(m.step);
+    if (m.peak_allocated_bytes >= 0) alloc.points.push_back({x, Gd(m.peak_allocated_bytes)});
+    if (m.peak_reserved_bytes >= 0) reserved.points.push_back({x, Gd(m.peak_reserved_bytes)});
+    if (m.peak_rss_bytes >= 0) rss.points.push_back({x, Gd(m.peak_rss_bytes)});
+  }
+  std::vector<svg::Series> series;
+  for (svg::Series* x : {&alloc, &reserved, &rss}) {
+    if (!x->points.empty() && (s.device != "cpu" || x == &rss)) series.push_back(std::move(*x));
+  }
+  return svg::LineChart({"memory-steps", "Memory at every step of the reference process", "step", "GiB"},
+                        series);
+}
+
+std::string MemorySteps(const SingleStage& s, const ProgramInfo* p) {
+  if (p != nullptr && !p->memory_steps.empty()) return ProgramMemorySteps(s, *p);
   std::vector<svg::Series> series;
   auto add = [&](const char* name, const char* color, std::optional<int64_t> MemoryStats::*f,
                  bool resumed) {
@@ -427,16 +447,25 @@ std::string RenderReportHtml(const ReportInput& in) {
   }
   o += Row("device", s.device + (s.device_name.empty() ? "" : " (" + s.device_name + ")"));
   o += Row("status", s.status);
-  o += Row("shape", "seq_len " + std::to_string(s.shape.seq_len) + ", micro_batch " +
-                        std::to_string(s.shape.micro_batch) + ", grad_accum " +
-                        std::to_string(s.shape.grad_accum) + ", " + s.shape.precision + ", " +
-                        s.shape.optimizer +
-                        (s.shape.activation_checkpointing ? ", activation checkpointing" : ""));
+  {
+    // What is known of the shape, and nothing that is not ("" is not shown).
+    std::vector<std::string> shape = {"seq_len " + std::to_string(s.shape.seq_len),
+                                      "micro_batch " + std::to_string(s.shape.micro_batch),
+                                      "grad_accum " + std::to_string(s.shape.grad_accum)};
+    if (!s.shape.precision.empty()) shape.push_back(s.shape.precision);
+    else if (in.results.program) shape.push_back("precision not reported");
+    if (!s.shape.optimizer.empty()) shape.push_back(s.shape.optimizer);
+    if (s.shape.activation_checkpointing) shape.push_back("activation checkpointing");
+    std::string text;
+    for (const std::string& part : shape) text += (text.empty() ? "" : ", ") + part;
+    o += Row("shape", text);
+  }
   if (s.reduced_depth) o += Row("reduced depth", s.reduced_depth->detail);
   o += Row("parameters", Params(s.shape.params));
   o += Row("steps", std::to_string(s.steps) + " (" + std::to_string(s.warmup_steps) + " warm-up)");
   o += Row("throughput",
-           Count(s.tokens_per_second) + " tokens/s, " + Num(s.tflops, 2) + " TFLOP/s");
+           Count(s.tokens_per_second) + " tokens/s, " +
+               (s.tflops > 0 ? Num(s.tflops, 2) + " TFLOP/s" : std::string("TFLOP/s not known (no parameter count)")));
   o += Row("memory (steady)", "allocated " + G(s.memory.peak_allocated_bytes) + ", reserved " +
                                   G(s.memory.peak_reserved_bytes) + ", device " +
                                   G(s.memory.device_used_bytes) + ", process RSS peak " +
@@ -453,7 +482,8 @@ std::string RenderReportHtml(const ReportInput& in) {
                                 s.restore.mode + "), step " + std::to_string(s.restore.from_step) +
                                 " -> " + std::to_string(s.restore.to_step)
                           : "not run");
-  o += "</table>\n" + NodeTable(in.results) + "<h2>Memory</h2>\n" + MemorySteps(s) + "\n";
+  o += "</table>\n" + NodeTable(in.results) + "<h2>Memory</h2>\n" +
+       MemorySteps(s, in.results.program ? &*in.results.program : nullptr) + "\n";
   if (in.plan != nullptr) o += MemorySplit(*in.plan) + "\n";
   o += "<h2>Loss and step time</h2>\n" + LossSteps(in) + "\n";
   if (!in.metrics.empty()) o += TimeSteps(in) + "\n";

@@ -281,6 +281,14 @@ void AddCheckpointingNote(const std::string& model, Plan* plan) {
 // the estimate shown beside it, not the prediction.
 void AddMemoryModelNotes(const SingleStage& s, const Config& cfg, Plan* plan) {
   const MemoryQuery& mq = plan->memory_query;
+  if (s.shape.model_kind == "program") {
+    // The builtin's memory model describes the builtin's layers only.
+    plan->notes.push_back("memory: the program's measured peak at its own shape, not a model");
+    if (!s.shape.precision.empty()) {
+      plan->notes.push_back("precision: " + s.shape.precision + ", as the program's probe reported it");
+    }
+    return;
+  }
   const std::string model = plan->replay ? "memory model (not the prediction): " : "memory: ";
   if (plan->replay) {
     plan->notes.push_back(model + "estimate " +
@@ -337,6 +345,20 @@ Result<Plan> MakePlan(const SingleStage& s, const Config& cfg, const HardwareCat
   plan.breakdown = SplitMemory(s, measured, calibration);
   StepTimeBasis basis = StepTimeBasisFrom(s);
   const DepthScale depth = ExtendToFullDepth(s, measured, &plan, &basis);
+  const int seq_len = q.seq_len > 0 ? q.seq_len : cfg.run.seq_len;
+  const int micro_batch = q.micro_batch > 0 ? q.micro_batch : cfg.run.micro_batch;
+  if (s.shape.model_kind == "program" &&
+      (seq_len != s.shape.seq_len || micro_batch != s.shape.micro_batch)) {
+    // The builtin's models know its layers; a program's memory and step
+    // time at a shape it did not run are not known from one measured shape.
+    return Status::Invalid(
+        "plan", "not predicted: a program's memory and throughput at seq_len " + std::to_string(seq_len) +
+                    " x micro_batch " + std::to_string(micro_batch) +
+                    " are not modelled from the one shape the pilot measured (seq_len " +
+                    std::to_string(s.shape.seq_len) + " x micro_batch " + std::to_string(s.shape.micro_batch) +
+                    ")")
+        .WithHint("pilot the program at that shape (run.seq_len, run.micro_batch) to measure it");
+  }
   PILOT_ASSIGN_OR_RETURN(const std::string mode, ResolveQuery(cfg, cat, q, &plan));
   const MemoryQuery& mq = plan.memory_query;
 

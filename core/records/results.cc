@@ -405,6 +405,60 @@ void Fields(V& v, S& s, std::type_identity<PhaseBusy>) {
 }
 
 template <class V, class S>
+void Fields(V& v, S& s, std::type_identity<CheckpointSaves>) {
+  v("saved_by_unix", s.saved_by_unix, NumRange{0, 1e11});
+  v("at_step_files", s.at_step_files, IntRange{0, INT32_MAX});
+  v("at_step_bytes", s.at_step_bytes, IntRange{0, INT64_MAX});
+  v("later_files", s.later_files, IntRange{0, INT32_MAX});
+  v("later_bytes", s.later_bytes, IntRange{0, INT64_MAX});
+  v("later_example", s.later_example);
+  v("rewritten", s.rewritten);
+}
+
+template <class V, class S>
+void Fields(V& v, S& s, std::type_identity<StepMemory>) {
+  v("step", s.step, IntRange{0, INT64_MAX});
+  v("peak_allocated_bytes", s.peak_allocated_bytes, IntRange{-1, INT64_MAX});
+  v("peak_reserved_bytes", s.peak_reserved_bytes, IntRange{-1, INT64_MAX});
+  v("peak_rss_bytes", s.peak_rss_bytes, IntRange{-1, INT64_MAX});
+}
+
+template <class V, class S>
+void Fields(V& v, S& s, std::type_identity<ProgramPrecision>) {
+  v("reported", s.reported);
+  v("autocast", s.autocast);
+  v("autocast_device", s.autocast_device);
+  v("param_dtype", s.param_dtype);
+  v("grad_scaler", s.grad_scaler);
+  v("steps", s.steps, IntRange{0, INT64_MAX});
+  v("autocast_steps", s.autocast_steps, IntRange{0, INT64_MAX});
+}
+
+template <class V, class S>
+void Fields(V& v, S& s, std::type_identity<ProgramEnvironment>) {
+  v("python", s.python);
+  v("torch", s.torch);
+  v("cuda", s.cuda);
+  v("hip", s.hip);
+  v("nccl", s.nccl);
+  v("cudnn", s.cudnn);
+  v("gpu", s.gpu);
+  v("gpu_capability", s.gpu_capability);
+  v("gpu_count", s.gpu_count, IntRange{0, 1 << 20});
+}
+
+template <class V, class S>
+void Fields(V& v, S& s, std::type_identity<StateComponentDiff>) {
+  v("rank", s.rank, IntRange{0, 1 << 20});
+  v("component", s.component);
+  v("saved", s.saved);
+  v("restored", s.restored);
+  v("equal", s.equal);
+  v("saved_detail", s.saved_detail);
+  v("restored_detail", s.restored_detail);
+}
+
+template <class V, class S>
 void Fields(V& v, S& s, std::type_identity<ProgramInfo>) {
   v("command", s.command);
   v("workdir", s.workdir);
@@ -422,6 +476,12 @@ void Fields(V& v, S& s, std::type_identity<ProgramInfo>) {
   v("checkpoint_read", s.checkpoint_read, kMayBeAbsent);
   v("outlived", s.outlived, kMayBeAbsent);
   v("busy", s.busy, kMayBeAbsent);
+  v("checkpoint_saves", s.checkpoint_saves, kMayBeAbsent);
+  v("memory_steps", s.memory_steps, kMayBeAbsent);
+  v("memory_limit_bytes", s.memory_limit_bytes, IntRange{0, INT64_MAX}, kMayBeAbsent);
+  v("precision", s.precision, kMayBeAbsent);
+  v("environment", s.environment, kMayBeAbsent);
+  v("state", s.state, kMayBeAbsent);
 }
 
 template <class V, class S>

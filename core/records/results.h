@@ -387,6 +387,68 @@ struct CheckpointRead {
   bool operator==(const CheckpointRead&) const = default;
 };
 
+// Which of the listed checkpoint files hold step K: those whose status last
+// changed before the reference process reported a step past K (the
+// supervisor's clock against the files' ctime, which their owner cannot set
+// back). A program that saves on a schedule (K, 2K) leaves later saves in
+// the folder; the read check counts the step-K files only.
+struct CheckpointSaves {
+  double saved_by_unix = 0;       // the time; 0 when no step past K was reported
+  int at_step_files = 0;          // the checkpoint of step K
+  int64_t at_step_bytes = 0;
+  int later_files = 0;            // changed after it: later saves
+  int64_t later_bytes = 0;
+  std::string later_example;      // the first of them, relative to the folder
+  // Every file changed later: the reference saved again into the same files
+  // (or an asynchronous save finished late); all count as the checkpoint.
+  bool rewritten = false;
+  bool operator==(const CheckpointSaves&) const = default;
+};
+
+// One step of the reference process (single stage, rank 0) as its record
+// gave it: the series a leak shows in. -1: not reported.
+struct StepMemory {
+  int64_t step = 0;
+  int64_t peak_allocated_bytes = -1;  // the step's peak (the probe resets it every step)
+  int64_t peak_reserved_bytes = -1;
+  int64_t peak_rss_bytes = -1;        // the process's resident high-water mark
+  bool operator==(const StepMemory&) const = default;
+};
+
+// The precision the program trained in, as its probe saw it (never the
+// config's assumption): autocast regions entered during its steps, the
+// parameters' dtype, a gradient scaler at work.
+struct ProgramPrecision {
+  bool reported = false;            // a record carried one of the fields below
+  std::string autocast;             // "bfloat16", "float16"; "" when none was seen
+  std::string autocast_device;      // "cuda" | "cpu" | ""
+  std::string param_dtype;          // "float32", "bfloat16", ...; "" not reported
+  bool grad_scaler = false;
+  int64_t steps = 0;                // reference steps read
+  int64_t autocast_steps = 0;       // of them, with an autocast region
+  bool operator==(const ProgramPrecision&) const = default;
+};
+
+// What the program's probe found it ran with (rank 0's env line).
+struct ProgramEnvironment {
+  std::string python, torch, cuda, hip, nccl, cudnn, gpu, gpu_capability;
+  int64_t gpu_count = 0;
+  bool operator==(const ProgramEnvironment&) const = default;
+};
+
+// One component of the training state, fingerprinted by the probe when the
+// reference saved step K and when the resumed process had restored it.
+struct StateComponentDiff {
+  int rank = 0;
+  std::string component;      // "model", "optimizer", "scheduler", "rng.torch", ...
+  std::string saved;          // its digest at the save ("" when not reported)
+  std::string restored;       // after the restore
+  bool equal = false;
+  std::string saved_detail;   // what the probe added ("last_epoch 20"), or ""
+  std::string restored_detail;
+  bool operator==(const StateComponentDiff&) const = default;
+};
+
 // How busy a phase's processes kept the node while they reported steps, as
 // root measured it: their CPU time (/proc) and the job's GPUs' utilization
 // (NVML) over the window from the first record to the last. A phase whose
@@ -421,6 +483,17 @@ struct ProgramInfo {
   // process group), killed then: "single resumed: pid 123 (python3), uid 1000".
   std::vector<std::string> outlived;
   std::vector<PhaseBusy> busy;       // per phase, the supervisor's measurement
+  CheckpointSaves checkpoint_saves;  // the single stage's listed files and step K
+  std::vector<StepMemory> memory_steps;  // the single reference's steps, rank 0
+  // The memory the job's processes may use, as the supervisor read it: its
+  // cgroup's memory.max, else the node's MemTotal; 0 when not read.
+  int64_t memory_limit_bytes = 0;
+  ProgramPrecision precision;
+  ProgramEnvironment environment;
+  // The single stage's state fingerprints compared, component by component
+  // and rank; empty when the program reported none (slurm_pilot.saved and
+  // slurm_pilot.restored, pilot-program(7)).
+  std::vector<StateComponentDiff> state;
   bool operator==(const ProgramInfo&) const = default;
 };
 

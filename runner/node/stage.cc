@@ -32,6 +32,12 @@ using launch::LaunchRequest;
 using launch::RankBlame;
 namespace {
 
+// A variable of the job's environment as a positive integer; 0 otherwise.
+int EnvInt(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? std::max(0, std::atoi(v)) : 0;
+}
+
 using Clock = std::chrono::steady_clock;
 
 struct Phase {
@@ -291,7 +297,14 @@ int RunNodeStage(const RunOptions& o, const Config& cfg, int nproc, std::optiona
                  NodeStage* node) {
   const int64_t gpus = at::detail::getCUDAHooks().getNumGPUs();
   const bool cuda = cfg.training.device != "cpu" && gpus > 0;
-  const int data_ranks = cfg.parallel.nproc > 0 ? cfg.parallel.nproc : (cuda ? static_cast<int>(gpus) : 2);
+  const std::unique_ptr<Launcher> launcher = launch::ChooseLauncher(cfg.parallel.launcher, nproc);
+  // srun reaches every node of the job: parallel.nproc = 0 is then one
+  // process per GPU on each of them.
+  const int nodes = launcher->Name() == std::string(launch::kSrun) ? EnvInt("SLURM_JOB_NUM_NODES") : 1;
+  const int data_ranks =
+      cfg.parallel.nproc > 0
+          ? cfg.parallel.nproc
+          : launch::DefaultNodeProcesses(cuda, static_cast<int>(gpus), EnvInt("SLURM_NTASKS_PER_NODE"), nodes);
   const int world = nproc > 0 ? nproc : data_ranks;
   NodeStage& n = *node;
   n = NodeStage{};
@@ -310,7 +323,6 @@ int RunNodeStage(const RunOptions& o, const Config& cfg, int nproc, std::optiona
                  m.c_str());
     return kExitUsage;
   }
-  const std::unique_ptr<Launcher> launcher = launch::ChooseLauncher(cfg.parallel.launcher, nproc);
   n.launcher = launcher->Name();
   const std::string base = o.out + "/node";
   auto fail = [&](const PhaseOutcome& p, const std::string& phase) {
@@ -380,10 +392,7 @@ int RunNodeStage(const RunOptions& o, const Config& cfg, int nproc, std::optiona
   int other = world > 1 ? 1 : (data_ranks > 1 ? data_ranks : 0);
   // Ranks across nodes (srun in an allocation of several): the other
   // restore is at one node's share of them, a restore onto fewer nodes.
-  if (const char* nn = std::getenv("SLURM_JOB_NUM_NODES"); nn && n.launcher == launch::kSrun) {
-    const int nodes = std::atoi(nn);
-    if (nodes > 1 && world % nodes == 0 && world / nodes > 1) other = world / nodes;
-  }
+  if (nodes > 1 && world % nodes == 0 && world / nodes > 1) other = world / nodes;
   std::optional<PhaseOutcome> x;
   if (other > 0) {
     Phase oth{"resume-other", other, base + "/resume-w" + std::to_string(other), n.checkpoint.path, ref};

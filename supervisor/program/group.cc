@@ -35,6 +35,10 @@ constexpr size_t kTailBytes = 16 * 1024;
 
 double Since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
+double WallSeconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 void WriteAll(int fd, const char* p, size_t n) {
   while (fd >= 0 && n > 0) {
     const ssize_t w = write(fd, p, n);
@@ -112,6 +116,7 @@ class GroupRun {
     // What a rank leaves behind (a daemon that left its process group)
     // becomes the supervisor's child, not init's: found and ended below.
     prctl(PR_SET_CHILD_SUBREAPER, 1);
+    g_.started_unix = WallSeconds() - Since(t0_);
     Listen();
     Watch();
     for (size_t i = 0; i < spec_.ranks.size(); ++i) Start(&live_[i], spec_.ranks[i]);
@@ -352,15 +357,27 @@ class GroupRun {
       return Break("a record of " + std::to_string(line.size() + 1) +
                    " bytes (the protocol's limit is " + std::to_string(kMaxRecordLine + 1) + ")");
     }
-    Result<MetricRecord> r = ParseMetricLine(line);
+    Result<ProbeLine> r = ParseProbeLine(line);
     if (!r.ok()) {
       if (g_.bad_records++ == 0) {
         g_.first_bad_record = r.status().detail() + ": " + std::string(Utf8Head(line, 120));
       }
       return;
     }
-    if (task) r->rank = *task;
-    TakeRecord(l, std::move(r).value());
+    if (r->record) {
+      if (task) r->record->rank = *task;
+      return TakeRecord(l, std::move(*r->record));
+    }
+    std::optional<int>& rank = r->env ? r->env->rank : r->state->rank;
+    if (task) rank = *task;
+    if (!rank && l != nullptr && (spec_.process_per_rank || spec_.expected_ranks <= 1)) rank = l->launch.rank;
+    // Another rank's line from a one-rank process, or no rank: not kept
+    // (the step records' protocol names such a writer).
+    if (!rank || *rank < 0 || *rank >= std::max(1, spec_.expected_ranks)) return;
+    if (spec_.process_per_rank && l != nullptr && l->launch.rank != *rank) return;
+    const size_t cap = 4 * static_cast<size_t>(std::max(1, spec_.expected_ranks)) + 16;
+    if (r->env && g_.envs.size() < cap) g_.envs.push_back(std::move(*r->env));
+    if (r->state && g_.states.size() < cap) g_.states.push_back(std::move(*r->state));
   }
 
   void OutLine(Live& l, const std::string& line) {

@@ -122,6 +122,10 @@ struct RankResult {
 struct GroupResult {
   std::vector<RankResult> ranks;
   std::vector<MetricRecord> records;  // every rank's, in the order they arrived
+  // The probe's other lines (metrics.h), in the order they arrived, a few
+  // per rank at most; each with the rank of the process that wrote it.
+  std::vector<EnvLine> envs;
+  std::vector<StateLine> states;
   int64_t bad_records = 0;
   int64_t dropped_records = 0;        // beyond GroupSpec::max_records: counted, not kept
   std::string first_bad_record;       // why the first one was refused
@@ -153,6 +157,10 @@ struct GroupResult {
   bool stopped = false;               // the supervisor was told to stop
   bool after_last_step = false;       // ended after every rank reported the last step
   double wall_seconds = 0;
+  // When the phase started, in seconds since the epoch (the system clock):
+  // a record's MetricRecord::arrived after it is then a time that file
+  // system timestamps compare with.
+  double started_unix = 0;
   int64_t peak_rss_bytes = 0;         // sum over its processes, sampled from /proc
 };
 

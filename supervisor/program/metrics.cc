@@ -7,6 +7,7 @@
 
 #include "core/base/json_util.h"
 #include "core/base/strings.h"
+#include "core/base/utf8.h"
 
 namespace pilot::supervisor {
 namespace {
@@ -127,7 +128,8 @@ MemoryFigures MemoryFiguresOf(const MetricRecord& r) {
 
 const std::vector<std::string>& MetricFieldNames() {
   static const std::vector<std::string> names = [] {
-    std::vector<std::string> n = {"step", "loss", "rank", "device"};
+    std::vector<std::string> n = {"step", "loss", "rank", "device", "autocast", "autocast_device",
+                                  "param_dtype", "grad_scaler"};
     for (const IntField& f : kIntFields) n.emplace_back(f.name);
     for (const NumField& f : kNumFields) n.emplace_back(f.name);
     return n;
@@ -135,13 +137,119 @@ const std::vector<std::string>& MetricFieldNames() {
   return names;
 }
 
-Result<MetricRecord> ParseMetricLine(std::string_view line) {
+namespace {
+
+// A short string field (dtype and device names), cut to `max` bytes.
+std::string ShortString(const Json& j, const char* key, size_t max = 24) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_string()) return "";
+  return std::string(Utf8Head(it->get<std::string>(), max));
+}
+
+Result<int> RankOf(const Json& j, std::optional<int>* out) {
+  if (!j.contains("rank")) return 0;
+  // A rank that is not one is refused, never read as "absent" (which
+  // would credit the line to whichever process wrote it).
+  std::optional<int64_t> rank;
+  Int(j, "rank", &rank);
+  if (!rank || *rank < 0 || *rank >= int64_t{1} << 20) {
+    return Status::Invalid("metrics record", "\"rank\" must be an integer 0..1048575");
+  }
+  *out = static_cast<int>(*rank);
+  return 0;
+}
+
+Result<MetricRecord> MetricFromJson(const Json& j);
+
+// A detail value in clear: strings as they are, numbers and the rest as JSON.
+std::string DetailText(const Json& details) {
+  std::string out;
+  for (auto it = details.begin(); it != details.end(); ++it) {
+    if (it.key() == "digest") continue;
+    if (!out.empty()) out += ", ";
+    out += it.key() + " " + (it->is_string() ? it->get<std::string>() : DumpJson(*it));
+  }
+  return std::string(Utf8Head(out, 160));
+}
+
+Result<ProbeLine> OtherLine(const Json& j, const std::string& kind) {
+  ProbeLine out;
+  std::optional<int> rank;
+  if (Result<int> r = RankOf(j, &rank); !r.ok()) return r.status();
+  if (kind == "env") {
+    EnvLine e;
+    e.rank = rank;
+    e.env.python = ShortString(j, "python", 40);
+    e.env.torch = ShortString(j, "torch", 40);
+    e.env.cuda = ShortString(j, "cuda", 40);
+    e.env.hip = ShortString(j, "hip", 40);
+    e.env.nccl = ShortString(j, "nccl", 40);
+    e.env.cudnn = ShortString(j, "cudnn", 40);
+    e.env.gpu = ShortString(j, "gpu", 80);
+    e.env.gpu_capability = ShortString(j, "gpu_capability", 16);
+    std::optional<int64_t> count;
+    Int(j, "gpu_count", &count);
+    if (count && *count >= 0 && *count < (1 << 20)) e.env.gpu_count = *count;
+    out.env = std::move(e);
+    return out;
+  }
+  if (kind != "state") return Status::Invalid("metrics record", "unknown \"kind\": " + std::string(Utf8Head(kind, 40)));
+  StateLine st;
+  st.rank = rank;
+  st.when = ShortString(j, "when", 16);
+  if (st.when != "saved" && st.when != "restored") {
+    return Status::Invalid("metrics record", "a state line's \"when\" must be \"saved\" or \"restored\"");
+  }
+  std::optional<int64_t> step;
+  Int(j, "step", &step);
+  if (!step || *step < 0) return Status::Invalid("metrics record", "a state line's \"step\" must be an integer >= 0");
+  st.step = *step;
+  auto comps = j.find("components");
+  if (comps == j.end() || !comps->is_object()) {
+    return Status::Invalid("metrics record", "a state line needs \"components\", an object");
+  }
+  for (auto it = comps->begin(); it != comps->end() && st.components.size() < 64; ++it) {
+    StateComponent c;
+    if (it->is_object()) {
+      c.digest = ShortString(*it, "digest", 64);
+      c.detail = DetailText(*it);
+    } else if (it->is_string()) {
+      c.digest = std::string(Utf8Head(it->get<std::string>(), 64));
+    }
+    st.components[std::string(Utf8Head(it.key(), 64))] = std::move(c);
+  }
+  out.state = std::move(st);
+  return out;
+}
+
+}  // namespace
+
+Result<ProbeLine> ParseProbeLine(std::string_view line) {
   Result<Json> parsed = ParseJsonText(QuoteNonFinite(line), "");
   if (!parsed.ok()) return Status::Invalid("metrics record", parsed.status().detail());
   const Json& j = *parsed;
-  if (!j.is_object()) {
-    return Status::Invalid("metrics record", "not a JSON object");
+  if (!j.is_object()) return Status::Invalid("metrics record", "not a JSON object");
+  if (auto kind = j.find("kind"); kind != j.end()) {
+    if (!kind->is_string()) return Status::Invalid("metrics record", "\"kind\" must be a string");
+    return OtherLine(j, kind->get<std::string>());
   }
+  Result<MetricRecord> r = MetricFromJson(j);
+  if (!r.ok()) return r.status();
+  ProbeLine out;
+  out.record = std::move(r).value();
+  return out;
+}
+
+Result<MetricRecord> ParseMetricLine(std::string_view line) {
+  Result<Json> parsed = ParseJsonText(QuoteNonFinite(line), "");
+  if (!parsed.ok()) return Status::Invalid("metrics record", parsed.status().detail());
+  if (!parsed->is_object()) return Status::Invalid("metrics record", "not a JSON object");
+  return MetricFromJson(*parsed);
+}
+
+namespace {
+
+Result<MetricRecord> MetricFromJson(const Json& j) {
   MetricRecord r;
   auto step = j.find("step");
   if (step == j.end()) return Status::Invalid("metrics record", "\"step\" is missing");
@@ -162,23 +270,20 @@ Result<MetricRecord> ParseMetricLine(std::string_view line) {
   std::optional<double> l = NumberOrNonFinite(*loss);
   if (!l) return Status::Invalid("metrics record", "\"loss\" must be a number");
   r.loss = *l;
-  if (j.contains("rank")) {
-    // A rank that is not one is refused, never read as "absent" (which
-    // would credit the record to whichever process wrote it).
-    std::optional<int64_t> rank;
-    Int(j, "rank", &rank);
-    if (!rank || *rank < 0 || *rank >= int64_t{1} << 20) {
-      return Status::Invalid("metrics record", "\"rank\" must be an integer 0..1048575");
-    }
-    r.rank = static_cast<int>(*rank);
-  }
+  if (Result<int> rk = RankOf(j, &r.rank); !rk.ok()) return rk.status();
   if (auto d = j.find("device"); d != j.end() && d->is_string()) {
     r.device = d->get<std::string>().substr(0, 16);
   }
   for (const IntField& f : kIntFields) Int(j, f.name, &(r.*f.member));
   for (const NumField& f : kNumFields) Num(j, f.name, &(r.*f.member));
+  r.autocast = ShortString(j, "autocast");
+  r.autocast_device = ShortString(j, "autocast_device");
+  r.param_dtype = ShortString(j, "param_dtype");
+  if (auto g = j.find("grad_scaler"); g != j.end() && g->is_boolean()) r.grad_scaler = g->get<bool>();
   return r;
 }
+
+}  // namespace
 
 std::optional<double> MatchLoss(const LossPattern& pattern, std::string_view line) {
   if (line.size() >= kMaxLossLine) return std::nullopt;

@@ -49,6 +49,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -57,6 +58,7 @@
 #include "core/base/status.h"
 #include "core/config/loss_pattern.h"
 #include "core/records/memory_figures.h"
+#include "core/records/results.h"
 
 namespace pilot::supervisor {
 
@@ -72,11 +74,45 @@ struct MetricRecord {
   std::optional<int64_t> peak_allocated_bytes, peak_reserved_bytes, device_free_bytes,
       device_total_bytes, alloc_retries, ooms, peak_rss_bytes, params, param_bytes, grad_bytes,
       optimizer_state_bytes;
+  // The precision the probe saw (pilot-program(7)): an autocast region's
+  // dtype and device since the previous record, the parameters' dtype, a
+  // gradient scaler at work; "" / nullopt when not reported.
+  std::string autocast, autocast_device, param_dtype;
+  std::optional<bool> grad_scaler;
   double arrived = 0;  // seconds since the phase started, the supervisor's clock
 };
 
 // One line (without its newline). Errors: kInvalid saying what is wrong.
 Result<MetricRecord> ParseMetricLine(std::string_view line);
+
+// The probe's other lines: objects with a "kind" (pilot-program(7), THE
+// PROBE'S OTHER LINES). "env": what the process runs with, once.
+struct EnvLine {
+  std::optional<int> rank;
+  ProgramEnvironment env;
+};
+// "state": the training state's fingerprint when the program saved step K
+// (when = "saved") or had restored it ("restored"): per component its
+// digest and what the probe added in clear ("last_epoch 20"), or the
+// probe's error fingerprinting it.
+struct StateComponent {
+  std::string digest;   // "" when the probe could not take it
+  std::string detail;   // one line, at most 160 bytes
+};
+struct StateLine {
+  std::optional<int> rank;
+  std::string when;     // "saved" | "restored"
+  int64_t step = 0;
+  std::map<std::string, StateComponent> components;
+};
+// A line is a step record, or one of these (a "kind" the reader does not
+// know is kInvalid, as a bad record is).
+struct ProbeLine {
+  std::optional<MetricRecord> record;
+  std::optional<EnvLine> env;
+  std::optional<StateLine> state;
+};
+Result<ProbeLine> ParseProbeLine(std::string_view line);
 
 // The record's memory figures as results.json holds them: the record's
 // device ("" when it named none), device_used_bytes from device_total_bytes

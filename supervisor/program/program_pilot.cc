@@ -5,7 +5,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <string_view>
 #include <cstdio>
+#include <cstdlib>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "core/base/atomic_file.h"
@@ -13,32 +16,62 @@
 #include "core/base/strings.h"
 #include "core/records/exit_codes.h"
 #include "core/records/hostlist.h"
+#include "job/safe_read.h"
 #include "launch/launcher.h"
 #include "launch/rank_env.h"
 #include "launch/spawn.h"
 #include "launch/srun.h"
+#include "supervisor/cgroup.h"
 #include "supervisor/process.h"
 #include "supervisor/program/group.h"
 #include "supervisor/program/judge.h"
+#include "supervisor/program/observe.h"
 #include "supervisor/work_on_nodes.h"
 #include "supervisor/workload_env.h"
 
 namespace pilot::supervisor {
 namespace {
 
-// Variables of the job's environment a program may need to find its own
-// interpreter and libraries (a virtual environment, conda, caches). They
-// shape the user's process only: nothing of the supervisor runs with them.
-constexpr const char* kProgramPassThrough[] = {
-    "PATH",          "PYTHONPATH",         "VIRTUAL_ENV",     "CONDA_PREFIX", "CONDA_DEFAULT_ENV",
-    "LD_LIBRARY_PATH", "HF_HOME",          "HF_DATASETS_CACHE", "TRANSFORMERS_CACHE",
-    "TORCH_HOME",    "XDG_CACHE_HOME",     "PYTHONHASHSEED",  "CUBLAS_WORKSPACE_CONFIG"};
+// The program is the user's own code running as the user: it gets the
+// job's whole environment, as srun's --export=ALL gives it (the site's MPI,
+// fabric and accelerator variables, tokens, caches), so that a program that
+// runs in the job runs in the pilot. What the pilot owns is not the job's
+// to set: its own PILOT_* variables, the supervisor's SLURM_PILOT_* and the
+// rank variables each process gets. The pilot's own helpers that run as the
+// user (listing and verifying the checkpoint) keep a clean environment.
+bool PilotOwned(std::string_view name) {
+  return name.substr(0, 6) == "PILOT_" || name.substr(0, 12) == "SLURM_PILOT_";
+}
 
 void Log(const std::string& line) { std::fprintf(stderr, "pilot: supervisor: %s\n", line.c_str()); }
 
 // Keeps the larger of *peak and `v`.
 void RaisePeak(std::optional<int64_t>* peak, const std::optional<int64_t>& v) {
   if (v && (!*peak || *v > **peak)) *peak = v;
+}
+
+// When the reference process had saved the checkpoint of step `k`: the
+// arrival of each rank's first record past k (the latest of them), on the
+// system clock. nullopt when no rank reported a step past k.
+std::optional<double> SavedBy(const GroupResult& g, int64_t k) {
+  std::map<int, double> first;
+  for (const MetricRecord& r : g.records) {
+    if (r.step > k) first.emplace(r.rank.value_or(0), r.arrived);
+  }
+  if (first.empty()) return std::nullopt;
+  double t = 0;
+  for (const auto& [rank, at] : first) t = std::max(t, at);
+  return g.started_unix + t;
+}
+
+// DIR/REL's status changed after `t` (seconds since the epoch). A file the
+// supervisor cannot look at counts as not changed.
+bool ChangedAfter(const std::string& dir, const std::string& rel, std::optional<double> t) {
+  if (!t) return false;
+  Result<struct stat> st = job::StatBeneath(dir, rel);
+  if (!st.ok()) return false;
+  const double ctime = static_cast<double>(st->st_ctim.tv_sec) + st->st_ctim.tv_nsec * 1e-9;
+  return ctime > *t;
 }
 
 int CountList(const std::string& list) {
@@ -67,7 +100,7 @@ class ProgramPilot {
     const int gpu_count = CountList(gpus);
     device_ = cfg_.training.device;
     if (device_ == "auto") device_ = gpu_count > 0 ? "cuda" : "cpu";
-    const int per_node = device_ == "cuda" ? std::max(1, gpu_count) : 2;
+
     // Ranks across the job's nodes when it has several and the supervisor
     // starts the ranks (launcher "none" starts its own, on this node).
     if (cfg_.program.launcher != "none") {
@@ -76,7 +109,12 @@ class ProgramPilot {
       if (hosts.ok() && hosts->size() > 1) hosts_ = std::move(hosts).value();
     }
     const int nodes = std::max<int>(1, static_cast<int>(hosts_.size()));
-    world_ = cfg_.parallel.nproc > 0 ? cfg_.parallel.nproc : per_node * nodes;
+    world_ = cfg_.parallel.nproc > 0
+                 ? cfg_.parallel.nproc
+                 : launch::DefaultNodeProcesses(device_ == "cuda", gpu_count,
+                                                std::atoi(EnvValue(in_.opts->job_env, "SLURM_NTASKS_PER_NODE").c_str()),
+                                                nodes);
+    program_.memory_limit_bytes = MemoryLimitBytes();
     metrics_dir_ = in_.job.metrics;
     ::mkdir(metrics_dir_.c_str(), 0711);
     ::chmod(metrics_dir_.c_str(), 0711);
@@ -162,6 +200,7 @@ class ProgramPilot {
       e.checkpoint_dir = checkpoint_dir;
       e.resume_dir = resume_dir;
       e.seed = in_.lock->seeds.training;
+      e.tasks = across ? 0 : processes;
       r.env = ProgramEnv(e);
       if (world > 1 && EnvValue(in_.opts->job_env, "OMP_NUM_THREADS").empty()) {
         SetEnvValue(&r.env, "OMP_NUM_THREADS", "1");  // as torchrun: ranks share the cores
@@ -236,7 +275,11 @@ class ProgramPilot {
   // Lists and hashes the checkpoint folder as the job's user; the list goes
   // into the job's root-owned folder for the epilog. False when there is no
   // checkpoint to resume from (the reason is recorded).
-  bool HashCheckpoint(const std::string& dir, const std::string& stage, std::string* why) {
+  // `saved_by`: when the reference had saved step K (SavedBy): a listed
+  // file changed later (its ctime, which its owner cannot set back) is a
+  // later save, not the checkpoint the resumed process is to restore.
+  bool HashCheckpoint(const std::string& dir, const std::string& stage, std::optional<double> saved_by,
+                      std::string* why) {
     struct stat st{};
     const bool exists = ::lstat(dir.c_str(), &st) == 0;
     if (!exists || !S_ISDIR(st.st_mode)) {
@@ -270,7 +313,7 @@ class ProgramPilot {
     if (!w.ok()) Log("cannot keep the checkpoint's file list: " + w.ToString());
     int count = 0;
     int64_t bytes = 0;
-    std::vector<std::pair<std::string, int64_t>> files;
+    std::vector<std::pair<std::string, int64_t>> files, later;
     for (const auto& f : j["files"]) {
       ++count;
       if (!f.is_object() || !f.contains("size") || !f["size"].is_number_integer()) continue;
@@ -279,15 +322,39 @@ class ProgramPilot {
       const bool regular = f.contains("format") && f["format"].is_string() &&
                            f["format"] != "symlink" && f["format"] != "special";
       if (regular && f.contains("path") && f["path"].is_string()) {
-        files.emplace_back(dir + "/" + f["path"].get<std::string>(), size);
+        const std::string rel = f["path"].get<std::string>();
+        (ChangedAfter(dir, rel, saved_by) ? later : files).emplace_back(dir + "/" + rel, size);
       }
+    }
+    CheckpointSaves cs;
+    cs.saved_by_unix = saved_by.value_or(0);
+    for (const auto& [path, size] : later) {
+      ++cs.later_files;
+      cs.later_bytes += size;
+      if (cs.later_example.empty()) cs.later_example = path.substr(dir.size() + 1);
+    }
+    // Every file written after step K: the reference saved again into the
+    // same files (or finished an asynchronous save late). Which is the
+    // step-K state cannot be told: the read check counts them all.
+    cs.rewritten = files.empty() && !later.empty();
+    if (cs.rewritten) files.swap(later);
+    for (const auto& [path, size] : files) {
+      ++cs.at_step_files;
+      cs.at_step_bytes += size;
+    }
+    if (cs.later_files > 0) {
+      Log(stage + ": " + std::to_string(cs.later_files) + " checkpoint file(s) changed after the reference " +
+          "passed step " + std::to_string(cfg_.checkpoint.at_step) + " (" + cs.later_example +
+          (cs.rewritten ? "; all of them" : "") + ")");
     }
     if (stage == "single") {
       program_.checkpoint_dir = dir;
       program_.checkpoint_files = list;
       program_.checkpoint_file_count = count;
       program_.checkpoint_bytes = bytes;
+      program_.checkpoint_saves = cs;
     }
+    saves_ = cs;
     if (count == 0) {
       *why = "no checkpoint: " + dir + " (PILOT_CHECKPOINT_DIR) is empty after the reference process";
       return false;
@@ -316,6 +383,48 @@ class ProgramPilot {
         std::to_string(cr.bytes) + " bytes)" + (cr.problem.empty() ? "" : "; " + cr.problem));
   }
 
+  // What the reference's records say beyond its losses: the memory
+  // series, the precision it trained in, what it ran with (the GPU's name
+  // makes its measured throughput the basis of the plan and budget), and
+  // the FLOPs its parameters imply.
+  void NoteReference(const GroupResult& ref, SingleStage* s) {
+    program_.memory_steps = MemorySteps(ref, 0);
+    program_.precision = PrecisionOf(ref, 0);
+    s->shape.precision = PrecisionWord(program_.precision);
+    if (std::optional<ProgramEnvironment> env = EnvironmentOf(ref)) {
+      program_.environment = *env;
+      Versions& v = res_.versions;
+      v.torch = env->torch;
+      v.cuda_runtime = !env->cuda.empty() ? env->cuda : env->hip;
+      v.nccl = env->nccl;
+      v.cudnn = env->cudnn;
+      if (!env->gpu.empty()) {
+        v.devices.assign(static_cast<size_t>(std::max<int64_t>(1, env->gpu_count)), env->gpu);
+        if (s->device == "cuda") s->device_name = env->gpu;
+      }
+    }
+    if (s->shape.params > 0) {
+      // 6 FLOPs per parameter and token (forward and backward); the
+      // attention's share is not known for a program.
+      s->flops_per_token = 6.0 * static_cast<double>(s->shape.params);
+      s->tflops = s->tokens_per_second * s->flops_per_token / 1e12;
+    }
+  }
+
+  // What is known of why a restore differs: the state fingerprints, and
+  // the reference's later saves into the step-K files.
+  std::string RestoreDiagnosis() const {
+    std::string out;
+    if (const std::string d = StateDiagnosis(program_.state); !d.empty()) out += "; " + d;
+    if (program_.checkpoint_saves.rewritten) {
+      out += "; every checkpoint file changed after the reference passed step " +
+             std::to_string(cfg_.checkpoint.at_step) +
+             ": it saved again into the same files, so the resumed process may have restored a "
+             "later step (save step K into a folder or file of its own)";
+    }
+    return out;
+  }
+
   bool Bitwise() const { return device_ == "cpu" && cfg_.training.deterministic; }
 
   bool AcrossNodes() const { return hosts_.size() > 1; }
@@ -335,6 +444,7 @@ class ProgramPilot {
     si.device = device_;
     res_.single = SingleFromRecords(si);
     SingleStage& s = *res_.single;
+    NoteReference(ref, &s);
     if (ref.stopped) {
       s.status = "error";
       return kExitError;
@@ -358,7 +468,7 @@ class ProgramPilot {
       return bad->kind == "oom" ? kExitOutOfMemory : kExitFailed;
     }
     std::string why;
-    const bool have = HashCheckpoint(dir, "single", &why);
+    const bool have = HashCheckpoint(dir, "single", SavedBy(ref, cfg_.checkpoint.at_step), &why);
     s.checkpoint.path = dir;
     s.checkpoint.bytes = checkpoint_bytes_;
     if (!have) {
@@ -370,7 +480,11 @@ class ProgramPilot {
     if (StopRequested()) return kExitError;
     std::vector<std::string> watch;
     for (const auto& [path, size] : checkpoint_listed_) watch.push_back(path);
-    GroupResult res = RunPhase("single", "resumed", 1, cfg_.checkpoint.at_step + 1, dir, dir, watch);
+    // The resumed process saves into a folder of its own: a program that
+    // saves on its schedule (at K and 2K) then leaves the listed files as
+    // the reference wrote them.
+    GroupResult res = RunPhase("single", "resumed", 1, cfg_.checkpoint.at_step + 1,
+                               CheckpointDir("single-resumed"), dir, watch);
     NoteCheckpointRead(res);
     s.memory_resumed = FirstStepMemory(res, s.device);
     info_.restore_compared = true;
@@ -388,6 +502,8 @@ class ProgramPilot {
     RestoreComparison c = CompareResumed(ref, res, cfg_.checkpoint.at_step, cfg_.training.steps, 1,
                                          Bitwise(), cfg_.eval.restore_tolerance);
     s.restore = c.info;
+    program_.state = CompareState(ref, res, cfg_.checkpoint.at_step);
+    if (!s.restore.equal) s.restore.detail += RestoreDiagnosis();
     program_.lr_compared = c.lr_compared;
     program_.eval_compared = c.eval_compared;
     Log(std::string("restore ") + (s.restore.equal ? "equal" : "NOT equal") +
@@ -482,10 +598,13 @@ class ProgramPilot {
       res_.node = n;
       return code;
     };
-    if (!HashCheckpoint(dir, "node", &why)) return restore_failed(why, kExitFailed);
+    if (!HashCheckpoint(dir, "node", SavedBy(ref, cfg_.checkpoint.at_step), &why)) {
+      return restore_failed(why, kExitFailed);
+    }
     n.checkpoint.bytes = checkpoint_bytes_;
     if (StopRequested()) return kExitError;
-    GroupResult res = RunPhase("node", "resumed", world_, cfg_.checkpoint.at_step + 1, dir, dir);
+    GroupResult res = RunPhase("node", "resumed", world_, cfg_.checkpoint.at_step + 1,
+                               CheckpointDir("node-resumed"), dir);
     if (res.stopped) return kExitError;
     nr.ran = true;
     if (auto bad = CheckPhase(res, Expect("resumed", world_))) {
@@ -524,6 +643,7 @@ class ProgramPilot {
   std::vector<std::string> hosts_;  // the job's nodes, when it has several
   std::string metrics_dir_;
   int64_t checkpoint_bytes_ = 0;
+  CheckpointSaves saves_;  // the last HashCheckpoint's
   std::vector<std::pair<std::string, int64_t>> checkpoint_listed_;  // path, bytes
 };
 
@@ -531,9 +651,14 @@ class ProgramPilot {
 
 std::vector<std::string> ProgramEnv(const ProgramEnvInput& in) {
   std::vector<std::string> env = in.base_env;
-  for (const char* name : kProgramPassThrough) {
-    const std::string v = EnvValue(in.job_env, name);
-    if (!v.empty()) SetEnvValue(&env, name, v);
+  std::vector<std::string> seen;
+  for (const std::string& kv : in.job_env) {
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) continue;
+    const std::string name = kv.substr(0, eq);
+    if (PilotOwned(name) || std::find(seen.begin(), seen.end(), name) != seen.end()) continue;
+    seen.push_back(name);  // the first of a name twice wins, as getenv(3) reads it
+    SetEnvValue(&env, name, kv.substr(eq + 1));
   }
   std::string py = EnvValue(in.job_env, "PYTHONPATH");
   if (in.cfg != nullptr) {
@@ -567,6 +692,14 @@ std::vector<std::string> ProgramEnv(const ProgramEnvInput& in) {
   place.master_addr = in.master_addr;
   place.master_port = in.master_port;
   launch::SetRankEnv(&env, place, launch::RankVars::kTorchrun);
+  if (in.tasks > 0) {
+    // What srun would give the tasks the supervisor starts in its place
+    // (frameworks that detect Slurm read their rank from these).
+    SetEnvValue(&env, "SLURM_PROCID", std::to_string(in.rank));
+    SetEnvValue(&env, "SLURM_LOCALID", std::to_string(in.local_rank));
+    SetEnvValue(&env, "SLURM_NTASKS", std::to_string(in.tasks));
+    SetEnvValue(&env, "SLURM_NPROCS", std::to_string(in.tasks));
+  }
   return env;
 }
 

@@ -53,7 +53,9 @@ struct ProgramPilotInput {
 int RunProgramPilot(const ProgramPilotInput& in, Results* res, SupervisorInfo* info);
 
 // The environment of one process of the program (pilot-program(7),
-// ENVIRONMENT), from the workload's allow-listed one and the job's.
+// ENVIRONMENT): the workload's base environment, then the job's whole
+// environment but the variables the pilot owns (PILOT_*, SLURM_PILOT_*),
+// then the pilot's variables and the rank's.
 struct ProgramEnvInput {
   std::vector<std::string> base_env;
   std::vector<std::string> job_env;
@@ -65,6 +67,9 @@ struct ProgramEnvInput {
   int master_port = 0;
   std::string metrics, checkpoint_dir, resume_dir;
   int64_t seed = 0;
+  // The processes the supervisor starts itself (SLURM_PROCID, SLURM_LOCALID
+  // and SLURM_NTASKS set as srun would); 0 when srun starts the tasks.
+  int tasks = 0;
 };
 std::vector<std::string> ProgramEnv(const ProgramEnvInput& in);
 

@@ -2,7 +2,7 @@
 # Program mode on the local cluster: the user's own PyTorch program is the
 # pilot (pilot-program(7)); the verdict is about what it did.
 #
-#   program.sh CASE   CASE: example_go broken loss_pattern
+#   program.sh CASE   CASE: example_go broken loss_pattern real_programs
 #
 # Environment as for e2e.sh (lib.sh).
 set -euo pipefail
@@ -56,7 +56,11 @@ case_broken() {
     [oom]="ran out of memory at step 2"
     [hang]="hung: no metrics record for"
     [scheduler_reset]="learning rate differs after resume at step"
-    [rng_not_restored]="losses diverge after resume from step"
+    [rng_not_restored]="not restored: torch CPU RNG state (rank 0)"
+    [scheduler_stepped_twice]="not restored: LR scheduler (rank 0: last_epoch"
+    [data_not_restored]="not restored: data position"
+    [state_outside]="restored; the losses still differ: state outside them"
+    [leak]="memory_growth: resident memory grows"
     [no_metrics]="wrote no metrics records"
     [wrong_shape]="shape: the pilot's shape differs from the run's"
   )
@@ -81,6 +85,31 @@ case_broken() {
     fail "the epilog did not find the missing optimizer state: $(reason_of "${jobs[optimizer_not_saved]}")"
   wait_node_idle
   [[ $(node_state) == idle* ]] || fail "node not idle after the broken programs: $(node_state)"
+}
+
+# What real programs do and a pilot must take as correct, in one clean
+# run of tiny.py: it saves on a schedule (checkpoint-5/, checkpoint-10/,
+# the resumed process saving again), it needs a site variable of the job's
+# environment (as mpi4py needs OMPI_MCA_*), and it trains in bf16 autocast.
+# GO; the later save is told apart from step K's, the precision is what
+# the probe saw, and memory is flat.
+case_real_programs() {
+  local dir job res got
+  dir=$(user_copy "$SRC/tests/program" program-real)
+  program_toml "$dir/real.toml" real "$dir" 2 \
+    '["python3", "tiny.py", "--save-every", "5", "--autocast", "bf16", "--require-env", "SITE_FABRIC_TOKEN"]'
+  job=$(submit_wait --export=ALL,SITE_FABRIC_TOKEN=ib0 --pilot="$dir/real.toml" --pilot-stage=single)
+  wait_verdict "$job"
+  [[ $(decision "$job") == GO ]] || fail "job $job: $(decision "$job"): $(reason_of "$job") $(verdict_text "$job")"
+  res=$STATE/jobs/$job/results.json
+  got=$(json "$res" '" ".join(str(x) for x in [d["program"]["checkpoint_saves"]["at_step_files"] > 0, d["program"]["checkpoint_saves"]["later_files"] > 0, d["program"]["checkpoint_saves"]["later_example"].split("/")[0], d["program"]["checkpoint_saves"]["rewritten"]])')
+  [[ $got == "True True checkpoint-10 False" ]] || fail "job $job: checkpoint_saves: $got"
+  [[ $(check_named "$job" checkpoint_read) == pass ]] || fail "checkpoint_read: $(check_detail "$job" checkpoint_read)"
+  [[ $(check_named "$job" checkpoint) == pass ]] || fail "checkpoint: $(check_detail "$job" checkpoint)"
+  got=$(json "$STATE/verdicts/$job.json" "[c['status'] + ': ' + c['measured'] for c in d['checks'] if c['name']=='precision'][0]")
+  [[ $got == "skip: bfloat16 autocast on cpu "* ]] || fail "job $job: precision: $got"
+  [[ $(check_named "$job" memory_growth) == pass ]] || fail "memory_growth: $(check_detail "$job" memory_growth)"
+  note "real_programs: job $job GO: $(check_detail "$job" checkpoint_read)"
 }
 
 # A program that writes no metrics but prints loss lines.

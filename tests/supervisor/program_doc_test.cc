@@ -69,7 +69,9 @@ ProgramEnvInput Input(const Config* cfg) {
                  "SLURM_JOB_ID=42", "SLURM_PILOT_ACTIVE=42"};
   in.job_env = {"PATH=/home/alice/venv/bin:/usr/bin", "VIRTUAL_ENV=/home/alice/venv",
                 "PYTHONPATH=/home/alice/src", "LD_PRELOAD=/home/alice/evil.so",
-                "HF_HOME=/scratch/hf", "SECRET_TOKEN=abc"};
+                "HF_HOME=/scratch/hf", "SECRET_TOKEN=abc", "OMPI_MCA_btl=^openib",
+                "PILOT_METRICS=/tmp/forged", "SLURM_PILOT_ACTIVE=7", "SLURM_PROCID=0",
+                "SECRET_TOKEN=second"};
   in.cfg = cfg;
   in.probe_path = "/usr/share/slurm-pilot/python";
   in.stage = "node";
@@ -84,6 +86,7 @@ ProgramEnvInput Input(const Config* cfg) {
   in.checkpoint_dir = "/var/lib/slurm-pilot/jobs/42/work/pilot-checkpoints/node";
   in.resume_dir = in.checkpoint_dir;
   in.seed = 1234;
+  in.tasks = 2;
   return in;
 }
 
@@ -92,8 +95,10 @@ TEST(ProgramDoc, EveryVariableTheSupervisorSetsIsInTheEnvironmentSection) {
   const ProgramEnvInput in = Input(&cfg);
   const std::vector<std::string> env = ProgramEnv(in);
   std::set<std::string> given;
-  for (const auto& list : {in.base_env, in.job_env}) {
-    for (const std::string& kv : list) given.insert(NameOf(kv));
+  for (const std::string& kv : in.base_env) given.insert(NameOf(kv));
+  for (const std::string& kv : in.job_env) {
+    // The job's PILOT_* are never passed: the pilot sets its own.
+    if (NameOf(kv).rfind("PILOT_", 0) != 0) given.insert(NameOf(kv));
   }
   for (const auto& [k, v] : cfg.program.env) given.insert(k);
   std::set<std::string> set_by_pilot = {"PYTHONPATH"};
@@ -130,10 +135,19 @@ TEST(ProgramEnv, ValuesPassThroughAndDrops) {
   EXPECT_EQ(Value(env, "PATH"), "/home/alice/venv/bin:/usr/bin");
   EXPECT_EQ(Value(env, "VIRTUAL_ENV"), "/home/alice/venv");
   EXPECT_EQ(Value(env, "HF_HOME"), "/scratch/hf");
-  EXPECT_EQ(Value(env, "LD_PRELOAD"), "(unset)");
-  EXPECT_EQ(Value(env, "SECRET_TOKEN"), "(unset)");
+  // The program is the user's own: the job's whole environment, the
+  // first of a name given twice, as srun --export=ALL gives it.
+  EXPECT_EQ(Value(env, "LD_PRELOAD"), "/home/alice/evil.so");
+  EXPECT_EQ(Value(env, "SECRET_TOKEN"), "abc");
+  EXPECT_EQ(Value(env, "OMPI_MCA_btl"), "^openib");
   EXPECT_EQ(Value(env, "HOME"), "/home/alice");
+  // What the pilot owns is never the job's.
   EXPECT_EQ(Value(env, "SLURM_PILOT_ACTIVE"), "42");
+  EXPECT_EQ(Value(env, "PILOT_METRICS"), "/var/lib/slurm-pilot/jobs/42/metrics/node-resumed-1.fifo");
+  // Tasks the supervisor starts in srun's place get srun's task variables.
+  EXPECT_EQ(Value(env, "SLURM_PROCID"), "1");
+  EXPECT_EQ(Value(env, "SLURM_LOCALID"), "1");
+  EXPECT_EQ(Value(env, "SLURM_NTASKS"), "2");
   EXPECT_EQ(Value(env, "PILOT_STEPS"), "20");
   EXPECT_EQ(Value(env, "PILOT_CHECKPOINT_STEP"), "10");
   EXPECT_EQ(Value(env, "PILOT_SEQ_LEN"), "2048");
@@ -165,7 +179,18 @@ TEST(ProgramEnv, TheReferenceProcessOnACpu) {
   EXPECT_EQ(Value(env, "PILOT_RESUME_DIR"), "(unset)");
   EXPECT_EQ(Value(env, "PYTORCH_ALLOC_CONF"), "(unset)");  // cuda only
   EXPECT_EQ(Value(env, "PYTHONPATH"), "/usr/share/slurm-pilot/python");
-  EXPECT_EQ(Value(env, "PATH"), "/usr/local/bin:/usr/bin:/bin");  // the allow-listed one
+  EXPECT_EQ(Value(env, "PATH"), "/usr/local/bin:/usr/bin:/bin");  // the workload's own
+}
+
+// srun starts the tasks (ranks across nodes): it sets their task
+// variables, the supervisor does not.
+TEST(ProgramEnv, SrunSetsTheTaskVariables) {
+  const Config cfg = ProgramConfig();
+  ProgramEnvInput in = Input(&cfg);
+  in.tasks = 0;
+  const std::vector<std::string> env = ProgramEnv(in);
+  EXPECT_EQ(Value(env, "SLURM_PROCID"), "0");  // the job's, for srun to replace
+  EXPECT_EQ(Value(env, "SLURM_NTASKS"), "(unset)");
 }
 
 // program.env's PYTHONPATH replaces the job's, and the probe stays first:

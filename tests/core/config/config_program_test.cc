@@ -50,6 +50,31 @@ TEST(ConfigProgram, AProgramWithItsKeysIsAccepted) {
   EXPECT_NE(ConfigToTable(*c).find("WANDB_MODE = \"offline\""), std::string::npos);
 }
 
+// pilot check on a program's config shows what the pilot does with it and
+// only the keys it reads; the builtin's training keys are listed apart,
+// never shown as if they applied.
+TEST(ConfigProgram, TheTableShowsWhatAppliesToAProgram) {
+  Result<Config> c = Parse(kRun +
+                           "[program]\ncommand = [\"python3\", \"train.py\"]\n"
+                           "[training]\nsteps = 10\ndevice = \"cpu\"\n"
+                           "[checkpoint]\nat_step = 5\n");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  const std::string t = ConfigToTable(*c);
+  EXPECT_NE(t.find("pilot    reference process: steps 1..10, saving after step 5; a fresh process "
+                   "resumes 6..10, losses compared within eval.restore_tolerance 0.001; node stage: "
+                   "one process per GPU on each node (parallel.nproc = 0)"),
+            std::string::npos)
+      << t;
+  EXPECT_NE(t.find("\nsteps "), std::string::npos) << t;
+  EXPECT_EQ(t.find("\noptimizer "), std::string::npos) << t;
+  EXPECT_EQ(t.find("\nprecision "), std::string::npos) << t;
+  const size_t unused = t.find("not used for a program");
+  ASSERT_NE(unused, std::string::npos) << t;
+  EXPECT_NE(t.find("training.optimizer", unused), std::string::npos);
+  EXPECT_NE(t.find("training.lr", unused), std::string::npos) << t;
+  EXPECT_NE(t.find("training.precision", unused), std::string::npos);
+}
+
 TEST(ConfigProgram, WithoutAProgramTheBuiltinRuns) {
   Result<Config> c = Parse(kRun);
   ASSERT_TRUE(c.ok()) << c.status().ToString();

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/decide/decide.h"
+#include "core/models/plan.h"
 
 namespace pilot {
 namespace {
@@ -277,6 +278,39 @@ TEST(DecideProgram, BusyIsWhatRootMeasured) {
   const Verdict gpu = busy({{"single", "reference", 30, 0.02, 0.87}});
   EXPECT_EQ(Get(gpu, "busy").status, CheckStatus::kPass);
   EXPECT_EQ(Get(gpu, "busy").measured, "single reference: GPUs 87% busy, 0.02 CPU cores over 30 s");
+}
+
+// The precision of a program is what its probe saw, never the config's
+// builtin default ("bf16") nor an "fp32: nothing to compare" it did not see.
+TEST(DecideProgram, ThePrecisionIsWhatTheProbeSaw) {
+  DecideInput in = ProgramPilot();
+  Check c = Get(DecideNow(in), "precision");
+  EXPECT_EQ(c.status, CheckStatus::kSkip);
+  EXPECT_EQ(c.measured, "not reported");
+  ProgramPrecision& p = in.results->program->precision;
+  p.reported = true;
+  p.autocast = "bfloat16";
+  p.autocast_device = "cuda";
+  p.param_dtype = "float32";
+  p.steps = 20;
+  p.autocast_steps = 19;
+  c = Get(DecideNow(in), "precision");
+  EXPECT_EQ(c.measured, "bfloat16 autocast on cuda (19 of 20 steps), float32 parameters, no gradient scaler");
+  EXPECT_EQ(Get(DecideNow(in), "memory_growth").status, CheckStatus::kSkip);  // no series here
+}
+
+// pilot plan at a shape the program did not run says so instead of guessing.
+TEST(DecideProgram, AShapeTheProgramDidNotRunIsNotPredicted) {
+  DecideInput in = ProgramPilot();
+  in.results->single->shape.params = 1000000;
+  PlanQuery twice;
+  twice.micro_batch = 8;
+  Result<Plan> p = MakePlan(*in.results->single, *in.config, HardwareCatalog{}, TestPolicy(), twice);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().detail(),
+            "not predicted: a program's memory and throughput at seq_len 256 x micro_batch 8 are not "
+            "modelled from the one shape the pilot measured (seq_len 256 x micro_batch 4)");
+  EXPECT_NE(p.status().hint().find("pilot the program at that shape"), std::string::npos);
 }
 
 }  // namespace
