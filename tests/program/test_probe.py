@@ -699,18 +699,28 @@ class ProgramTest(unittest.TestCase):
                 "ddp": R("ddp", "tiny.py", world=2),
                 "spawner": R("spawner", "spawner.py", world=2, ranks=[0]),
                 "print_loss": R("print_loss", "print_loss.py")}
-        for fault in ("nan", "no_checkpoint", "oom", "no_metrics", "wrong_shape"):
+        for fault in ("nan", "no_checkpoint", "oom", "no_metrics", "wrong_shape", "state_outside",
+                      "leak"):
             refs[fault] = R(fault, "tiny.py", ["--fault", fault])
+        refs["save_every"] = R("save_every", "tiny.py", ["--save-every", "2"])
+        refs["autocast"] = R("autocast", "tiny.py", ["--autocast", "bf16", "--require-env", "PATH"])
+        refs["require_env"] = R("require_env", "tiny.py", ["--require-env", "PATH", "--require-env",
+                                                           "PILOT_TEST_ABSENT_VARIABLE"])
         cls.ref = {k: r.finish() for k, r in refs.items()}
         clean = cls.ref["clean"]
         resumed = {"clean": R("clean-resumed", "tiny.py", resume_from=clean),
                    "ddp": R("ddp-resumed", "tiny.py", resume_from=cls.ref["ddp"], world=2),
                    "spawner": R("spawner-resumed", "spawner.py", resume_from=cls.ref["spawner"],
                                 world=2, ranks=[0]),
-                   "print_loss": R("print_loss-resumed", "print_loss.py", resume_from=cls.ref["print_loss"])}
-        for fault in ("optimizer_not_saved", "scheduler_reset"):
+                   "print_loss": R("print_loss-resumed", "print_loss.py", resume_from=cls.ref["print_loss"]),
+                   "save_every": R("save_every-resumed", "tiny.py", ["--save-every", "2"],
+                                   resume_from=cls.ref["save_every"]),
+                   "autocast": R("autocast-resumed", "tiny.py", ["--autocast", "bf16"],
+                                 resume_from=cls.ref["autocast"])}
+        for fault in ("optimizer_not_saved", "scheduler_reset", "state_outside"):
             resumed[fault] = R(fault + "-resumed", "tiny.py", ["--fault", fault], resume_from=cls.ref[fault])
-        for fault in ("rng_not_restored", "resume_ignored", "raise_on_resume"):
+        for fault in ("rng_not_restored", "resume_ignored", "raise_on_resume",
+                      "scheduler_stepped_twice", "data_not_restored"):
             resumed[fault] = R(fault + "-resumed", "tiny.py", ["--fault", fault], resume_from=clean)
         cls.res = {k: r.finish() for k, r in resumed.items()}
         cls.hang_alive = cls.hang.procs[0].poll() is None
@@ -737,6 +747,25 @@ class ProgramTest(unittest.TestCase):
         self.assertEqual(min(b), CKPT + 1)
         return any(a[s] != b[s] for s in range(CKPT + 1, STEPS + 1))
 
+    def fingerprints(self, ref, res, rank=0, sink=None):
+        """(names whose digests differ, saved's components, restored's): the
+        reference's fingerprint of its save at CKPT against the resumed
+        process's of its restore, for `rank` (in the metrics of `sink`)."""
+        sink = rank if sink is None else sink
+        saved = [r for r in ref.records(sink, "state")
+                 if r["when"] == "saved" and r["step"] == CKPT and r["rank"] == rank]
+        restored = [r for r in res.records(sink, "state")
+                    if r["when"] == "restored" and r["rank"] == rank]
+        self.assertEqual(len(saved), 1, ref.records(sink, "state"))
+        self.assertEqual(len(restored), 1, res.records(sink, "state"))
+        self.assertEqual(restored[0]["step"], CKPT)
+        a, b = saved[0]["components"], restored[0]["components"]
+        # numpy's generator is there only where something imported numpy
+        self.assertEqual([k for k in a if k != "rng.numpy"], [k for k in b if k != "rng.numpy"])
+        for c in list(a.values()) + list(b.values()):
+            self.assertRegex(c["digest"], "^[0-9a-f]{16}$")
+        return {k for k in a if k in b and a[k]["digest"] != b[k]["digest"]}, a, b
+
     def test_clean_resumes_bitwise(self):
         ref, res = self.ref["clean"], self.res["clean"]
         self.assertClean(ref)
@@ -750,7 +779,26 @@ class ProgramTest(unittest.TestCase):
         self.assertEqual((rec["seq_len"], rec["micro_batch"], rec["tokens"]), (16, 4, 64))
         self.assertEqual(rec["rank"], 0)
         self.assertGreater(rec["params"], 0)
+        self.assertEqual(rec["param_dtype"], "float32")
+        self.assertNotIn("autocast", rec)
+        self.assertNotIn("grad_scaler", rec)
         self.assertIn("step 8 loss", ref.text("out"))
+        for run in (ref, res):  # one env line, just before the first step record
+            lines = read_lines(os.path.join(run.dir, "metrics-0.jsonl"))
+            first = [i for i, r in enumerate(lines) if "kind" not in r][0]
+            self.assertEqual(run.records(0, "env"), [lines[first - 1]])
+        env, = res.records(0, "env")
+        self.assertEqual((env["torch"], env["gpu"], env["rank"]), (str(torch.__version__), None, 0))
+        differ, saved, restored = self.fingerprints(ref, res)
+        self.assertEqual(differ, set())
+        for name in ("model", "optimizer", "optimizer.hyper", "scheduler", "rng.python", "rng.torch",
+                     "data"):
+            self.assertIn(name, saved)
+        self.assertEqual(saved["data"]["value"], str(CKPT))
+        self.assertEqual(saved["scheduler"]["last_epoch"], CKPT)
+        self.assertEqual(saved, restored)
+        # the resumed process read the reference's folder and saved nothing of its own
+        self.assertFalse(os.path.exists(res.ckpt))
 
     def test_ddp_resumes_bitwise_on_every_rank(self):
         ref, res = self.ref["ddp"], self.res["ddp"]
@@ -759,6 +807,8 @@ class ProgramTest(unittest.TestCase):
             self.assertClean(res, rank)
             self.assertEqual({r["rank"] for r in ref.records(rank)}, {rank})
             self.assertResumesBitwise(ref, res, rank)
+            differ, saved, _ = self.fingerprints(ref, res, rank)
+            self.assertEqual(differ, set())
         self.assertTrue(os.path.isfile(os.path.join(ref.ckpt, "rng-1.pt")))
         self.assertNotEqual(ref.losses(0), ref.losses(1))  # each rank its own batch
 
@@ -771,6 +821,8 @@ class ProgramTest(unittest.TestCase):
             b = [r for r in res.records() if r["rank"] == rank]
             self.assertEqual(b[0]["step"], CKPT + 1)
             self.assertResumesBitwise(ref, res, ref_records=a, res_records=b)
+            self.assertEqual(self.fingerprints(ref, res, rank, sink=0)[0], set())
+        self.assertEqual(sorted(r["rank"] for r in res.records(0, "env")), [0, 1])
 
     def test_print_loss_reports_only_on_stdout(self):
         ref, res = self.ref["print_loss"], self.res["print_loss"]
@@ -792,6 +844,11 @@ class ProgramTest(unittest.TestCase):
         ck = torch.load(os.path.join(ref.ckpt, "ckpt.pt"), weights_only=False)
         self.assertNotIn("optimizer", ck)
         self.assertTrue(self.diverges(ref, res))
+        # a fresh optimizer: no state, and the constructor's learning rate
+        differ, saved, restored = self.fingerprints(ref, res)
+        self.assertEqual(differ, {"optimizer", "optimizer.hyper"})
+        self.assertEqual(restored["optimizer"]["tensors"], 0)
+        self.assertNotEqual(saved["optimizer.hyper"]["lr"], restored["optimizer.hyper"]["lr"])
 
     def test_scheduler_reset(self):
         ref, res = self.ref["scheduler_reset"], self.res["scheduler_reset"]
@@ -802,11 +859,83 @@ class ProgramTest(unittest.TestCase):
         lr_ref = {r["step"]: r["lr"] for r in ref.records()}
         self.assertNotEqual({r["step"]: r["lr"] for r in res.records()},
                             {s: lr_ref[s] for s in range(CKPT + 1, STEPS + 1)})
+        differ, saved, restored = self.fingerprints(ref, res)
+        self.assertEqual(differ, {"scheduler"})
+        self.assertEqual((saved["scheduler"]["last_epoch"], restored["scheduler"]["last_epoch"]),
+                         (CKPT, 0))
 
     def test_rng_not_restored(self):
         res = self.res["rng_not_restored"]
         self.assertClean(res)
         self.assertTrue(self.diverges(self.ref["clean"], res))
+        self.assertEqual(self.fingerprints(self.ref["clean"], res)[0], {"rng.torch"})
+
+    def test_scheduler_stepped_twice(self):
+        ref, res = self.ref["clean"], self.res["scheduler_stepped_twice"]
+        self.assertClean(res)
+        self.assertTrue(self.diverges(ref, res))
+        differ, saved, restored = self.fingerprints(ref, res)
+        # the schedule's extra step also set the optimizer's learning rate
+        self.assertEqual(differ, {"scheduler", "optimizer.hyper"})
+        self.assertEqual((saved["scheduler"]["last_epoch"], restored["scheduler"]["last_epoch"]),
+                         (CKPT, CKPT + 1))
+
+    def test_data_not_restored(self):
+        ref, res = self.ref["clean"], self.res["data_not_restored"]
+        self.assertClean(res)
+        self.assertTrue(self.diverges(ref, res))
+        differ, saved, restored = self.fingerprints(ref, res)
+        self.assertEqual(differ, {"data"})
+        self.assertEqual((saved["data"]["value"], restored["data"]["value"]), (str(CKPT), "0"))
+
+    def test_state_outside_the_fingerprints(self):
+        ref, res = self.ref["state_outside"], self.res["state_outside"]
+        self.assertClean(ref)
+        self.assertClean(res)
+        self.assertEqual(self.fingerprints(ref, res)[0], set())
+        a, b = ref.losses(), res.losses()
+        self.assertNotEqual(a[CKPT + 1], b[CKPT + 1])
+
+    def test_leak_grows_the_resident_set(self):
+        run = self.ref["leak"]
+        self.assertClean(run)
+        rss = [r["peak_rss_bytes"] for r in run.records()]
+        self.assertEqual(len(rss), STEPS)
+        self.assertEqual(rss, sorted(rss))
+        self.assertGreaterEqual(rss[-1] - rss[0], (STEPS - 1) * 6 << 20)
+        self.assertEqual(run.losses(), self.ref["clean"].losses())  # training otherwise clean
+
+    def test_save_every_uses_step_folders(self):
+        ref, res = self.ref["save_every"], self.res["save_every"]
+        self.assertClean(ref)
+        self.assertClean(res)
+        self.assertResumesBitwise(ref, res)
+        self.assertEqual(sorted(os.listdir(ref.ckpt)),
+                         ["checkpoint-%d" % s for s in (2, 4, 6, 8)])
+        # the resumed process read checkpoint-K from PILOT_RESUME_DIR and saved into its own folder
+        self.assertEqual(sorted(os.listdir(res.ckpt)), ["checkpoint-6", "checkpoint-8"])
+        self.assertEqual([r["step"] for r in ref.records(0, "state")], [2, 4, 6, 8])
+        self.assertEqual([(r["when"], r["step"]) for r in res.records(0, "state")],
+                         [("restored", 4), ("saved", 6), ("saved", 8)])
+        self.assertEqual(self.fingerprints(ref, res)[0], set())
+
+    def test_autocast_resumes_bitwise(self):
+        ref, res = self.ref["autocast"], self.res["autocast"]
+        self.assertClean(ref)
+        self.assertClean(res)
+        self.assertResumesBitwise(ref, res)
+        self.assertNotEqual(ref.losses(), self.ref["clean"].losses())
+        for rec in ref.records() + res.records():
+            self.assertEqual((rec["autocast"], rec["autocast_device"], rec["param_dtype"]),
+                             ("bfloat16", "cpu", "float32"))
+        self.assertEqual(self.fingerprints(ref, res)[0], set())
+
+    def test_require_env(self):
+        run = self.ref["require_env"]
+        self.assertEqual(run.rc(), 1)
+        self.assertIn("PILOT_TEST_ABSENT_VARIABLE", run.text("err"))
+        self.assertNotIn("PATH", run.text("err"))
+        self.assertEqual(read_lines(os.path.join(run.dir, "metrics-0.jsonl")), [])
 
     def test_resume_ignored_starts_at_step_1(self):
         res = self.res["resume_ignored"]
@@ -817,7 +946,7 @@ class ProgramTest(unittest.TestCase):
         res = self.res["raise_on_resume"]
         self.assertNotEqual(res.rc(), 0)
         self.assertIn("KeyError", res.text("err"))
-        self.assertEqual(res.records(), [])
+        self.assertEqual(read_lines(os.path.join(res.dir, "metrics-0.jsonl")), [])
 
     def test_hang_at_step_3(self):
         self.assertTrue(self.hang_alive, self.hang.text("err")[-2000:])
