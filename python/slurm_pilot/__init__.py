@@ -131,7 +131,6 @@ def _state():
 # whether an enabled GradScaler scaled a loss, since the previous record.
 _autocast_seen = None   # (dtype name, device type)
 _scaler_seen = False
-_hooked = False
 
 
 def _dtype_name(dtype):
@@ -170,28 +169,33 @@ def _wrap(cls, name, note):
     setattr(cls, name, wrapper)
 
 
+# (module, class, method, note) still to wrap, each once its module is imported
+_hooks_left = [
+    ("torch.amp.autocast_mode", "autocast", "__enter__", _note_autocast),
+    ("torch.amp.grad_scaler", "GradScaler", "scale", _note_scaler),
+    ("torch.cuda.amp.grad_scaler", "GradScaler", "scale", _note_scaler),
+    ("torch.distributed.fsdp.sharded_grad_scaler", "ShardedGradScaler", "scale", _note_scaler),
+]
+
+
 def _hook_torch():
-    """Watch torch's autocast regions and GradScalers, once torch is imported.
+    """Watch torch's autocast regions and GradScalers, each class once its
+    module is imported.
 
     torch.autocast, torch.amp.autocast and torch.cuda.amp.autocast all enter
     through torch.amp.autocast_mode.autocast.__enter__; the scalers are
     torch.amp.GradScaler (torch 2.3 on; torch.cuda.amp.GradScaler derives from
     it), torch.cuda.amp.GradScaler before, and FSDP's ShardedGradScaler.
     """
-    global _hooked
-    torch = sys.modules.get("torch")
-    if _hooked or torch is None:
-        return
-    _hooked = True
-    for module, cls, name, note in (
-            ("torch.amp.autocast_mode", "autocast", "__enter__", _note_autocast),
-            ("torch.amp.grad_scaler", "GradScaler", "scale", _note_scaler),
-            ("torch.cuda.amp.grad_scaler", "GradScaler", "scale", _note_scaler),
-            ("torch.distributed.fsdp.sharded_grad_scaler", "ShardedGradScaler", "scale",
-             _note_scaler)):
+    for hook in list(_hooks_left):
+        module_name, cls, name, note = hook
+        module = sys.modules.get(module_name)
+        if module is None:
+            continue
+        _hooks_left.remove(hook)
         try:
-            _wrap(getattr(sys.modules[module], cls), name, note)
-        except Exception:  # not loaded, or torch's internals differ: no field
+            _wrap(getattr(module, cls), name, note)
+        except Exception:  # torch's internals differ: no field
             pass
 
 

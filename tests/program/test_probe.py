@@ -19,6 +19,7 @@ import sys
 import tempfile
 import threading
 import time
+import types
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -437,6 +438,33 @@ class ProbeTest(unittest.TestCase):
         self.assertIs(Thing.method.__wrapped__, original)
         slurm_pilot._wrap(Thing, "absent", lambda self: None)
         self.assertFalse(hasattr(Thing, "absent"))
+
+    def test_a_scaler_imported_late_is_watched_too(self):
+        """As FSDP's ShardedGradScaler: its module imported after the probe's first call."""
+        class Scaler:
+            def is_enabled(self):
+                return True
+
+            def scale(self, loss):
+                return loss
+
+        late = types.ModuleType("pilot_test_late_scaler")
+        late.Scaler = Scaler
+        hook = ("pilot_test_late_scaler", "Scaler", "scale", slurm_pilot._note_scaler)
+        slurm_pilot._hooks_left.append(hook)
+        try:
+            self.pilot()
+            slurm_pilot.step(1.0)
+            self.assertIn(hook, slurm_pilot._hooks_left)  # not imported yet
+            sys.modules[late.__name__] = late
+            slurm_pilot.step(1.0)
+            Scaler().scale(2.0)
+            slurm_pilot.step(1.0)
+        finally:
+            sys.modules.pop(late.__name__, None)
+            if hook in slurm_pilot._hooks_left:
+                slurm_pilot._hooks_left.remove(hook)
+        self.assertEqual([r.get("grad_scaler") for r in read_records(self.sink)], [None, None, True])
 
     # State fingerprints: a small model, AdamW and a schedule trained 3 steps,
     # saved, trained on, then restored into fresh objects.
