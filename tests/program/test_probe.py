@@ -5,9 +5,12 @@ Run from the source root with the python directory on PYTHONPATH:
 or as a script (exits 77, the skip code, when torch is not importable).
 """
 
+import io
 import json
 import math
 import os
+import platform
+import random
 import re
 import shutil
 import socket
@@ -16,6 +19,7 @@ import sys
 import tempfile
 import threading
 import time
+import types
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -41,11 +45,16 @@ PILOT_VARS = ("PILOT_METRICS", "PILOT_STEPS", "PILOT_CHECKPOINT_STEP", "PILOT_CH
               "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT")
 
 
-def read_records(path):
+def read_lines(path):
     if not os.path.exists(path):
         return []
     with open(path, "rb") as f:
         return [json.loads(line) for line in f.read().splitlines()]
+
+
+def read_records(path, kind=None):
+    """The step records of a sink (kind None), or its lines of that "kind"."""
+    return [r for r in read_lines(path) if r.get("kind") == kind]
 
 
 def fresh_probe():
@@ -54,6 +63,8 @@ def fresh_probe():
     if p is not None and p.fd is not None:
         os.close(p.fd)
     slurm_pilot._probe = None
+    slurm_pilot._autocast_seen = None
+    slurm_pilot._scaler_seen = False
 
 
 class ProbeTest(unittest.TestCase):
@@ -140,18 +151,25 @@ class ProbeTest(unittest.TestCase):
         self.assertGreater(second["step_ms"], 0)
 
     def test_record_on_cuda(self):
-        """The CUDA path, with the allocator's calls replaced: one sync, read, reset."""
-        self.pilot()
+        """The CUDA path, with the allocator's calls replaced: one sync, read, reset;
+        and the env line of a process on an H200."""
+        self.pilot(RANK=1)
         calls = []
-        fake = {
+        fake = [(torch.cuda, {
             "synchronize": lambda dev=None: calls.append(("sync", dev)),
             "max_memory_allocated": lambda dev=None: 1000,
             "max_memory_reserved": lambda dev=None: 2000,
             "mem_get_info": lambda dev=None: (3000, 4000),
             "memory_stats": lambda dev=None: {"num_alloc_retries": 5, "num_ooms": 6},
             "reset_peak_memory_stats": lambda dev=None: calls.append(("reset", dev)),
-        }
-        saved = {name: getattr(torch.cuda, name) for name in fake}
+            "is_initialized": lambda: True,
+            "device_count": lambda: 8,
+            "get_device_name": lambda dev=None: "NVIDIA H200" if dev.index == 1 else "other",
+            "get_device_capability": lambda dev=None: (9, 0),
+        }), (torch.cuda.nccl, {"version": lambda: (2, 21, 5)}),
+            (torch.backends.cudnn, {"version": lambda: 90100}),
+            (torch.version, {"cuda": "12.4"})]
+        saved = [(mod, {name: getattr(mod, name) for name in f}) for mod, f in fake]
 
         class Loss:
             device = torch.device("cuda", 1)
@@ -159,13 +177,20 @@ class ProbeTest(unittest.TestCase):
             def item(self):
                 return 2.5
 
-        for name, f in fake.items():
-            setattr(torch.cuda, name, f)
+        for mod, f in fake:
+            for name, value in f.items():
+                setattr(mod, name, value)
         try:
             slurm_pilot.step(Loss(), tokens=8)
         finally:
-            for name, f in saved.items():
-                setattr(torch.cuda, name, f)
+            for mod, f in saved:
+                for name, value in f.items():
+                    setattr(mod, name, value)
+        env, = read_records(self.sink, "env")
+        self.assertEqual(env, {"kind": "env", "rank": 1, "python": platform.python_version(),
+                               "torch": str(torch.__version__), "cuda": "12.4",
+                               "hip": torch.version.hip, "nccl": "2.21.5", "cudnn": "90100",
+                               "gpu": "NVIDIA H200", "gpu_capability": "9.0", "gpu_count": 8})
         rec, = read_records(self.sink)
         self.assertEqual(rec["device"], "cuda")
         self.assertEqual(rec["loss"], 2.5)
@@ -210,10 +235,11 @@ class ProbeTest(unittest.TestCase):
                 slurm_pilot.step(float(i), tokens=4, extra_field="x")
         finally:
             slurm_pilot.os.write = real
-        self.assertEqual(len(writes), 3)
+        self.assertEqual(len(writes), 4)  # the env line, then one per step
         for w in writes:
             self.assertTrue(w.endswith(b"\n"))
             self.assertEqual(w.count(b"\n"), 1)
+        self.assertEqual(json.loads(writes[0])["kind"], "env")
         self.assertEqual([r["step"] for r in read_records(self.sink)], [1, 2, 3])
         self.assertEqual(read_records(self.sink)[0]["extra_field"], "x")
 
@@ -231,7 +257,7 @@ class ProbeTest(unittest.TestCase):
         slurm_pilot.step(torch.tensor(float("nan")))
         slurm_pilot.step(float("inf"))
         with open(self.sink, "rb") as f:
-            lines = f.read().splitlines()
+            lines = f.read().splitlines()[1:]  # after the env line
         self.assertIn(b'"loss":NaN', lines[0])
         self.assertIn(b'"loss":Infinity', lines[1])
         self.assertTrue(math.isnan(read_records(self.sink)[0]["loss"]))
@@ -243,7 +269,8 @@ class ProbeTest(unittest.TestCase):
         slurm_pilot.step(loss, tokens=30, model=model, optimizer=opt, seq_len=3, micro_batch=1,
                          **extras)
         with open(self.sink, "rb") as f:
-            line = f.read()
+            env, line = f.read().splitlines(keepends=True)
+        self.assertEqual(json.loads(env)["kind"], "env")
         self.assertLess(len(line), 4096)
         rec = json.loads(line)
         for key in ("step", "loss", "rank", "tokens", "lr", "seq_len", "micro_batch", "device",
@@ -290,7 +317,9 @@ class ProbeTest(unittest.TestCase):
         fresh_probe()  # closes the connection: the reader sees its end
         reader.join(10)
         server.close()
-        self.assertEqual([json.loads(x)["step"] for x in got[0].splitlines()], [1, 2, 3, 4, 5])
+        lines = [json.loads(x) for x in got[0].splitlines()]
+        self.assertEqual(lines[0]["kind"], "env")
+        self.assertEqual([r["step"] for r in lines[1:]], [1, 2, 3, 4, 5])
 
     def test_fifo_sink(self):
         fifo = os.path.join(self.dir, "fifo")
@@ -303,7 +332,325 @@ class ProbeTest(unittest.TestCase):
             slurm_pilot.step(float(i))
         fresh_probe()  # closes the write end: the reader sees end of file
         reader.join(10)
-        self.assertEqual([json.loads(x)["step"] for x in got[0].splitlines()], [1, 2, 3, 4, 5])
+        lines = [json.loads(x) for x in got[0].splitlines()]
+        self.assertEqual(lines[0]["kind"], "env")
+        self.assertEqual([r["step"] for r in lines[1:]], [1, 2, 3, 4, 5])
+
+    def test_env_line_once_per_process_before_its_first_record(self):
+        self.pilot(RANK=2)
+        slurm_pilot.step(1.0)
+        slurm_pilot.step(1.0)
+        pid = os.fork()
+        if pid == 0:  # a forked child is a process of its own
+            try:
+                slurm_pilot.step(1.0, step=3)
+            finally:
+                os._exit(0)
+        os.waitpid(pid, 0)
+        lines = read_lines(self.sink)
+        self.assertEqual([(r.get("kind"), r.get("step")) for r in lines],
+                         [("env", None), (None, 1), (None, 2), ("env", None), (None, 3)])
+        env = lines[0]
+        self.assertEqual(set(env), {"kind", "rank", "python", "torch", "cuda", "hip", "nccl",
+                                    "cudnn", "gpu", "gpu_capability", "gpu_count"})
+        self.assertEqual(env["rank"], 2)
+        self.assertEqual(env["python"], platform.python_version())
+        self.assertEqual(env["torch"], str(torch.__version__))
+        self.assertEqual(env["cuda"], torch.version.cuda)
+        self.assertIsNone(env["gpu"])  # the loss is not on a GPU
+        self.assertIsNone(env["gpu_capability"])
+        self.assertIsInstance(env["gpu_count"], int)
+
+    def test_param_dtype_holds_most_bytes(self):
+        self.pilot()
+        mostly_bf16 = torch.nn.Sequential(torch.nn.Linear(8, 8).bfloat16(), torch.nn.Linear(2, 2))
+        mostly_f32 = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Linear(2, 2).half())
+        slurm_pilot.step(1.0, model=mostly_bf16)
+        slurm_pilot.step(1.0, model=mostly_f32)
+        slurm_pilot.step(1.0)
+        a, b, c = read_records(self.sink)
+        self.assertEqual(a["param_dtype"], "bfloat16")
+        self.assertEqual(b["param_dtype"], "float32")
+        self.assertNotIn("param_dtype", c)
+
+    def test_autocast_and_grad_scaler_since_the_previous_record(self):
+        self.pilot()
+        slurm_pilot.step(1.0)  # the probe watches torch from its first call
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            pass
+        slurm_pilot.step(1.0)
+        slurm_pilot.step(1.0)  # nothing entered since the last record
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=False):
+            pass
+        slurm_pilot.step(1.0)
+
+        @torch.cpu.amp.autocast()  # a subclass, as a decorator
+        def forward():
+            return 1
+
+        forward()
+        scaler_class = getattr(torch.amp, "GradScaler", None) or torch.cuda.amp.GradScaler
+        scaler = scaler_class(enabled=False)
+        self.assertEqual(scaler.scale([]), [])  # disabled: not counted
+        slurm_pilot.step(1.0)
+        scaler._enabled = True  # as on a GPU; scaling an empty list touches no device
+        scaler.scale([])
+        slurm_pilot.step(1.0)
+        slurm_pilot.step(1.0)
+        recs = read_records(self.sink)
+        self.assertEqual([(r.get("autocast"), r.get("autocast_device"), r.get("grad_scaler"))
+                          for r in recs],
+                         [(None, None, None), ("bfloat16", "cpu", None), (None, None, None),
+                          (None, None, None), ("bfloat16", "cpu", None), (None, None, True),
+                          (None, None, None)])
+
+    def test_autocast_seen_at_the_first_step(self):
+        """Imported after torch, the probe watches from its import; before torch,
+        from steps() or resume_dir(), which programs call before training."""
+        env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+        code = ("import {first}, {second}\n"
+                "slurm_pilot.steps()\n"
+                "with torch.autocast('cpu', dtype=torch.bfloat16):\n"
+                "    pass\n"
+                "slurm_pilot.step(1.0)\n")
+        procs = []
+        for i, order in enumerate((("torch", "slurm_pilot"), ("slurm_pilot", "torch"))):
+            sink = os.path.join(self.dir, "m%d.jsonl" % i)
+            procs.append((sink, subprocess.Popen(
+                [sys.executable, "-c", code.format(first=order[0], second=order[1])],
+                env=dict(env, PILOT_METRICS=sink), stderr=subprocess.PIPE)))
+        for sink, proc in procs:
+            _, err = proc.communicate(timeout=60)
+            self.assertEqual(proc.returncode, 0, err.decode(errors="replace"))
+            rec, = read_records(sink)
+            self.assertEqual((rec["step"], rec["autocast"], rec["autocast_device"]),
+                             (1, "bfloat16", "cpu"))
+
+    def test_wrappers_never_fail_the_program(self):
+        class Thing:
+            def method(self, x):
+                return x + 1
+
+        original = Thing.method
+        slurm_pilot._wrap(Thing, "method", lambda self: 1 / 0)
+        slurm_pilot._wrap(Thing, "method", lambda self: 1 / 0)  # once only
+        self.assertEqual(Thing().method(1), 2)
+        self.assertIs(Thing.method.__wrapped__, original)
+        slurm_pilot._wrap(Thing, "absent", lambda self: None)
+        self.assertFalse(hasattr(Thing, "absent"))
+
+    def test_a_scaler_imported_late_is_watched_too(self):
+        """As FSDP's ShardedGradScaler: its module imported after the probe's first call."""
+        class Scaler:
+            def is_enabled(self):
+                return True
+
+            def scale(self, loss):
+                return loss
+
+        late = types.ModuleType("pilot_test_late_scaler")
+        late.Scaler = Scaler
+        hook = ("pilot_test_late_scaler", "Scaler", "scale", slurm_pilot._note_scaler)
+        slurm_pilot._hooks_left.append(hook)
+        try:
+            self.pilot()
+            slurm_pilot.step(1.0)
+            self.assertIn(hook, slurm_pilot._hooks_left)  # not imported yet
+            sys.modules[late.__name__] = late
+            slurm_pilot.step(1.0)
+            Scaler().scale(2.0)
+            slurm_pilot.step(1.0)
+        finally:
+            sys.modules.pop(late.__name__, None)
+            if hook in slurm_pilot._hooks_left:
+                slurm_pilot._hooks_left.remove(hook)
+        self.assertEqual([r.get("grad_scaler") for r in read_records(self.sink)], [None, None, True])
+
+    # State fingerprints: a small model, AdamW and a schedule trained 3 steps,
+    # saved, trained on, then restored into fresh objects.
+
+    def training(self):
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.Dropout(0.2),
+                                    torch.nn.Linear(8, 3))
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0 / (1 + s))
+        return model, opt, sched
+
+    def train(self, model, opt, sched, n):
+        for _ in range(n):
+            loss = model(torch.randn(4, 6)).square().mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            sched.step()
+
+    def save_and_restore(self, restore_torch_rng=True, after_restore=None):
+        """(saved's components, restored's): a checkpoint after step 3, two more
+        steps, then fresh objects restored from it."""
+        self.pilot(RANK=1)
+        model, opt, sched = self.training()
+        random.seed(5)
+        self.train(model, opt, sched, 3)
+        buf = io.BytesIO()
+        torch.save({"model": model.state_dict(), "opt": opt.state_dict(),
+                    "sched": sched.state_dict(), "rng": torch.get_rng_state(),
+                    "py": random.getstate()}, buf)
+        a = slurm_pilot.saved(3, model=model, optimizer=opt, scheduler=sched,
+                              data_position={"epoch": 0, "batch": 3})
+        self.train(model, opt, sched, 2)
+        random.random()
+        model, opt, sched = self.training()
+        buf.seek(0)
+        ck = torch.load(buf, weights_only=False)
+        model.load_state_dict(ck["model"])
+        opt.load_state_dict(ck["opt"])
+        sched.load_state_dict(ck["sched"])
+        random.setstate(ck["py"])
+        if restore_torch_rng:
+            torch.set_rng_state(ck["rng"])
+        if after_restore is not None:
+            after_restore(model, opt, sched)
+        b = slurm_pilot.restored(3, model=model, optimizer=opt, scheduler=sched,
+                                 data_position={"batch": 3, "epoch": 0})
+        return a, b
+
+    @staticmethod
+    def differ(a, b):
+        return {k for k in set(a) | set(b) if a.get(k, {}).get("digest") != b.get(k, {}).get("digest")}
+
+    def test_fingerprints_agree_after_a_correct_restore(self):
+        a, b = self.save_and_restore()
+        self.assertEqual(a, b)
+        names = ["model", "optimizer", "optimizer.hyper", "scheduler", "rng.python"]
+        names += ["rng.numpy"] if "numpy" in sys.modules else []
+        names += ["rng.torch", "data"]
+        self.assertEqual(list(a), names)  # not CUDA's: CUDA is not initialized
+        for c in a.values():
+            self.assertRegex(c["digest"], "^[0-9a-f]{16}$")
+        self.assertEqual(a["model"]["tensors"], 4)
+        self.assertEqual(a["optimizer"]["tensors"], 12)  # step, exp_avg, exp_avg_sq of each
+        self.assertAlmostEqual(a["optimizer.hyper"]["lr"], 1e-2 / 4)
+        self.assertEqual(a["scheduler"]["last_epoch"], 3)
+        self.assertEqual(a["data"]["value"], '{"batch":3,"epoch":0}')
+        saved, restored = read_records(self.sink, "state")
+        self.assertEqual({k: saved[k] for k in ("kind", "when", "step", "rank")},
+                         {"kind": "state", "when": "saved", "step": 3, "rank": 1})
+        self.assertEqual((restored["when"], restored["step"]), ("restored", 3))
+        self.assertEqual(saved["components"], a)
+        self.assertEqual(restored["components"], b)
+        slurm_pilot.step(1.0)  # restored() still sets the count
+        self.assertEqual(read_records(self.sink)[-1]["step"], 4)
+
+    def test_rng_not_restored_differs_in_rng_torch(self):
+        a, b = self.save_and_restore(restore_torch_rng=False)
+        self.assertEqual(self.differ(a, b), {"rng.torch"})
+
+    def test_scheduler_stepped_twice_differs_in_the_scheduler(self):
+        a, b = self.save_and_restore(after_restore=lambda model, opt, sched: sched.step())
+        # the schedule's step sets the optimizer's learning rate too
+        self.assertEqual(self.differ(a, b), {"scheduler", "optimizer.hyper"})
+        self.assertEqual((a["scheduler"]["last_epoch"], b["scheduler"]["last_epoch"]), (3, 4))
+
+    def test_generators_left_alone_are_untouched(self):
+        self.pilot()
+        slurm_pilot.step(1.0)  # the probe sees the generators as they start
+        c = slurm_pilot.saved(1)
+        self.assertIs(c["rng.python"]["untouched"], True)
+        random.random()
+        c = slurm_pilot.saved(2)
+        self.assertNotIn("untouched", c["rng.python"])
+        self.assertNotIn("untouched", c["rng.torch"])
+
+    def test_other_components_and_errors(self):
+        self.pilot()
+
+        class Broken(torch.nn.Module):
+            def state_dict(self, *args, **kwargs):
+                raise RuntimeError("no state here " + "x" * 100)
+
+        sampler = torch.optim.lr_scheduler.LambdaLR(
+            torch.optim.SGD([torch.nn.Parameter(torch.ones(1))], lr=1), lambda s: 1)
+        c = slurm_pilot.saved(7, model=Broken(), curriculum={"stage": 2}, loader=sampler,
+                              table=torch.arange(3), weird=object())
+        self.assertEqual(list(c)[-4:], ["curriculum", "loader", "table", "weird"])
+        err = c["model"]["error"]
+        self.assertTrue(err.startswith("RuntimeError: no state here"), err)
+        self.assertEqual(len(err), 80)
+        self.assertEqual(c["curriculum"]["value"], '{"stage":2}')
+        self.assertEqual(set(c["loader"]), {"digest"})  # an object with state_dict()
+        self.assertEqual(c["table"]["value"], "[0,1,2]")
+        self.assertIn("error", c["weird"])
+        rec, = read_records(self.sink, "state")
+        self.assertEqual(rec["components"], c)
+
+    def test_state_line_stays_under_4096_bytes(self):
+        self.pilot()
+        model, opt, _ = self.model_step()
+        # details go first, from the end, and only as far as needed
+        few = {"c%02d" % i: "y" * 150 for i in range(28)}
+        c = slurm_pilot.saved(1, model=model, optimizer=opt, **few)
+        # then whole components, from the end
+        many = {"component_%03d" % i: "v" * 200 for i in range(100)}
+        slurm_pilot.saved(2, model=model, optimizer=opt, **many)
+        with open(self.sink, "rb") as f:
+            lines = [x for x in f.read().splitlines(keepends=True) if b'"kind":"state"' in x]
+        first, second = (json.loads(x) for x in lines)
+        for x in lines:
+            self.assertLessEqual(len(x), 4095)
+        self.assertNotIn("dropped", first)
+        kept = [k for k in few if "value" in first["components"][k]]
+        self.assertTrue(0 < len(kept) < len(few), kept)
+        self.assertEqual(kept, list(few)[:len(kept)])
+        self.assertEqual(list(first["components"]), list(c))
+        self.assertEqual(first["components"]["model"], c["model"])  # details of the front stay
+        names = list(second["components"])
+        self.assertEqual(second["dropped"], len(c) - len(few) + len(many) - len(names))
+        self.assertGreater(second["dropped"], 0)
+        self.assertEqual(names[:3], ["model", "optimizer", "optimizer.hyper"])
+        self.assertEqual(names[-1], "component_%03d" % (len(many) - second["dropped"] - 1))
+        for comp in second["components"].values():
+            self.assertEqual(set(comp), {"digest"})
+
+    def test_nothing_outside_a_pilot(self):
+        model, opt, _ = self.model_step()
+        calls = []
+        model.state_dict = lambda *a, **k: calls.append("model")
+        real = slurm_pilot._digest
+        slurm_pilot._digest = lambda value: calls.append("digest")
+        try:
+            self.assertIsNone(slurm_pilot.saved(3, model=model, optimizer=opt, data_position=3))
+            self.assertIsNone(slurm_pilot.restored(3, model=model, optimizer=opt))
+        finally:
+            slurm_pilot._digest = real
+        self.assertEqual(calls, [])
+        self.assertEqual(os.listdir(self.dir), [])
+        self.pilot()
+        slurm_pilot.step(1.0)
+        self.assertEqual(read_records(self.sink)[0]["step"], 4)
+
+    def test_digest_is_canonical(self):
+        d = lambda v: slurm_pilot._digest(v)[0]  # noqa: E731
+        self.assertEqual(d({"a": 1, "b": [2, 3]}), d({"b": (2, 3), "a": 1}))
+        self.assertEqual(len({d(1), d(1.0), d(True), d("1"), d(None), d([1])}), 6)
+        t = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+        self.assertEqual(d(t.t()), d(t.t().contiguous()))
+        self.assertEqual(d(t), d(t.clone().requires_grad_()))
+        self.assertNotEqual(d(t), d(t.reshape(3, 2)))
+        self.assertNotEqual(d(torch.zeros(3)), d(torch.zeros(3, dtype=torch.int32)))
+        self.assertNotEqual(d(t.bfloat16()), d(t.half()))
+        self.assertEqual(d(torch.zeros(0)), d(torch.zeros(0)))
+        u = t.clone()
+        u[1, 1] = -0.0 if u[1, 1] == 0 else u[1, 1] + 1e-6
+        self.assertNotEqual(d(t), d(u))
+        self.assertEqual(d(object()), d(object()))  # repr without its address
+        self.assertEqual(slurm_pilot._digest({"w": t, "n": [t, 1]})[1], 2)
+        numpy = sys.modules.get("numpy")
+        if numpy is not None:  # the bytes, not the shortened repr
+            a = numpy.zeros(10000)
+            b = a.copy()
+            b[5000] = 1
+            self.assertNotEqual(d(a), d(b))
 
 
 def free_port():
@@ -358,8 +705,8 @@ class Run:
         with open(os.path.join(self.dir, "%s-%d" % (kind, rank)), "rb") as f:
             return f.read().decode(errors="replace")
 
-    def records(self, rank=0):
-        return read_records(os.path.join(self.dir, "metrics-%d.jsonl" % rank))
+    def records(self, rank=0, kind=None):
+        return read_records(os.path.join(self.dir, "metrics-%d.jsonl" % rank), kind)
 
     def losses(self, rank=0, records=None):
         return {r["step"]: r["loss"] for r in (records or self.records(rank))}
@@ -380,18 +727,28 @@ class ProgramTest(unittest.TestCase):
                 "ddp": R("ddp", "tiny.py", world=2),
                 "spawner": R("spawner", "spawner.py", world=2, ranks=[0]),
                 "print_loss": R("print_loss", "print_loss.py")}
-        for fault in ("nan", "no_checkpoint", "oom", "no_metrics", "wrong_shape"):
+        for fault in ("nan", "no_checkpoint", "oom", "no_metrics", "wrong_shape", "state_outside",
+                      "leak"):
             refs[fault] = R(fault, "tiny.py", ["--fault", fault])
+        refs["save_every"] = R("save_every", "tiny.py", ["--save-every", "2"])
+        refs["autocast"] = R("autocast", "tiny.py", ["--autocast", "bf16", "--require-env", "PATH"])
+        refs["require_env"] = R("require_env", "tiny.py", ["--require-env", "PATH", "--require-env",
+                                                           "PILOT_TEST_ABSENT_VARIABLE"])
         cls.ref = {k: r.finish() for k, r in refs.items()}
         clean = cls.ref["clean"]
         resumed = {"clean": R("clean-resumed", "tiny.py", resume_from=clean),
                    "ddp": R("ddp-resumed", "tiny.py", resume_from=cls.ref["ddp"], world=2),
                    "spawner": R("spawner-resumed", "spawner.py", resume_from=cls.ref["spawner"],
                                 world=2, ranks=[0]),
-                   "print_loss": R("print_loss-resumed", "print_loss.py", resume_from=cls.ref["print_loss"])}
-        for fault in ("optimizer_not_saved", "scheduler_reset"):
+                   "print_loss": R("print_loss-resumed", "print_loss.py", resume_from=cls.ref["print_loss"]),
+                   "save_every": R("save_every-resumed", "tiny.py", ["--save-every", "2"],
+                                   resume_from=cls.ref["save_every"]),
+                   "autocast": R("autocast-resumed", "tiny.py", ["--autocast", "bf16"],
+                                 resume_from=cls.ref["autocast"])}
+        for fault in ("optimizer_not_saved", "scheduler_reset", "state_outside"):
             resumed[fault] = R(fault + "-resumed", "tiny.py", ["--fault", fault], resume_from=cls.ref[fault])
-        for fault in ("rng_not_restored", "resume_ignored", "raise_on_resume"):
+        for fault in ("rng_not_restored", "resume_ignored", "raise_on_resume",
+                      "scheduler_stepped_twice", "data_not_restored"):
             resumed[fault] = R(fault + "-resumed", "tiny.py", ["--fault", fault], resume_from=clean)
         cls.res = {k: r.finish() for k, r in resumed.items()}
         cls.hang_alive = cls.hang.procs[0].poll() is None
@@ -418,6 +775,25 @@ class ProgramTest(unittest.TestCase):
         self.assertEqual(min(b), CKPT + 1)
         return any(a[s] != b[s] for s in range(CKPT + 1, STEPS + 1))
 
+    def fingerprints(self, ref, res, rank=0, sink=None):
+        """(names whose digests differ, saved's components, restored's): the
+        reference's fingerprint of its save at CKPT against the resumed
+        process's of its restore, for `rank` (in the metrics of `sink`)."""
+        sink = rank if sink is None else sink
+        saved = [r for r in ref.records(sink, "state")
+                 if r["when"] == "saved" and r["step"] == CKPT and r["rank"] == rank]
+        restored = [r for r in res.records(sink, "state")
+                    if r["when"] == "restored" and r["rank"] == rank]
+        self.assertEqual(len(saved), 1, ref.records(sink, "state"))
+        self.assertEqual(len(restored), 1, res.records(sink, "state"))
+        self.assertEqual(restored[0]["step"], CKPT)
+        a, b = saved[0]["components"], restored[0]["components"]
+        # numpy's generator is there only where something imported numpy
+        self.assertEqual([k for k in a if k != "rng.numpy"], [k for k in b if k != "rng.numpy"])
+        for c in list(a.values()) + list(b.values()):
+            self.assertRegex(c["digest"], "^[0-9a-f]{16}$")
+        return {k for k in a if k in b and a[k]["digest"] != b[k]["digest"]}, a, b
+
     def test_clean_resumes_bitwise(self):
         ref, res = self.ref["clean"], self.res["clean"]
         self.assertClean(ref)
@@ -431,7 +807,26 @@ class ProgramTest(unittest.TestCase):
         self.assertEqual((rec["seq_len"], rec["micro_batch"], rec["tokens"]), (16, 4, 64))
         self.assertEqual(rec["rank"], 0)
         self.assertGreater(rec["params"], 0)
+        self.assertEqual(rec["param_dtype"], "float32")
+        self.assertNotIn("autocast", rec)
+        self.assertNotIn("grad_scaler", rec)
         self.assertIn("step 8 loss", ref.text("out"))
+        for run in (ref, res):  # one env line, just before the first step record
+            lines = read_lines(os.path.join(run.dir, "metrics-0.jsonl"))
+            first = [i for i, r in enumerate(lines) if "kind" not in r][0]
+            self.assertEqual(run.records(0, "env"), [lines[first - 1]])
+        env, = res.records(0, "env")
+        self.assertEqual((env["torch"], env["gpu"], env["rank"]), (str(torch.__version__), None, 0))
+        differ, saved, restored = self.fingerprints(ref, res)
+        self.assertEqual(differ, set())
+        for name in ("model", "optimizer", "optimizer.hyper", "scheduler", "rng.python", "rng.torch",
+                     "data"):
+            self.assertIn(name, saved)
+        self.assertEqual(saved["data"]["value"], str(CKPT))
+        self.assertEqual(saved["scheduler"]["last_epoch"], CKPT)
+        self.assertEqual(saved, restored)
+        # the resumed process read the reference's folder and saved nothing of its own
+        self.assertFalse(os.path.exists(res.ckpt))
 
     def test_ddp_resumes_bitwise_on_every_rank(self):
         ref, res = self.ref["ddp"], self.res["ddp"]
@@ -440,6 +835,8 @@ class ProgramTest(unittest.TestCase):
             self.assertClean(res, rank)
             self.assertEqual({r["rank"] for r in ref.records(rank)}, {rank})
             self.assertResumesBitwise(ref, res, rank)
+            differ, saved, _ = self.fingerprints(ref, res, rank)
+            self.assertEqual(differ, set())
         self.assertTrue(os.path.isfile(os.path.join(ref.ckpt, "rng-1.pt")))
         self.assertNotEqual(ref.losses(0), ref.losses(1))  # each rank its own batch
 
@@ -452,6 +849,8 @@ class ProgramTest(unittest.TestCase):
             b = [r for r in res.records() if r["rank"] == rank]
             self.assertEqual(b[0]["step"], CKPT + 1)
             self.assertResumesBitwise(ref, res, ref_records=a, res_records=b)
+            self.assertEqual(self.fingerprints(ref, res, rank, sink=0)[0], set())
+        self.assertEqual(sorted(r["rank"] for r in res.records(0, "env")), [0, 1])
 
     def test_print_loss_reports_only_on_stdout(self):
         ref, res = self.ref["print_loss"], self.res["print_loss"]
@@ -473,6 +872,11 @@ class ProgramTest(unittest.TestCase):
         ck = torch.load(os.path.join(ref.ckpt, "ckpt.pt"), weights_only=False)
         self.assertNotIn("optimizer", ck)
         self.assertTrue(self.diverges(ref, res))
+        # a fresh optimizer: no state, and the constructor's learning rate
+        differ, saved, restored = self.fingerprints(ref, res)
+        self.assertEqual(differ, {"optimizer", "optimizer.hyper"})
+        self.assertEqual(restored["optimizer"]["tensors"], 0)
+        self.assertNotEqual(saved["optimizer.hyper"]["lr"], restored["optimizer.hyper"]["lr"])
 
     def test_scheduler_reset(self):
         ref, res = self.ref["scheduler_reset"], self.res["scheduler_reset"]
@@ -483,11 +887,83 @@ class ProgramTest(unittest.TestCase):
         lr_ref = {r["step"]: r["lr"] for r in ref.records()}
         self.assertNotEqual({r["step"]: r["lr"] for r in res.records()},
                             {s: lr_ref[s] for s in range(CKPT + 1, STEPS + 1)})
+        differ, saved, restored = self.fingerprints(ref, res)
+        self.assertEqual(differ, {"scheduler"})
+        self.assertEqual((saved["scheduler"]["last_epoch"], restored["scheduler"]["last_epoch"]),
+                         (CKPT, 0))
 
     def test_rng_not_restored(self):
         res = self.res["rng_not_restored"]
         self.assertClean(res)
         self.assertTrue(self.diverges(self.ref["clean"], res))
+        self.assertEqual(self.fingerprints(self.ref["clean"], res)[0], {"rng.torch"})
+
+    def test_scheduler_stepped_twice(self):
+        ref, res = self.ref["clean"], self.res["scheduler_stepped_twice"]
+        self.assertClean(res)
+        self.assertTrue(self.diverges(ref, res))
+        differ, saved, restored = self.fingerprints(ref, res)
+        # the schedule's extra step also set the optimizer's learning rate
+        self.assertEqual(differ, {"scheduler", "optimizer.hyper"})
+        self.assertEqual((saved["scheduler"]["last_epoch"], restored["scheduler"]["last_epoch"]),
+                         (CKPT, CKPT + 1))
+
+    def test_data_not_restored(self):
+        ref, res = self.ref["clean"], self.res["data_not_restored"]
+        self.assertClean(res)
+        self.assertTrue(self.diverges(ref, res))
+        differ, saved, restored = self.fingerprints(ref, res)
+        self.assertEqual(differ, {"data"})
+        self.assertEqual((saved["data"]["value"], restored["data"]["value"]), (str(CKPT), "0"))
+
+    def test_state_outside_the_fingerprints(self):
+        ref, res = self.ref["state_outside"], self.res["state_outside"]
+        self.assertClean(ref)
+        self.assertClean(res)
+        self.assertEqual(self.fingerprints(ref, res)[0], set())
+        a, b = ref.losses(), res.losses()
+        self.assertNotEqual(a[CKPT + 1], b[CKPT + 1])
+
+    def test_leak_grows_the_resident_set(self):
+        run = self.ref["leak"]
+        self.assertClean(run)
+        rss = [r["peak_rss_bytes"] for r in run.records()]
+        self.assertEqual(len(rss), STEPS)
+        self.assertEqual(rss, sorted(rss))
+        self.assertGreaterEqual(rss[-1] - rss[0], (STEPS - 1) * 6 << 20)
+        self.assertEqual(run.losses(), self.ref["clean"].losses())  # training otherwise clean
+
+    def test_save_every_uses_step_folders(self):
+        ref, res = self.ref["save_every"], self.res["save_every"]
+        self.assertClean(ref)
+        self.assertClean(res)
+        self.assertResumesBitwise(ref, res)
+        self.assertEqual(sorted(os.listdir(ref.ckpt)),
+                         ["checkpoint-%d" % s for s in (2, 4, 6, 8)])
+        # the resumed process read checkpoint-K from PILOT_RESUME_DIR and saved into its own folder
+        self.assertEqual(sorted(os.listdir(res.ckpt)), ["checkpoint-6", "checkpoint-8"])
+        self.assertEqual([r["step"] for r in ref.records(0, "state")], [2, 4, 6, 8])
+        self.assertEqual([(r["when"], r["step"]) for r in res.records(0, "state")],
+                         [("restored", 4), ("saved", 6), ("saved", 8)])
+        self.assertEqual(self.fingerprints(ref, res)[0], set())
+
+    def test_autocast_resumes_bitwise(self):
+        ref, res = self.ref["autocast"], self.res["autocast"]
+        self.assertClean(ref)
+        self.assertClean(res)
+        self.assertResumesBitwise(ref, res)
+        self.assertNotEqual(ref.losses(), self.ref["clean"].losses())
+        for rec in ref.records() + res.records():
+            self.assertEqual((rec["autocast"], rec["autocast_device"], rec["param_dtype"]),
+                             ("bfloat16", "cpu", "float32"))
+        self.assertEqual(self.fingerprints(ref, res)[0], set())
+
+    def test_require_env(self):
+        run = self.ref["require_env"]
+        self.assertEqual(run.rc(), 1)
+        self.assertIn("PILOT_TEST_ABSENT_VARIABLE", run.text("err"))
+        self.assertNotIn("PATH", run.text("err"))
+        self.assertEqual(read_lines(os.path.join(run.dir, "metrics-0.jsonl")), [])
 
     def test_resume_ignored_starts_at_step_1(self):
         res = self.res["resume_ignored"]
@@ -498,7 +974,7 @@ class ProgramTest(unittest.TestCase):
         res = self.res["raise_on_resume"]
         self.assertNotEqual(res.rc(), 0)
         self.assertIn("KeyError", res.text("err"))
-        self.assertEqual(res.records(), [])
+        self.assertEqual(read_lines(os.path.join(res.dir, "metrics-0.jsonl")), [])
 
     def test_hang_at_step_3(self):
         self.assertTrue(self.hang_alive, self.hang.text("err")[-2000:])

@@ -2,12 +2,15 @@
 """A tiny training program for the supervisor's tests of program mode.
 
 Clean, it trains a two-layer MLP language model with dropout, AdamW and a
-cosine schedule, reports every step through slurm_pilot, checkpoints at
-PILOT_CHECKPOINT_STEP and resumes from PILOT_RESUME_DIR exactly (bitwise on
-the CPU). --fault NAME injects exactly one mistake; see FAULTS.
+cosine schedule on a data stream read at a cursor, reports every step through
+slurm_pilot, checkpoints at PILOT_CHECKPOINT_STEP into PILOT_CHECKPOINT_DIR
+and resumes from PILOT_RESUME_DIR exactly (bitwise on the CPU), fingerprinting
+its state after the save and after the restore (slurm_pilot.saved and
+.restored). --fault NAME injects exactly one mistake; see FAULTS.
 """
 
 import argparse
+import contextlib
 import math
 import os
 import random
@@ -45,6 +48,11 @@ FAULTS = {
     "stderr_bytes": "stderr carries a latin-1 byte and progress bars cut inside a character",
     "fake_training": "reports made-up losses, 0.5 s apart, without training; saves and restores "
                      "its checkpoint as a clean run does",
+    "scheduler_stepped_twice": "resume restores the schedule, then steps it once more",
+    "data_not_restored": "resume leaves the data cursor at the start of the stream",
+    "state_outside": "a logit temperature raised every step lives outside the checkpoint; "
+                     "everything else is restored",
+    "leak": "every step keeps a fresh 8 MiB tensor: the resident set grows by 8 MiB a step",
 }
 VOCAB = 64
 
@@ -64,6 +72,14 @@ def parse(argv):
     ap.add_argument("--fault", choices=sorted(FAULTS))
     ap.add_argument("--progress", metavar="PATH",
                     help="after each step, write its number to PATH.RANK (for tests that act mid-run)")
+    ap.add_argument("--save-every", type=int, metavar="K",
+                    help="save at every multiple of K and at the last step, into "
+                         "PILOT_CHECKPOINT_DIR/checkpoint-STEP, and resume from "
+                         "PILOT_RESUME_DIR/checkpoint-PILOT_CHECKPOINT_STEP")
+    ap.add_argument("--autocast", choices=["bf16"],
+                    help="run the forward in torch.autocast with this dtype")
+    ap.add_argument("--require-env", action="append", default=[], metavar="NAME",
+                    help="fail at once unless NAME is in the environment (repeatable)")
     return ap.parse_args(argv)
 
 
@@ -79,9 +95,9 @@ class Tiny(nn.Module):
         return self.fc2(self.drop(F.gelu(self.fc1(self.emb(x)))))
 
 
-def batch(seed, step, rank, mb, seq, device):
-    """Step `step`'s tokens for `rank`: x[t+1] = 3 x[t] + 1 mod VOCAB, 10% noise."""
-    g = torch.Generator().manual_seed(seed * 1000003 + step * 1009 + rank)
+def batch(seed, index, rank, mb, seq, device):
+    """Batch `index` of `rank`'s stream: x[t+1] = 3 x[t] + 1 mod VOCAB, 10% noise."""
+    g = torch.Generator().manual_seed(seed * 1000003 + index * 1009 + rank)
     x = torch.empty(mb, seq + 1, dtype=torch.long)
     x[:, 0] = torch.randint(VOCAB, (mb,), generator=g)
     for t in range(seq):
@@ -96,6 +112,9 @@ def rng_state(device):
     state = {"torch": torch.get_rng_state(), "python": random.getstate()}
     if device.type == "cuda":
         state["cuda"] = torch.cuda.get_rng_state(device)
+    numpy = sys.modules.get("numpy")  # when something imported it (torch may)
+    if numpy is not None:
+        state["numpy"] = numpy.random.get_state()
     return state
 
 
@@ -105,6 +124,8 @@ def set_rng_state(state, device):
     random.setstate((version, tuple(internal), gauss))
     if "cuda" in state:
         torch.cuda.set_rng_state(state["cuda"].cpu(), device)
+    if "numpy" in state:
+        sys.modules["numpy"].random.set_state(state["numpy"])
 
 
 def save_atomic(obj, path):
@@ -118,11 +139,11 @@ def load(path, device):
     return torch.load(path, map_location=device, weights_only=False)
 
 
-def save_checkpoint(d, step, rank, world, model, opt, sched, device, fault):
+def save_checkpoint(d, step, rank, world, model, opt, sched, cursor, device, fault):
     os.makedirs(d, exist_ok=True)
     if rank == 0:
         ckpt = {"model": model.state_dict(), "step": step, "world_size": world,
-                "rng": rng_state(device), "data_step": step + 1}
+                "rng": rng_state(device), "data_position": cursor}
         if fault != "optimizer_not_saved":
             ckpt["optimizer"] = opt.state_dict()
         if fault != "scheduler_reset":
@@ -132,19 +153,46 @@ def save_checkpoint(d, step, rank, world, model, opt, sched, device, fault):
         save_atomic(rng_state(device), os.path.join(d, "rng-%d.pt" % rank))
     if world > 1:
         dist.barrier()
+    if fault != "no_metrics":
+        slurm_pilot.saved(step, model=model, optimizer=opt, scheduler=sched, data_position=cursor)
 
 
 def restore(d, rank, model, opt, sched, device, fault):
+    """Load checkpoint `d`; returns (its step, the data cursor to continue at)."""
     ckpt = load(os.path.join(d, "ckpt.pt"), device)
     model.load_state_dict(ckpt["model_state" if fault == "raise_on_resume" else "model"])
     if "optimizer" in ckpt and fault != "optimizer_not_saved":
         opt.load_state_dict(ckpt["optimizer"])
     if "scheduler" in ckpt and fault != "scheduler_reset":
         sched.load_state_dict(ckpt["scheduler"])
+        if fault == "scheduler_stepped_twice":
+            sched.step()
     if fault != "rng_not_restored":
         rng = ckpt["rng"] if rank == 0 else load(os.path.join(d, "rng-%d.pt" % rank), device)
         set_rng_state(rng, device)
-    return ckpt["step"]
+    cursor = 0 if fault == "data_not_restored" else ckpt["data_position"]
+    return ckpt["step"], cursor
+
+
+def save_dir(args, step):
+    """Where to save after `step`, or None: PILOT_CHECKPOINT_DIR at
+    PILOT_CHECKPOINT_STEP, or with --save-every its checkpoint-STEP folders."""
+    base = slurm_pilot.checkpoint_dir()
+    if base is None or args.fault == "no_checkpoint":
+        return None
+    if args.save_every:
+        if step % args.save_every == 0 or step == args.steps:
+            return os.path.join(base, "checkpoint-%d" % step)
+        return None
+    return base if slurm_pilot.checkpoint_due(step) else None
+
+
+def resume_from(args):
+    """The checkpoint to restore (PILOT_RESUME_DIR, or its folder of the step), or None."""
+    d = None if args.fault == "resume_ignored" else slurm_pilot.resume_dir()
+    if d and args.save_every:
+        d = os.path.join(d, "checkpoint-%d" % slurm_pilot.checkpoint_step())
+    return d
 
 
 def start_forger(steps):
@@ -181,6 +229,11 @@ def noisy_stderr():
 def main(argv=None):
     args = parse(argv)
     fault = args.fault
+    for name in args.require_env:
+        if name not in os.environ:
+            print("tiny.py: the environment variable %s is not set; this program needs it"
+                  % name, file=sys.stderr, flush=True)
+            return 1
     rank, world = env_int("RANK", 0), env_int("WORLD_SIZE", 1)
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # before CUDA starts
     torch.use_deterministic_algorithms(True)
@@ -209,17 +262,24 @@ def main(argv=None):
     sched = torch.optim.lr_scheduler.LambdaLR(opt, schedule)
     torch.manual_seed(args.seed + 1 + rank)  # this rank's dropout
     random.seed(args.seed + rank)
+    if "numpy" in sys.modules:
+        sys.modules["numpy"].random.seed(args.seed + rank)
 
     first = 1
     quiet_until = 0
-    resume = None if fault == "resume_ignored" else slurm_pilot.resume_dir()
+    cursor = 0  # batches of the data stream consumed
+    temperature = 1.0  # state_outside: raised every step, never saved
+    leaked = []
+    resume = resume_from(args)
     if resume and fault == "retrain_on_resume":
         quiet_until = slurm_pilot.checkpoint_step()
         slurm_pilot.restored(quiet_until)  # claimed, never read
         resume = None
     elif resume:
-        done = restore(resume, rank, model, opt, sched, device, fault)
-        slurm_pilot.restored(done)
+        done, cursor = restore(resume, rank, model, opt, sched, device, fault)
+        if fault != "no_metrics":
+            slurm_pilot.restored(done, model=model, optimizer=opt, scheduler=sched,
+                                 data_position=cursor)
         first = done + 1
     reference = resume is None and slurm_pilot.process() != "resumed"
     if fault == "escaped_forger" and reference:
@@ -236,17 +296,24 @@ def main(argv=None):
             time.sleep(0.5)
             report(2.0 - 0.01 * step, tokens=seq * args.micro_batch, model=model, optimizer=opt,
                    lr=opt.param_groups[0]["lr"], seq_len=seq, micro_batch=args.micro_batch)
-            if slurm_pilot.checkpoint_due(step):
-                save_checkpoint(slurm_pilot.checkpoint_dir(), step, rank, world, model, opt, sched,
-                                device, fault)
+            d = save_dir(args, step)
+            if d:
+                save_checkpoint(d, step, rank, world, model, opt, sched, cursor, device, fault)
             continue
         if fault == "hang" and step == 3 and reference:
             while True:
                 time.sleep(3600)
         if fault == "oom" and step == 2:
             torch.empty(1 << 50, device=device)
-        x, y = batch(args.seed, step, rank, args.micro_batch, seq, device)
-        loss = F.cross_entropy(net(x).reshape(-1, VOCAB), y.reshape(-1))
+        cursor += 1
+        x, y = batch(args.seed, cursor, rank, args.micro_batch, seq, device)
+        amp = (torch.autocast(device.type, dtype=torch.bfloat16) if args.autocast
+               else contextlib.nullcontext())
+        with amp:
+            logits = net(x)
+        if fault == "state_outside":
+            logits = logits / temperature
+        loss = F.cross_entropy(logits.float().reshape(-1, VOCAB), y.reshape(-1))
         if fault == "nan" and step >= 3:
             loss = loss * float("nan")
         opt.zero_grad(set_to_none=True)
@@ -255,6 +322,10 @@ def main(argv=None):
         lr = opt.param_groups[0]["lr"]
         opt.step()
         sched.step()
+        if fault == "state_outside":
+            temperature += 0.25
+        if fault == "leak":
+            leaked.append(torch.ones(2 << 20))  # 8 MiB, written, never freed
         if step > quiet_until:
             report(loss, tokens=seq * args.micro_batch, model=model, optimizer=opt, lr=lr,
                    grad_norm=grad_norm, seq_len=seq, micro_batch=args.micro_batch)
@@ -264,9 +335,9 @@ def main(argv=None):
             with open(tmp, "w") as f:
                 f.write("%d\n" % step)
             os.replace(tmp, "%s.%d" % (args.progress, rank))
-        if slurm_pilot.checkpoint_due(step) and fault != "no_checkpoint":
-            save_checkpoint(slurm_pilot.checkpoint_dir(), step, rank, world, model, opt, sched,
-                            device, fault)
+        d = save_dir(args, step)
+        if d:
+            save_checkpoint(d, step, rank, world, model, opt, sched, cursor, device, fault)
     if world > 1:
         dist.destroy_process_group()
     if fault == "escape_crash":
