@@ -52,7 +52,7 @@ FAULTS = {
     "data_not_restored": "resume leaves the data cursor at the start of the stream",
     "state_outside": "a logit temperature raised every step lives outside the checkpoint; "
                      "everything else is restored",
-    "leak": "every step keeps a fresh 8 MiB tensor: the resident set grows by 8 MiB a step",
+    "leak": "every step keeps a fresh 64 MiB tensor: the resident set grows by 64 MiB a step",
 }
 VOCAB = 64
 
@@ -325,7 +325,7 @@ def main(argv=None):
         if fault == "state_outside":
             temperature += 0.25
         if fault == "leak":
-            leaked.append(torch.ones(2 << 20))  # 8 MiB, written, never freed
+            leaked.append(torch.ones(16 << 20))  # 64 MiB, written, never freed
         if step > quiet_until:
             report(loss, tokens=seq * args.micro_batch, model=model, optimizer=opt, lr=lr,
                    grad_norm=grad_norm, seq_len=seq, micro_batch=args.micro_batch)
