@@ -45,9 +45,9 @@ using Lines = std::vector<Line>;
 
 // One traceback found in a stream's lines.
 struct Found {
-  size_t begin = 0;  // its header, or its first frame
-  size_t exc = 0;    // its exception's line
-  size_t end = 0;    // one past its message's last line
+  size_t begin = 0;      // its header, or its first frame
+  size_t exc = 0;        // its exception's line
+  size_t end = 0;        // one past its message's last line
   bool chained = false;  // a chain's separator comes before it
   PythonError error;
 };
@@ -60,7 +60,9 @@ bool Alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || 
 bool Digit(char c) { return c >= '0' && c <= '9'; }
 
 sv RightTrim(sv s) {
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\r' || s.back() == '\t')) s.remove_suffix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\r' || s.back() == '\t')) {
+    s.remove_suffix(1);
+  }
   return s;
 }
 
@@ -153,7 +155,9 @@ bool ParseExceptionLine(sv s, sv* type, sv* message) {
   s = RightTrim(s);
   if (s.empty() || !Alpha(s[0])) return false;
   size_t i = 1;
-  while (i < s.size() && i < 256 && (Alpha(s[i]) || Digit(s[i]) || s[i] == '.' || s[i] == '<' || s[i] == '>')) ++i;
+  // Names, dots, and a class's "<locals>".
+  const auto name = [](char c) { return Alpha(c) || Digit(c) || c == '.' || c == '<' || c == '>'; };
+  while (i < s.size() && i < 256 && name(s[i])) ++i;
   if (s[i - 1] == '.') return false;
   if (i == s.size()) {
     *type = s;
@@ -174,10 +178,9 @@ bool PlainHeader(sv s) {
 // The column of a group's `+` in "  + Exception Group Traceback ...", or kNone.
 size_t GroupHeaderColumn(sv s) {
   const size_t c = s.find_first_not_of(' ');
-  if (c == kNone || s[c] != '+' || RightTrim(s.substr(c + 1)) != " " + std::string(kGroupHeader)) {
-    return kNone;
-  }
-  return c;
+  const bool header =
+      c != kNone && s.substr(c, 2) == "+ " && RightTrim(s.substr(c + 2)) == kGroupHeader;
+  return header ? c : kNone;
 }
 
 // The first column that is not a space, and whether a group's '|' or '+'
@@ -186,7 +189,6 @@ size_t BarColumn(sv s) {
   const size_t c = s.find_first_not_of(' ');
   return c != kNone && (s[c] == '|' || s[c] == '+') ? c : kNone;
 }
-
 
 std::vector<Found> Tracebacks(const Lines& lines, int depth);
 
@@ -278,7 +280,9 @@ std::optional<Found> GroupAt(const Lines& lines, size_t i, int depth, size_t* sk
     // The header read as the group's own first line; every line from the
     // group's column on.
     block.push_back({kBarHeader, lines[i].at});
-    for (const Line& l : GroupBlock(lines, i + 1, col, &end)) block.push_back({l.text.substr(col), l.at});
+    for (const Line& l : GroupBlock(lines, i + 1, col, &end)) {
+      block.push_back({l.text.substr(col), l.at});
+    }
     col = 0;
   } else {
     col = BarColumn(first);
@@ -410,7 +414,9 @@ std::optional<int> SpawnedChild(const Lines& lines, size_t begin) {
     if (s.substr(0, kSpawnChild.size()) != kSpawnChild) return std::nullopt;
     size_t i = kSpawnChild.size();
     int64_t n = 0;
-    if (!Number(s, &i, &n) || s.substr(i) != " terminated with the following error:") return std::nullopt;
+    if (!Number(s, &i, &n) || s.substr(i) != " terminated with the following error:") {
+      return std::nullopt;
+    }
     return static_cast<int>(n);
   }
   return std::nullopt;
@@ -458,7 +464,9 @@ std::vector<Stream> Streams(sv text) {
       const size_t lb = body.rfind('[', p - 1);
       sv name;
       int number = 0;
-      if (cut == kNone && lb != kNone && lb + BracketPrefix(body.substr(lb), &name, &number) == p) cut = lb;
+      if (cut == kNone && lb != kNone && lb + BracketPrefix(body.substr(lb), &name, &number) == p) {
+        cut = lb;
+      }
       if (cut != kNone) s = StripPrefixes(s.substr(cut), &key, &rank);
     }
     auto [it, fresh] = index.emplace(key, streams.size());
@@ -561,14 +569,16 @@ PythonError ChildFailed(const std::vector<Stream>& streams, const Stream& agent,
   }
   PythonError e;
   e.type = own.error.type;
-  e.message = "rank " + std::to_string(root->rank) + " exited with exitcode " + std::to_string(root->exitcode);
+  e.message = "rank " + std::to_string(root->rank) + " exited with exitcode " +
+              std::to_string(root->exitcode);
   const sv said = root->traceback.empty() ? sv() : Trim(root->traceback.front().text);
   if (said.substr(0, 7) == "Signal ") e.message += ": " + Text(said);
   e.rank = root->rank;
   return e;
 }
 
-// "Exception raised from checkTimeout at /pytorch/.../ProcessGroupNCCL.cpp:609 (most recent call first):"
+// "Exception raised from checkTimeout at /pytorch/.../ProcessGroupNCCL.cpp:609
+// (most recent call first):" (one line)
 void RaisedFrom(sv s, PythonError* e) {
   static constexpr sv kFrom = "Exception raised from ";
   static constexpr sv kTail = " (most recent call first):";
@@ -598,7 +608,9 @@ bool FaultFrame(const std::vector<sv>& lines, size_t from, PythonError* e) {
     Frame f;
     if (i + 1 >= lines.size() || !ParseFrame(lines[i + 1], &f, true)) return false;
     SetWhere(f, {}, e);
-    for (size_t k = i + 1; LibraryFile(f.file) && k < lines.size() && ParseFrame(lines[k], &f, true); ++k) {
+    // Below a library's frame, the program's that called it.
+    for (size_t k = i + 2; LibraryFile(f.file) && k < lines.size(); ++k) {
+      if (!ParseFrame(lines[k], &f, true)) break;
       if (!LibraryFile(f.file)) SetCaller(f, e);
     }
     return true;
@@ -733,7 +745,8 @@ std::optional<PythonError> ParsePythonError(std::string_view text) {
     std::optional<Found> f = StreamFinal(s, 0);
     if (!f) continue;
     const bool ranked = !s.key.empty();
-    if (!best || (ranked && !best_ranked) || (ranked == best_ranked && ranked && f->begin < best->begin)) {
+    const bool earlier = ranked && best_ranked && f->begin < best->begin;
+    if (!best || (ranked && !best_ranked) || earlier) {
       best = std::move(f);
       best_ranked = ranked;
     }

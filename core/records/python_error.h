@@ -61,9 +61,9 @@ struct PythonError {
     kFatal,         // faulthandler's "Fatal Python error: ..."
   };
   Kind kind = Kind::kException;
-  std::string type;      // "TypeError", "torch.OutOfMemoryError", "c10::Error",
-                         // "Fatal Python error"
-  std::string message;   // one line (continuation lines joined by a space); may be ""
+  std::string type;     // "TypeError", "torch.OutOfMemoryError", "c10::Error",
+                        // "Fatal Python error"
+  std::string message;  // one line (continuation lines joined by a space); may be ""
   // Where it was raised: the innermost frame (for a C++ exception, the
   // "Exception raised from" source location); file "" when none was printed.
   std::string file;

@@ -17,7 +17,8 @@ void Check(const std::optional<pilot::PythonError>& e) {
               pilot::IsValidUtf8(e->source) && pilot::IsValidUtf8(e->caller_file) &&
               pilot::IsValidUtf8(e->caller_function),
           "a field is not UTF-8", e->message);
-  Require(e->message.size() <= pilot::kMaxErrorText + 3, "a message over kMaxErrorText", e->message);
+  Require(e->message.size() <= pilot::kMaxErrorText + 3, "a message over kMaxErrorText",
+          e->message);
   Require(e->file.size() <= pilot::kMaxErrorText + 3, "a file over kMaxErrorText", e->file);
   Require(!e->type.empty(), "an error without a type");
   (void)pilot::DescribePythonError(*e);

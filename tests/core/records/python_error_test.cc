@@ -125,7 +125,9 @@ RecursionError: maximum recursion depth exceeded
   File "/home/alice/gpt/ckpt.py", line 6, in restore
     raise e
 CheckpointError: step 40: missing optimizer state
-)py" "\t" R"py(keys: exp_avg, exp_avg_sq
+)py"
+                               "\t"
+                               R"py(keys: exp_avg, exp_avg_sq
 saved by an older version
 wandb: Find logs at: ./wandb/run-20261204_103107-3kq1x9/logs
 )py");
@@ -144,9 +146,10 @@ KeyboardInterrupt
   EXPECT_EQ(k.type, "KeyboardInterrupt");
   EXPECT_EQ(k.message, "");
   EXPECT_EQ(DescribePythonError(k), "KeyboardInterrupt (at /home/alice/gpt/loop.py:3 in loop)");
-  const PythonError s = Parsed("Traceback (most recent call last):\n"
-                               "  File \"/home/alice/gpt/run.py\", line 9, in <module>\n"
-                               "    sys.exit(main())\nSystemExit: 3\n");
+  const PythonError s = Parsed(
+      "Traceback (most recent call last):\n"
+      "  File \"/home/alice/gpt/run.py\", line 9, in <module>\n"
+      "    sys.exit(main())\nSystemExit: 3\n");
   EXPECT_EQ(DescribePythonError(s), "SystemExit: 3 (at /home/alice/gpt/run.py:9 in <module>)");
   const PythonError o = Parsed(
       "Traceback (most recent call last):\n  File \"/home/alice/gpt/train.py\", line 52, in step\n"
@@ -175,21 +178,24 @@ SyntaxError: invalid syntax
 // A deep traceback whose start the supervisor's 16 KiB tail cut off (in a
 // frame, in a character): its frames and exception are still read.
 TEST(PythonError, ATailCutInsideALongTraceback) {
-  std::string text = "Traceback (most recent call last):\n"
-                     "  File \"/home/alice/gpt/deep.py\", line 5, in <module>\n    f(0)\n";
+  std::string text =
+      "Traceback (most recent call last):\n"
+      "  File \"/home/alice/gpt/deep.py\", line 5, in <module>\n    f(0)\n";
   for (int i = 0; i < 500; ++i) {
-    text += "  File \"/home/alice/gpt/deep.py\", line 2, in f\n    return g(n + 1)  # \xC3\xA9tape\n"
-            "           ^^^^^^^^\n"
-            "  File \"/home/alice/gpt/deep.py\", line 4, in g\n    return f(n + 1)\n"
-            "           ^^^^^^^^\n";
+    text +=
+        "  File \"/home/alice/gpt/deep.py\", line 2, in f\n    return g(n + 1)  # \xC3\xA9tape\n"
+        "           ^^^^^^^^\n"
+        "  File \"/home/alice/gpt/deep.py\", line 4, in g\n    return f(n + 1)\n"
+        "           ^^^^^^^^\n";
   }
   text += "RecursionError: maximum recursion depth exceeded\n";
   ASSERT_GT(text.size(), 32u * 1024);
   for (size_t cut : {size_t{16 * 1024}, size_t{16 * 1024 + 37}, size_t{16 * 1024 + 60}}) {
     const std::string tail = text.substr(text.size() - cut);
     const PythonError e = Parsed(tail);
-    EXPECT_EQ(DescribePythonError(e),
-              "RecursionError: maximum recursion depth exceeded (at /home/alice/gpt/deep.py:4 in g)")
+    EXPECT_EQ(
+        DescribePythonError(e),
+        "RecursionError: maximum recursion depth exceeded (at /home/alice/gpt/deep.py:4 in g)")
         << cut;
   }
 }
@@ -318,7 +324,8 @@ Traceback (most recent call last):
     raise ValueError(f"bad shard {i}")
 ValueError: bad shard 1
 )py");
-  EXPECT_EQ(DescribePythonError(e), "ValueError: bad shard 1 (at /home/alice/gpt/spawn.py:4 in worker)");
+  EXPECT_EQ(DescribePythonError(e),
+            "ValueError: bad shard 1 (at /home/alice/gpt/spawn.py:4 in worker)");
   EXPECT_EQ(e.rank, 1);
 }
 
@@ -343,15 +350,17 @@ Original Traceback (most recent call last):
     raise IndexError(f"sample {i} is out of the shard")
 IndexError: sample 3 is out of the shard
 )py");
-  EXPECT_EQ(DescribePythonError(e),
-            "IndexError: sample 3 is out of the shard (at /home/alice/gpt/data.py:8 in __getitem__)");
+  EXPECT_EQ(
+      DescribePythonError(e),
+      "IndexError: sample 3 is out of the shard (at /home/alice/gpt/data.py:8 in __getitem__)");
 }
 
 // torch prefixes each line of a rank's traceback; two ranks interleave in
 // one stream, the first to fail is rank 1. Blank lines come unprefixed; a
 // progress bar leaves no newline before a header; a prefix may be doubled.
 TEST(PythonError, TorchRankPrefixesAndTheFirstRankToFail) {
-  constexpr std::string_view kTwoRanks = R"py(  0%|          | 0/1400 [00:00<?, ?it/s][rank1]: Traceback (most recent call last):
+  constexpr std::string_view kTwoRanks =
+      R"py(  0%|          | 0/1400 [00:00<?, ?it/s][rank1]: Traceback (most recent call last):
 [rank1]:   File "/home/alice/gpt/train.py", line 88, in <module>
 [rank1]:     main()
 [rank0]: Traceback (most recent call last):
@@ -375,9 +384,10 @@ TEST(PythonError, TorchRankPrefixesAndTheFirstRankToFail) {
 )py";
   const PythonError e = Parsed(kTwoRanks);
   EXPECT_EQ(e.rank, 1);
-  EXPECT_EQ(DescribePythonError(e),
-            "RuntimeError: shard 1 ran out of batches at step 41 (at /home/alice/gpt/train.py:63 in "
-            "main)");
+  EXPECT_EQ(
+      DescribePythonError(e),
+      "RuntimeError: shard 1 ran out of batches at step 41 (at /home/alice/gpt/train.py:63 in "
+      "main)");
 
   const PythonError d = Parsed(R"py([rank1]: [rank1]: Traceback (most recent call last):
 [rank1]: [rank1]:   File "/home/alice/gpt/fit.py", line 79, in <module>
@@ -414,7 +424,8 @@ TEST(PythonError, TorchrunsLogPrefix) {
 [default0]:wandb: Find logs at: ./wandb/run-20261204_103107-3kq1x9/logs
 )py");
   EXPECT_EQ(e.rank, 0);
-  EXPECT_EQ(DescribePythonError(e), "ValueError: batch of 0 rows (at /home/alice/gpt/train.py:40 in <module>)");
+  EXPECT_EQ(DescribePythonError(e),
+            "ValueError: batch of 0 rows (at /home/alice/gpt/train.py:40 in <module>)");
 }
 
 // One srun --label step: each task's lines apart, without their labels.
@@ -507,9 +518,10 @@ TEST(PythonError, TorchrunsRootCauseWithoutItsTraceback) {
   std::string table(kChildFailed);
   const size_t root = table.find("Root Cause");
   const size_t tb = table.find("  traceback : Traceback", root);
-  table = table.substr(0, tb) +
-          "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html\n"
-          "============================================================\n";
+  table =
+      table.substr(0, tb) +
+      "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html\n"
+      "============================================================\n";
   const std::string rank1 =
       "[rank1]: Traceback (most recent call last):\n"
       "[rank1]:   File \"/home/alice/gpt/train.py\", line 4, in load\n"
@@ -519,7 +531,8 @@ TEST(PythonError, TorchrunsRootCauseWithoutItsTraceback) {
       "[rank0]:   File \"/home/alice/gpt/train.py\", line 10, in main\n"
       "[rank0]: RuntimeError: Connection closed by peer\n";
   // rank 0's traceback printed first, yet the table names rank 1.
-  const PythonError prefixed = Parsed(rank0 + rank1 + "W1204 torch.distributed.elastic: failed\n" + table);
+  const PythonError prefixed =
+      Parsed(rank0 + rank1 + "W1204 torch.distributed.elastic: failed\n" + table);
   EXPECT_EQ(prefixed.rank, 1);
   EXPECT_EQ(prefixed.message, "/data/shard-00001.bin");
 
@@ -531,7 +544,8 @@ TEST(PythonError, TorchrunsRootCauseWithoutItsTraceback) {
             "FileNotFoundError: /data/shard-00001.bin (at /home/alice/gpt/train.py:4 in load)");
 
   std::string killed = table;
-  killed.replace(killed.find("To enable"), killed.find('\n', killed.find("To enable")) - killed.find("To enable"),
+  killed.replace(killed.find("To enable"),
+                 killed.find('\n', killed.find("To enable")) - killed.find("To enable"),
                  "Signal 9 (SIGKILL) received by PID 41822");
   const size_t code = killed.find("exitcode  : 1", root);
   killed.replace(code, 13, "exitcode  : -9");
@@ -563,13 +577,15 @@ the job to be terminated. The first process to do so was:
   Exit code:    1
 --------------------------------------------------------------------------
 )py");
-  EXPECT_EQ(DescribePythonError(e), "ValueError: batch of 0 rows (at /home/alice/gpt/train.py:40 in <module>)");
+  EXPECT_EQ(DescribePythonError(e),
+            "ValueError: batch of 0 rows (at /home/alice/gpt/train.py:40 in <module>)");
 }
 
 // NCCL's watchdog ends the process from C++; faulthandler, when on, shows
 // where Python was.
 TEST(PythonError, AnUncaughtCxxException) {
-  constexpr std::string_view kWatchdog = R"py([rank1]:[E1204 10:41:07.118 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation timeout
+  constexpr std::string_view kWatchdog =
+      R"py([rank1]:[E1204 10:41:07.118 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation timeout
 terminate called after throwing an instance of 'c10::DistBackendError'
   what():  [PG 0 (default_pg) Rank 1] Process group watchdog thread terminated with exception: [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=41, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600017 milliseconds before timing out.
 Exception raised from checkTimeout at /pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:609 (most recent call first):
@@ -579,7 +595,8 @@ frame #1: <unknown function> + 0x94ac3 (0x7fbf2c4b0ac3 in /lib/x86_64-linux-gnu/
   const PythonError e = Parsed(kWatchdog);
   EXPECT_EQ(e.kind, PythonError::Kind::kCxxException);
   EXPECT_EQ(e.type, "c10::DistBackendError");
-  EXPECT_EQ(e.message.find("[PG 0 (default_pg) Rank 1] Process group watchdog thread terminated"), 0u);
+  EXPECT_EQ(e.message.find("[PG 0 (default_pg) Rank 1] Process group watchdog thread terminated"),
+            0u);
   EXPECT_EQ(e.file, "/pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp");
   EXPECT_EQ(e.line, 609);
   EXPECT_EQ(e.function, "checkTimeout");
@@ -608,9 +625,10 @@ Current thread 0x00007f50ce022040 (most recent call first):
 Extension modules: numpy.core._multiarray_umath, torch._C (total: 2)
 )py");
   EXPECT_EQ(e.kind, PythonError::Kind::kFatal);
-  EXPECT_EQ(DescribePythonError(e),
-            "Fatal Python error: Segmentation fault (at /usr/lib/python3.11/ctypes/__init__.py:519 in "
-            "string_at, from /home/alice/gpt/crash.py:4 in crash)");
+  EXPECT_EQ(
+      DescribePythonError(e),
+      "Fatal Python error: Segmentation fault (at /usr/lib/python3.11/ctypes/__init__.py:519 in "
+      "string_at, from /home/alice/gpt/crash.py:4 in crash)");
 }
 
 TEST(PythonError, NoTracebackIsNoError) {
@@ -618,7 +636,8 @@ TEST(PythonError, NoTracebackIsNoError) {
   EXPECT_FALSE(ParsePythonError("Killed\n"));
   EXPECT_FALSE(ParsePythonError("step 3 loss 2.5\nRuntimeError: printed, not raised\n"));
   EXPECT_FALSE(ParsePythonError("Traceback (most recent call last):\n"));
-  EXPECT_FALSE(ParsePythonError("Traceback (most recent call last):\n  File \"x.py\", line 3, in f\n"));
+  EXPECT_FALSE(
+      ParsePythonError("Traceback (most recent call last):\n  File \"x.py\", line 3, in f\n"));
   EXPECT_FALSE(ParsePythonError("|\n|\n| x\n  +-+-- 1 --\n"));
 }
 
@@ -636,8 +655,9 @@ TEST(PythonError, BinaryBytesAndLongMessages) {
   EXPECT_TRUE(IsValidUtf8(e.message)) << e.message;
   EXPECT_EQ(e.line, 3);
 
-  std::string long_message = "Traceback (most recent call last):\n  File \"t.py\", line 1, in <module>\n"
-                             "ValueError: ";
+  std::string long_message =
+      "Traceback (most recent call last):\n  File \"t.py\", line 1, in <module>\n"
+      "ValueError: ";
   for (int i = 0; i < 200; ++i) long_message += "\xC3\xA9";  // é: two bytes
   const PythonError l = Parsed(long_message + "\n");
   EXPECT_EQ(l.message.size(), kMaxErrorText + 3);
@@ -653,14 +673,16 @@ TEST(PythonError, BinaryBytesAndLongMessages) {
 
 TEST(PythonError, OutOfMemoryByTypeOrWords) {
   PythonError e;
-  for (const char* type : {"torch.OutOfMemoryError", "torch.cuda.OutOfMemoryError", "MemoryError", "std::bad_alloc"}) {
+  for (const char* type :
+       {"torch.OutOfMemoryError", "torch.cuda.OutOfMemoryError", "MemoryError", "std::bad_alloc"}) {
     e.type = type;
     EXPECT_TRUE(IsOutOfMemoryError(e)) << type;
   }
   e.type = "RuntimeError";
   e.message = "CUDA out of memory. Tried to allocate 20.00 MiB";
   EXPECT_TRUE(IsOutOfMemoryError(e));
-  e.message = "[enforce fail at alloc_cpu.cpp:117] data. DefaultCPUAllocator: can't allocate memory";
+  e.message =
+      "[enforce fail at alloc_cpu.cpp:117] data. DefaultCPUAllocator: can't allocate memory";
   EXPECT_TRUE(IsOutOfMemoryError(e));
   e.message = "'memory'";
   EXPECT_FALSE(IsOutOfMemoryError(e));
@@ -670,25 +692,31 @@ TEST(PythonError, OutOfMemoryByTypeOrWords) {
 
 TEST(StderrHints, TheFrameworksWarningsOnce) {
   const std::string text =
-      "/home/alice/venv/lib/python3.11/site-packages/lightning/pytorch/loops/training_epoch_loop.py:161: "
-      "You're resuming from a checkpoint that ended before the epoch ended and your dataloader is not "
+      "/home/alice/venv/lib/python3.11/site-packages/lightning/pytorch/loops/"
+      "training_epoch_loop.py:161: "
+      "You're resuming from a checkpoint that ended before the epoch ended and your dataloader is "
+      "not "
       "resumable. This can cause unreliable results if further training is done.\n"
-      "[WARNING|trainer.py:2741] 2026-12-04 10:31:07,412 >> There were missing keys in the checkpoint "
+      "[WARNING|trainer.py:2741] 2026-12-04 10:31:07,412 >> There were missing keys in the "
+      "checkpoint "
       "model loaded: ['lm_head.weight'].\n"
-      "UserWarning: Found keys that are in the model state dict but not in the checkpoint: ['head.bias']\n";
+      "UserWarning: Found keys that are in the model state dict but not in the checkpoint: "
+      "['head.bias']\n";
   const std::vector<std::string> hints = StderrHints(text);
   ASSERT_EQ(hints.size(), 2u);
   EXPECT_EQ(hints[0],
             "hint: the program printed that its data loader cannot resume mid-epoch: the data "
             "position is probably not restored");
   EXPECT_EQ(hints[1], "hint: the model's checkpoint lacked keys: those weights were not restored");
-  EXPECT_EQ(StderrHints("UserWarning: You're resuming from a checkpoint that ended mid-epoch. Training "
-                        "will start from the beginning of the next epoch.")
-                .size(),
-            1u);
-  EXPECT_TRUE(StderrHints("Some weights of GPT2ForSequenceClassification were not initialized from "
-                          "the model checkpoint at gpt2 and are newly initialized: ['score.weight']")
-                  .empty());
+  EXPECT_EQ(
+      StderrHints("UserWarning: You're resuming from a checkpoint that ended mid-epoch. Training "
+                  "will start from the beginning of the next epoch.")
+          .size(),
+      1u);
+  EXPECT_TRUE(
+      StderrHints("Some weights of GPT2ForSequenceClassification were not initialized from "
+                  "the model checkpoint at gpt2 and are newly initialized: ['score.weight']")
+          .empty());
 }
 
 }  // namespace
