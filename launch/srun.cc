@@ -1,7 +1,5 @@
 #include "launch/srun.h"
 
-#include <cstdint>
-
 namespace pilot::launch {
 namespace {
 
@@ -35,20 +33,6 @@ std::vector<std::string> TorchrunTaskCommand(const std::vector<std::string>& com
   std::vector<std::string> a = {"/bin/sh", "-c", kTorchrunFromSrun, "pilot-rank"};
   a.insert(a.end(), command.begin(), command.end());
   return a;
-}
-
-std::optional<std::pair<int, std::string>> SplitSrunLabel(const std::string& line, int tasks) {
-  size_t i = 0;
-  while (i < line.size() && i < 8 && line[i] == ' ') ++i;
-  const size_t first = i;
-  int64_t id = 0;
-  while (i < line.size() && i - first < 9 && line[i] >= '0' && line[i] <= '9') {
-    id = id * 10 + (line[i++] - '0');
-  }
-  if (i == first || i >= line.size() || line[i] != ':' || id >= tasks) return std::nullopt;
-  ++i;
-  if (i < line.size() && line[i] == ' ') ++i;
-  return std::make_pair(static_cast<int>(id), line.substr(i));
 }
 
 std::optional<FailedTask> FirstFailedTask(

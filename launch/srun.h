@@ -42,10 +42,9 @@ std::vector<std::string> SrunStepArgv(const SrunStep& step);
 // the command's own stdout on its stderr.
 std::vector<std::string> TorchrunTaskCommand(const std::vector<std::string>& command);
 
-// A line of an `srun --label` step of `tasks` tasks split into the task's
-// id and what it wrote; nullopt for a line without a task's label (srun's
-// own messages) or with an id outside 0..tasks-1.
-std::optional<std::pair<int, std::string>> SplitSrunLabel(const std::string& line, int tasks);
+// A line of an `srun --label` step split into the task's id and what it
+// wrote (core/records/srun_lines.h).
+using ::pilot::SplitSrunLabel;
 
 // A task srun's lines name as failed: the line and the task (its rank).
 struct FailedTask {

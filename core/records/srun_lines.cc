@@ -1,6 +1,9 @@
 #include "core/records/srun_lines.h"
 
+#include <cstdint>
 #include <cstdlib>
+
+#include "core/base/strings.h"
 
 namespace pilot {
 namespace {
@@ -53,6 +56,31 @@ std::optional<SrunTaskLine> ParseSrunTaskLine(const std::string& line) {
   while (!t.what.empty() && (t.what.back() == '\r' || t.what.back() == ' ')) t.what.pop_back();
   if (t.what.empty()) return std::nullopt;
   return t;
+}
+
+std::optional<std::pair<int, std::string>> SplitSrunLabel(const std::string& line, int tasks) {
+  size_t i = 0;
+  while (i < line.size() && i < 8 && line[i] == ' ') ++i;
+  const size_t first = i;
+  int64_t id = 0;
+  while (i < line.size() && i - first < 9 && line[i] >= '0' && line[i] <= '9') {
+    id = id * 10 + (line[i++] - '0');
+  }
+  if (i == first || i >= line.size() || line[i] != ':' || id >= tasks) return std::nullopt;
+  ++i;
+  if (i < line.size() && line[i] == ' ') ++i;
+  return std::make_pair(static_cast<int>(id), line.substr(i));
+}
+
+std::string SrunTaskText(std::string_view text, int task, int tasks) {
+  std::string out;
+  for (std::string_view line : SplitLines(text)) {
+    auto split = SplitSrunLabel(std::string(line), tasks);
+    if (!split || split->first != task) continue;
+    out += split->second;
+    out += '\n';
+  }
+  return out;
 }
 
 }  // namespace pilot

@@ -111,8 +111,10 @@ struct RankResult {
   int exit_code = -1;         // -1 when a signal ended it
   int signal = 0;
   bool terminated = false;    // the supervisor signalled it
+  // When it ended: seconds from the phase's start until it was reaped (the
+  // order in which ranks ended names the first to fail, judge.h).
   double wall_seconds = 0;
-  std::string stderr_tail;    // the last lines of its standard error
+  std::string stderr_tail;    // the last lines of its standard error (16 to 32 KiB)
   std::string stdout_tail;
   int64_t records = 0;
   int srun_tasks = 0;                            // RankLaunch::srun_tasks

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "core/base/strings.h"
+#include "core/records/python_error.h"
 #include "launch/srun.h"
 
 namespace pilot::supervisor {
@@ -35,6 +36,124 @@ std::string TaskLastWords(const std::string& tail, int task, int tasks) {
   }
   if (last.size() > 400) last = last.substr(last.size() - 400);
   return last.empty() ? "" : ": " + last;
+}
+
+// What a failed process's standard error says: the error that ended it
+// (core/records/python_error.h), else its last words; and the hints its
+// frameworks' warnings give.
+struct FailureWords {
+  std::string text;   // ": " + the error or the last words; "" when none
+  bool oom = false;
+  std::string hints;  // "; hint: ..." for each
+};
+
+bool OutOfMemoryWords(const std::string& stderr_tail) {
+  const std::string t = AsciiLower(TailLines(stderr_tail, 30, 8192));
+  return t.find("out of memory") != std::string::npos ||
+         t.find("outofmemoryerror") != std::string::npos ||
+         t.find("not enough memory") != std::string::npos ||
+         t.find("cannot allocate memory") != std::string::npos ||
+         t.find("can't allocate memory") != std::string::npos ||
+         t.find("memoryerror") != std::string::npos;
+}
+
+// `stderr_text` is the process's (or its srun task's) own; `rank` the
+// process's, named again when the error is another rank's (a process that
+// started its own workers).
+FailureWords WordsOf(const std::optional<PythonError>& error, const std::string& stderr_text,
+                     const std::string& last_words, int rank) {
+  FailureWords w;
+  if (error) {
+    w.oom = IsOutOfMemoryError(*error);
+    const bool other = error->rank && *error->rank != rank;
+    w.text = ": " + (other ? "rank " + std::to_string(*error->rank) + ": " : std::string()) +
+             DescribePythonError(*error);
+  } else {
+    w.oom = OutOfMemoryWords(stderr_text);
+    w.text = last_words;
+  }
+  for (const std::string& hint : StderrHints(stderr_text)) w.hints += "; " + hint;
+  return w;
+}
+
+// The rank process to blame for a phase: of those that failed on their own
+// (not ended by the supervisor after the last step or because another
+// rank failed), the first to end (RankResult::wall_seconds; the lower rank
+// of two that ended together), and how many others failed on their own;
+// without any, the first the supervisor ended, unless it ended them after
+// the last step.
+struct FirstFailure {
+  const RankResult* rank = nullptr;
+  int others = 0;
+};
+
+FirstFailure FirstFailed(const GroupResult& g) {
+  FirstFailure f;
+  int failed = 0;
+  for (const RankResult& r : g.ranks) {
+    if (r.terminated || (r.signal == 0 && r.exit_code == 0)) continue;
+    ++failed;
+    if (f.rank == nullptr || r.wall_seconds < f.rank->wall_seconds) f.rank = &r;
+  }
+  if (f.rank != nullptr) {
+    f.others = failed - 1;
+    return f;
+  }
+  for (const RankResult& r : g.ranks) {
+    if (!g.after_last_step && (r.signal != 0 || r.exit_code != 0)) return FirstFailure{&r, 0};
+  }
+  return f;
+}
+
+// The problem of a phase a process failed in (FirstFailed).
+PhaseProblem FailureProblem(const FirstFailure& f, const std::string& who, int64_t last_seen) {
+  const RankResult* failed = f.rank;
+  const int64_t at = last_seen + 1;
+  const std::string status = failed->signal ? "was killed by signal " + std::to_string(failed->signal)
+                                            : "exited with status " + std::to_string(failed->exit_code);
+  const std::string after = last_seen > 0 ? " after step " + std::to_string(last_seen)
+                                          : std::string(" before its first step");
+  if (failed->srun_tasks > 0) {
+    // srun's line about the task that failed first (launch/srun.h).
+    const std::optional<launch::FailedTask> first =
+        launch::FailedTaskBySrunWords(failed->srun_lines);
+    if (!first) {
+      return PhaseProblem{LooksOutOfMemory(failed->stderr_tail) ? "oom" : "error", at, std::nullopt,
+                          "srun, which started the ranks of " + who + ", " + status + after +
+                              LastWords(failed->stderr_tail)};
+    }
+    const pilot::SrunTaskLine* t = first->line;
+    const int rank = first->task;
+    // The task's own lines of the step's one stream.
+    const std::string own = SrunTaskText(failed->stderr_tail, rank, failed->srun_tasks);
+    const FailureWords w =
+        WordsOf(ParsePythonErrorOfSrunTask(failed->stderr_tail, rank, failed->srun_tasks), own,
+                TaskLastWords(failed->stderr_tail, rank, failed->srun_tasks), rank);
+    const std::string whom = "rank " + std::to_string(rank) + " on " + t->node;
+    if (w.oom) {
+      return PhaseProblem{"oom", at, rank,
+                          who + " ran out of memory at step " + std::to_string(at) + " (" + whom +
+                              ")" + w.text + w.hints};
+    }
+    return PhaseProblem{"error", at, rank,
+                        whom + " of " + who + " failed (srun: " + t->what + ")" + after + w.text +
+                            w.hints};
+  }
+  const int rank = failed->rank;
+  const FailureWords w = WordsOf(ParsePythonError(failed->stderr_tail), failed->stderr_tail,
+                                 LastWords(failed->stderr_tail), rank);
+  const std::string order =
+      f.others == 0 ? ""
+                    : "; rank " + std::to_string(rank) + " failed first; " + std::to_string(f.others) +
+                          (f.others == 1 ? " other rank" : " other ranks") + " failed after it";
+  if (w.oom) {
+    return PhaseProblem{"oom", at, rank,
+                        who + " ran out of memory at step " + std::to_string(at) + " (rank " +
+                            std::to_string(rank) + ")" + w.text + order + w.hints};
+  }
+  return PhaseProblem{"error", at, rank,
+                      who + " (rank " + std::to_string(rank) + ") " + status + after + w.text +
+                          order + w.hints};
 }
 
 double RelDiff(double a, double b) {
@@ -68,13 +187,8 @@ std::optional<PhaseProblem> UntrustedRecords(const GroupResult& g, const std::st
 }  // namespace
 
 bool LooksOutOfMemory(const std::string& stderr_tail) {
-  const std::string t = AsciiLower(TailLines(stderr_tail, 30, 8192));
-  return t.find("out of memory") != std::string::npos ||
-         t.find("outofmemoryerror") != std::string::npos ||
-         t.find("not enough memory") != std::string::npos ||
-         t.find("cannot allocate memory") != std::string::npos ||
-         t.find("can't allocate memory") != std::string::npos ||
-         t.find("memoryerror") != std::string::npos;
+  if (std::optional<PythonError> e = ParsePythonError(stderr_tail)) return IsOutOfMemoryError(*e);
+  return OutOfMemoryWords(stderr_tail);
 }
 
 std::map<int64_t, MetricRecord> StepsOf(const GroupResult& g, int rank) {
@@ -107,54 +221,10 @@ std::optional<PhaseProblem> CheckPhase(const GroupResult& g, const PhaseExpect& 
                             " (program.step_timeout = " + FormatFixed(e.step_timeout, 0) +
                             " s); its processes were ended"};
   }
-  // A process that failed on its own (not one the supervisor ended after
-  // the last step or after another rank failed).
-  const RankResult* failed = nullptr;
-  for (const RankResult& r : g.ranks) {
-    const bool bad = r.signal != 0 || r.exit_code != 0;
-    if (!bad || (r.terminated && (g.after_last_step || failed != nullptr))) continue;
-    if (r.terminated && !g.after_last_step) {
-      // Ended by the supervisor because another rank failed: that one is the reason.
-      bool other = false;
-      for (const RankResult& o : g.ranks) other = other || (!o.terminated && (o.signal || o.exit_code));
-      if (other) continue;
-    }
-    if (failed == nullptr) failed = &r;
-  }
-  const int64_t at = last_seen + 1;
-  const std::string status = failed == nullptr ? ""
-                             : failed->signal  ? "was killed by signal " + std::to_string(failed->signal)
-                                               : "exited with status " + std::to_string(failed->exit_code);
-  const std::string after = last_seen > 0 ? " after step " + std::to_string(last_seen)
-                                          : std::string(" before its first step");
-  if (failed != nullptr && failed->srun_tasks > 0) {
-    // srun's line about the task that failed first (launch/srun.h).
-    const std::optional<launch::FailedTask> first =
-        launch::FailedTaskBySrunWords(failed->srun_lines);
-    if (!first) {
-      return PhaseProblem{LooksOutOfMemory(failed->stderr_tail) ? "oom" : "error", at, std::nullopt,
-                          "srun, which started the ranks of " + who + ", " + status + after +
-                              LastWords(failed->stderr_tail)};
-    }
-    const pilot::SrunTaskLine* t = first->line;
-    const int rank = first->task;
-    const std::string words = TaskLastWords(failed->stderr_tail, rank, failed->srun_tasks);
-    const std::string whom = "rank " + std::to_string(rank) + " on " + t->node;
-    if (LooksOutOfMemory(words)) {
-      return PhaseProblem{"oom", at, rank, who + " ran out of memory at step " + std::to_string(at) + " (" + whom + ")" + words};
-    }
-    return PhaseProblem{"error", at, rank, whom + " of " + who + " failed (srun: " + t->what + ")" + after + words};
-  }
-  if (failed != nullptr) {
-    if (LooksOutOfMemory(failed->stderr_tail)) {
-      return PhaseProblem{"oom", at, failed->rank,
-                          who + " ran out of memory at step " + std::to_string(at) + " (rank " +
-                              std::to_string(failed->rank) + ")" + LastWords(failed->stderr_tail)};
-    }
-    return PhaseProblem{"error", at, failed->rank,
-                        who + " (rank " + std::to_string(failed->rank) + ") " + status + after +
-                            LastWords(failed->stderr_tail)};
-  }
+  // A process that failed on its own, or the phase's processes the
+  // supervisor ended for another reason than the last step.
+  const FirstFailure failure = FirstFailed(g);
+  if (failure.rank != nullptr) return FailureProblem(failure, who, last_seen);
   // Every rank reported step N, and a process did not end by itself: the
   // supervisor ended it, so it is not counted as completed (a stopped
   // process cannot vouch for the records written in its name).

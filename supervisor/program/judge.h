@@ -25,7 +25,13 @@ struct PhaseExpect {
   bool loss_pattern = false;
 };
 
-// Why a phase failed, for the verdict; nullopt when it ran as asked.
+// Why a phase failed, for the verdict; nullopt when it ran as asked. A
+// process that failed is named by the exception that ended it (the
+// traceback's, core/records/python_error.h: type, message, file:line),
+// else by its last stderr line; of several ranks that failed, the first
+// to end, with how many failed after it; an srun step's, by its failed
+// task's own lines. Known frameworks' warnings follow as hints
+// (StderrHints).
 struct PhaseProblem {
   std::string kind;         // "oom" | "error" | "hang" | "nan" | "protocol"
   int64_t step = 0;         // the step it happened at (the next one for a crash)
@@ -34,7 +40,8 @@ struct PhaseProblem {
 };
 std::optional<PhaseProblem> CheckPhase(const GroupResult& g, const PhaseExpect& e);
 
-// Whether `stderr_tail` shows an allocator failure (CUDA or CPU).
+// Whether `stderr_tail` shows an allocator failure (CUDA or CPU): its
+// exception when it ends in one (IsOutOfMemoryError), else its last words.
 bool LooksOutOfMemory(const std::string& stderr_tail);
 
 // Compares the resumed process's steps K+1..N with the reference's, rank

@@ -8,6 +8,9 @@
 #include <cmath>
 #include <string>
 
+#include "core/base/strings.h"
+#include "core/records/srun_lines.h"
+
 namespace pilot::supervisor {
 namespace {
 
@@ -126,7 +129,9 @@ TEST(CheckPhase, AFailedRankEndsWithItsException) {
   EXPECT_EQ(p->kind, "error");
   EXPECT_EQ(p->step, 4);
   EXPECT_EQ(p->rank, 0);
-  EXPECT_EQ(p->message, "the program (rank 0) exited with status 1 after step 3: ValueError: batch of 0 rows");
+  EXPECT_EQ(p->message,
+            "the program (rank 0) exited with status 1 after step 3: ValueError: batch of 0 rows (at "
+            "train.py:40 in <module>)");
 
   GroupResult killed = Ran(1, 0);
   killed.ranks[0].exit_code = -1;
@@ -169,6 +174,165 @@ TEST(CheckPhase, OutOfMemoryInItsVariants) {
   other.ranks[0].exit_code = 1;
   other.ranks[0].stderr_tail = "KeyError: 'memory'\n";
   EXPECT_EQ(CheckPhase(other, Reference())->kind, "error");
+}
+
+// The exception that ended the process, not what it printed after (torch's
+// exit warning, a launcher's banner); without a traceback, its last line.
+TEST(CheckPhase, TheExceptionNotTheLastLine) {
+  GroupResult g = Ran(11, 20);
+  g.ranks[0].exit_code = 1;
+  g.ranks[0].stderr_tail = R"py(Traceback (most recent call last):
+  File "/home/u/train.py", line 120, in <module>
+    main()
+  File "/home/u/train.py", line 101, in main
+    step = load_state(args.resume)
+           ^^^^^^^^^^^^^^^^^^^^^^^
+  File "/home/u/train.py", line 88, in load_state
+    raise TypeError("RNG state must be a torch.ByteTensor")
+TypeError: RNG state must be a torch.ByteTensor
+[rank0]:[W1204 10:31:07.412893513 ProcessGroupNCCL.cpp:1575] Warning: WARNING: destroy_process_group() was not called before program exit, which can leak resources. For more info, please see https://pytorch.org/docs/stable/distributed.html#shutdown (function operator())
+--------------------------------------------------------------------------
+Primary job  terminated normally, but 1 process returned
+a non-zero exit code. Per user-direction, the job has been aborted.
+--------------------------------------------------------------------------
+)py";
+  auto p = CheckPhase(g, Resumed());
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->kind, "error");
+  EXPECT_EQ(p->message,
+            "the resumed process (rank 0) exited with status 1 after step 20: TypeError: RNG state "
+            "must be a torch.ByteTensor (at /home/u/train.py:88 in load_state)");
+
+  g.ranks[0].stderr_tail = "loading shard 3\nSegmentation fault (core dumped)\n";
+  EXPECT_EQ(CheckPhase(g, Resumed())->message,
+            "the resumed process (rank 0) exited with status 1 after step 20: Segmentation fault "
+            "(core dumped)");
+}
+
+// Of several ranks that failed on their own, the first to end is named and
+// the others counted; those the supervisor ended are not.
+TEST(CheckPhase, TheFirstRankToFail) {
+  GroupResult g = Ran(1, 5, 5);
+  const char* peer =
+      "Traceback (most recent call last):\n  File \"/home/u/train.py\", line 70, in main\n"
+      "    dist.all_reduce(loss)\nRuntimeError: Connection closed by peer [10.0.0.2]:5921\n";
+  for (RankResult& r : g.ranks) {
+    r.exit_code = 1;
+    r.wall_seconds = 61.5 + r.rank;
+    r.stderr_tail = peer;
+  }
+  g.ranks[3].wall_seconds = 60.25;
+  g.ranks[3].stderr_tail =
+      "Traceback (most recent call last):\n  File \"/home/u/data.py\", line 12, in __next__\n"
+      "    raise StopIteration(f\"shard {self.shard} is empty\")\nStopIteration: shard 3 is empty\n";
+  g.ranks[4].terminated = true;
+  g.ranks[4].exit_code = -1;
+  g.ranks[4].signal = 15;
+  auto p = CheckPhase(g, Reference(5));
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->rank, 3);
+  EXPECT_EQ(p->message,
+            "the program (rank 3) exited with status 1 after step 5: StopIteration: shard 3 is empty (at "
+            "/home/u/data.py:12 in __next__); rank 3 failed first; 3 other ranks failed after it");
+  // Two that ended together: the lower rank.
+  g.ranks[1].wall_seconds = 60.25;
+  EXPECT_EQ(CheckPhase(g, Reference(5))->rank, 1);
+  g.ranks[0].exit_code = g.ranks[2].exit_code = 0;
+  EXPECT_NE(CheckPhase(g, Reference(5))->message.find("; rank 1 failed first; 1 other rank failed after it"),
+            std::string::npos);
+}
+
+// A process that started its own workers (torchrun): the worker's rank
+// from torchrun's table.
+TEST(CheckPhase, TheWorkerRankOfTorchrun) {
+  GroupResult g = Ran(1, 3);
+  g.ranks[0].exit_code = 1;
+  g.ranks[0].stderr_tail = R"py(Traceback (most recent call last):
+  File "/home/u/venv/lib/python3.11/site-packages/torch/distributed/launcher/api.py", line 246, in launch_agent
+    raise ChildFailedError(
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError: 
+============================================================
+train.py FAILED
+------------------------------------------------------------
+Root Cause (first observed failure):
+[1]:
+  time      : 2026-12-04_10:31:18
+  host      : gpu01
+  rank      : 1 (local_rank: 1)
+  exitcode  : 1 (pid: 41822)
+  error_file: /tmp/torchelastic_x1/none_0/attempt_0/1/error.json
+  traceback : Traceback (most recent call last):
+    File "/home/u/train.py", line 4, in load
+      raise FileNotFoundError(2, "No such file or directory", path)
+  FileNotFoundError: [Errno 2] No such file or directory: '/data/shard-00001.bin'
+  
+============================================================
+)py";
+  EXPECT_EQ(CheckPhase(g, Reference())->message,
+            "the program (rank 0) exited with status 1 after step 3: rank 1: FileNotFoundError: [Errno "
+            "2] No such file or directory: '/data/shard-00001.bin' (at /home/u/train.py:4 in load)");
+}
+
+// An srun step's failed task: its own lines of the step's stream.
+TEST(CheckPhase, AnSrunTasksOwnException) {
+  GroupResult g = Ran(1, 1, 2);
+  g.ranks.resize(1);
+  RankResult& r = g.ranks[0];
+  r.exit_code = 1;
+  r.srun_tasks = 2;
+  r.stderr_tail = "0: Traceback (most recent call last):\n1: Traceback (most recent call last):\n"
+                  "0:   File \"/home/u/train.py\", line 70, in main\n"
+                  "1:   File \"/home/u/train.py\", line 31, in main\n"
+                  "1: ValueError: seq_len 4096 exceeds the model's 2048\n"
+                  "0: RuntimeError: Connection closed by peer\n"
+                  "srun: error: pn2: task 1: Exited with exit code 1\n"
+                  "srun: error: pn1: task 0: Exited with exit code 1\n";
+  for (std::string_view line : SplitLines(r.stderr_tail)) {
+    if (auto t = ParseSrunTaskLine(std::string(line))) r.srun_lines.push_back(*t);
+  }
+  auto p = CheckPhase(g, Reference(2));
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->rank, 1);
+  EXPECT_EQ(p->message,
+            "rank 1 on pn2 of the program failed (srun: Exited with exit code 1) after step 1: "
+            "ValueError: seq_len 4096 exceeds the model's 2048 (at /home/u/train.py:31 in main)");
+}
+
+// The exception decides whether it ran out of memory; the words of the
+// tail only without one.
+TEST(CheckPhase, OutOfMemoryByTheException) {
+  GroupResult g = Ran(1, 2);
+  g.ranks[0].exit_code = 1;
+  g.ranks[0].stderr_tail =
+      "[W CUDACachingAllocator] retrying after out of memory\nTraceback (most recent call last):\n"
+      "  File \"/home/u/train.py\", line 9, in main\nKeyError: 'lr'\n";
+  EXPECT_EQ(CheckPhase(g, Reference())->kind, "error");
+  g.ranks[0].stderr_tail =
+      "Traceback (most recent call last):\n  File \"/home/u/train.py\", line 52, in step\n"
+      "    loss.backward()\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+      "wandb: Find logs at: ./wandb/run-1/logs\n";
+  auto p = CheckPhase(g, Reference());
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->kind, "oom");
+  EXPECT_EQ(p->message,
+            "the program ran out of memory at step 3 (rank 0): torch.OutOfMemoryError: CUDA out of "
+            "memory. Tried to allocate 2.00 GiB (at /home/u/train.py:52 in step)");
+}
+
+// Frameworks' warnings about a restore follow the error as hints.
+TEST(CheckPhase, HintsAfterTheError) {
+  GroupResult g = Ran(11, 14);
+  g.ranks[0].exit_code = 1;
+  g.ranks[0].stderr_tail =
+      "/home/u/venv/lib/python3.11/site-packages/lightning/pytorch/loops/training_epoch_loop.py:161: "
+      "You're resuming from a checkpoint that ended before the epoch ended and your dataloader is "
+      "not resumable. This can cause unreliable results if further training is done.\n"
+      "Traceback (most recent call last):\n  File \"/home/u/train.py\", line 40, in <module>\n"
+      "ValueError: batch of 0 rows\n";
+  EXPECT_EQ(CheckPhase(g, Resumed())->message,
+            "the resumed process (rank 0) exited with status 1 after step 14: ValueError: batch of 0 "
+            "rows (at /home/u/train.py:40 in <module>); hint: the program printed that its data "
+            "loader cannot resume mid-epoch: the data position is probably not restored");
 }
 
 TEST(CheckPhase, NoRecords) {
