@@ -16,6 +16,7 @@
 #include "core/base/strings.h"
 #include "core/records/exit_codes.h"
 #include "core/records/hostlist.h"
+#include "core/records/python_error.h"
 #include "job/safe_read.h"
 #include "launch/launcher.h"
 #include "launch/rank_env.h"
@@ -413,10 +414,19 @@ class ProgramPilot {
 
   // What is known of why a restore differs: the state fingerprints, and
   // the reference's later saves into the step-K files.
-  std::string RestoreDiagnosis() const {
+  std::string RestoreDiagnosis(const std::vector<StateComponentDiff>& state, const GroupResult& resumed) const {
     std::string out;
-    if (const std::string d = StateDiagnosis(program_.state); !d.empty()) out += "; " + d;
-    if (program_.checkpoint_saves.rewritten) {
+    if (const std::string d = StateDiagnosis(state); !d.empty()) out += "; " + d;
+    // What the program itself printed about its resume (a framework's
+    // warning that its data loader cannot resume mid-epoch).
+    std::vector<std::string> hints;
+    for (const RankResult& r : resumed.ranks) {
+      for (std::string& h : StderrHints(r.stderr_tail)) {
+        if (std::find(hints.begin(), hints.end(), h) == hints.end()) hints.push_back(std::move(h));
+      }
+    }
+    for (const std::string& h : hints) out += "; " + h;
+    if (saves_.rewritten) {
       out += "; every checkpoint file changed after the reference passed step " +
              std::to_string(cfg_.checkpoint.at_step) +
              ": it saved again into the same files, so the resumed process may have restored a "
@@ -503,7 +513,7 @@ class ProgramPilot {
                                          Bitwise(), cfg_.eval.restore_tolerance);
     s.restore = c.info;
     program_.state = CompareState(ref, res, cfg_.checkpoint.at_step);
-    if (!s.restore.equal) s.restore.detail += RestoreDiagnosis();
+    if (!s.restore.equal) s.restore.detail += RestoreDiagnosis(program_.state, res);
     program_.lr_compared = c.lr_compared;
     program_.eval_compared = c.eval_compared;
     Log(std::string("restore ") + (s.restore.equal ? "equal" : "NOT equal") +
@@ -616,6 +626,7 @@ class ProgramPilot {
     nr.max_abs_loss_diff = c.info.max_abs_loss_diff;
     nr.max_rel_loss_diff = c.info.max_rel_loss_diff;
     nr.detail = c.info.detail;
+    if (!nr.equal) nr.detail += RestoreDiagnosis(CompareState(ref, res, cfg_.checkpoint.at_step), res);
     n.restore.push_back(nr);
     for (int rank = 0; rank < world_; ++rank) {
       const auto steps = StepsOf(res, rank);
