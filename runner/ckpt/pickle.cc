@@ -29,25 +29,6 @@ constexpr StorageClass kStorages[] = {
     {"QInt32Storage", "I32", 4},       {"UntypedStorage", "U8", 1},
 };
 
-// Functions and classes read without running them.
-constexpr const char* kKnownGlobals[] = {
-    "collections.OrderedDict",
-    "torch._utils._rebuild_tensor",
-    "torch._utils._rebuild_tensor_v2",
-    "torch._utils._rebuild_parameter",
-    "torch._utils._rebuild_parameter_with_state",
-    "torch._tensor._rebuild_from_type_v2",
-    "torch.device",
-    "torch.serialization._get_layout",
-    "torch.Size",
-    "torch.Tensor",
-    "torch.nn.parameter.Parameter",
-    "_codecs.encode",
-    "builtins.set",
-    "builtins.frozenset",
-    "copyreg._reconstructor",
-    "builtins.object",
-};
 
 class Machine {
  public:
@@ -146,25 +127,13 @@ class Machine {
     return Status::Ok();
   }
   Status Global(const std::string& module, const std::string& name) {
+    // Any class or function is only a name here: torch's rebuild functions
+    // are applied (Apply), anything else (a program's config dataclass,
+    // NumPy's arrays in a saved RNG state) makes an opaque object when
+    // called, and nothing of it runs.
     const std::string full = module + "." + name;
-    // dtypes, layouts, storage classes; memory formats as torch 1.13 names them.
-    bool ok = (module == "torch" && name.find('.') == std::string::npos) ||
-              (module == "torch._utils" && name.rfind("torch.", 0) == 0 &&
-               name.find('.', 6) == std::string::npos);
-    for (const char* g : kKnownGlobals) ok = ok || full == g;
-    for (const auto& p : opts_.object_modules) ok = ok || full.rfind(p, 0) == 0;
-    if (!ok) {
-      return Status::Invalid(
-          label_, "class " + full.substr(0, 160) + " cannot be read without the program's code");
-    }
-    Push(Str(full, PyValue::kGlobal));
+    Push(Str(full.substr(0, 256), PyValue::kGlobal));
     return Status::Ok();
-  }
-  bool IsObjectClass(const std::string& full) const {
-    for (const auto& p : opts_.object_modules) {
-      if (full.rfind(p, 0) == 0) return true;
-    }
-    return false;
   }
   static bool Ints(const PyValue* t, std::vector<int64_t>* out) {
     if (t == nullptr || (t->kind != PyValue::kTuple && t->kind != PyValue::kList)) return false;
@@ -262,14 +231,13 @@ class Machine {
       if (a.empty()) return Bad("copyreg._reconstructor without a class");
       return Apply(a[0], New(PyValue::kTuple), out);
     }
-    if (IsObjectClass(f)) {
-      PyValue* o = New(PyValue::kObject);
-      o->s = f;
-      o->items = a;
-      *out = o;
-      return Status::Ok();
-    }
-    return Status::Invalid(label_, f + "(...) cannot be read without the program's code");
+    // An allowed class's instance, or any other call: an object holding
+    // its arguments and, after BUILD, its state, never constructed.
+    PyValue* o = New(PyValue::kObject);
+    o->s = f;
+    o->items = a;
+    *out = o;
+    return Status::Ok();
   }
   Status PersistentLoad(PyValue* pid) {
     if (!opts_.torch_storages)

@@ -3,9 +3,10 @@
 // it runs no code and imports nothing. It builds plain values (None, bool,
 // int, float, str, bytes, list, tuple, dict, set), the storages and tensors
 // of a torch.save archive (torch._utils._rebuild_tensor_v2 and friends over
-// persistent ids), collections.OrderedDict as a dict, and instances of the
-// classes a caller allows (by module prefix) as objects holding their
-// arguments and state. Any other class is refused with its name.
+// persistent ids), collections.OrderedDict as a dict, and instances of
+// every other class (a program's config dataclass, NumPy's arrays in a
+// saved RNG state) as opaque objects holding their arguments and state:
+// their code never runs, and the tensors beside them are read all the same.
 //
 // Hostile input: every length is checked against what is left of the
 // input, the values made are capped (kMaxPickleValues), and values live in
@@ -66,9 +67,6 @@ struct Pickle {
 };
 
 struct UnpickleOptions {
-  // Classes whose instances become kObject values: "module." prefixes
-  // ("torch.distributed.checkpoint." for DCP metadata).
-  std::vector<std::string> object_modules;
   // torch.save persistent ids ('storage', type, key, location, numel) allowed.
   bool torch_storages = false;
 };

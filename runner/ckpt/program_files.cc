@@ -156,9 +156,11 @@ std::string ExceptionText(const std::exception& e) {
 struct Walk {
   std::set<const PyValue*> seen;
   std::vector<const PyValue*> tensors;
+  std::set<std::string> objects;  // classes whose instances were kept opaque
   bool optimizer = false;
   void Visit(const PyValue* v, int depth) {
     if (v == nullptr || depth > 256 || !seen.insert(v).second) return;
+    if (v->kind == PyValue::kObject && objects.size() < 8) objects.insert(v->s);
     if (v->kind == PyValue::kTensor) {
       tensors.push_back(v);
       return;
@@ -325,6 +327,12 @@ FileReading ReadTorchZip(int fd, int64_t size) {
                                                       : "a value";
     r.detail = top + ", " + std::to_string(r.tensors) + " tensors over " + std::to_string(p->storages.size()) +
                " storages" + (w.optimizer ? ", optimizer state" : "");
+    if (!w.objects.empty()) {
+      // Read as names and state, never constructed (runner/ckpt/pickle.h).
+      std::string names;
+      for (const std::string& o : w.objects) names += (names.empty() ? "" : ", ") + o;
+      r.detail += "; objects not constructed: " + names;
+    }
     return r;
   } catch (const std::exception& e) {
     return Failed("torch", "not a readable torch.save archive: " + ExceptionText(e));
@@ -520,7 +528,6 @@ DcpReading ReadDcpDirectory(const std::string& metadata, int64_t metadata_size,
     why = "larger than 256 MiB, or it could not be read";
   } else {
     UnpickleOptions opts;
-    opts.object_modules = {"torch.distributed.checkpoint.", "torch.distributed._shard."};
     Result<Pickle> p = Unpickle(metadata, label + "/.metadata", opts);
     const PyValue* storage = nullptr;
     const PyValue* sdm = nullptr;

@@ -57,7 +57,7 @@ case_broken() {
     [hang]="hung: no metrics record for"
     [scheduler_reset]="learning rate differs after resume at step"
     [rng_not_restored]="not restored: torch CPU RNG state (rank 0)"
-    [scheduler_stepped_twice]="not restored: LR scheduler (rank 0: last_epoch"
+    [scheduler_stepped_twice]="LR scheduler (rank 0: last_epoch 6, saved last_epoch 5)"
     [data_not_restored]="not restored: data position"
     [state_outside]="restored; the losses still differ: state outside them"
     [leak]="memory_growth: resident memory grows"
