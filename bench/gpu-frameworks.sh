@@ -18,7 +18,7 @@
 # Needs torch, transformers 5.x and lightning 2.x installed; nothing is
 # downloaded. Logs, results.json, verify output and verdicts go to $OUT
 # (default /tmp/pilot-bench-out), the summary to $OUT/bench.log.
-# Usage: bench/gpu-frameworks.sh
+# Usage: [PILOT_BENCH_PROGRAMS="leaky hf_trainer"] [PILOT_BENCH_NO_CLI=1] bench/gpu-frameworks.sh
 source "$(dirname "$0")/lib.sh"
 fresh_work /tmp/pilot-fw
 log() { echo "bench: $*" | tee -a "$out/bench.log"; }
@@ -28,9 +28,11 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | 
 python3 -c 'import torch, transformers, lightning; print("torch", torch.__version__, "transformers", transformers.__version__, "lightning", lightning.__version__)' 2>&1 | tee -a "$out/bench.log"
 gpu_build
 b=$PWD/build-gpu
-# `pilot verdict` is the CLI's; gpu-build makes the root parts only.
+# `pilot verdict` is the CLI's; gpu-build makes the root parts only
+# (PILOT_BENCH_NO_CLI=1: the verdicts are summed up from their JSON).
 t0=$SECONDS
-if timeout 180 cmake --build build-gpu --target pilot -j "$(nproc)" >>"$out/build.log" 2>&1; then
+if [[ -z ${PILOT_BENCH_NO_CLI:-} ]] &&
+   timeout 180 cmake --build build-gpu --target pilot -j "$(nproc)" >>"$out/build.log" 2>&1; then
   log "pilot CLI built in $((SECONDS - t0)) s"
 else
   log "pilot CLI did not build: verdicts summed up from their JSON"
@@ -176,10 +178,10 @@ hf_lost_warmup() {
   pilot hf_lost_warmup 14 NO-GO "learning rate|lr|schedul"
 }
 
+# PILOT_BENCH_PROGRAMS: which, in that order (default all four).
 t_all=$SECONDS
-hf_trainer
-lightning
-leaky
-hf_lost_warmup
-log "all four in $((SECONDS - t_all)) s"
+for p in ${PILOT_BENCH_PROGRAMS:-hf_trainer lightning leaky hf_lost_warmup}; do
+  "$p"
+done
+log "all in $((SECONDS - t_all)) s"
 rm -rf "$work"
