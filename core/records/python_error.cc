@@ -706,7 +706,8 @@ constexpr std::string_view kLoaderHint =
     "hint: the program printed that its data loader cannot resume mid-epoch: the data position is "
     "probably not restored";
 constexpr std::string_view kMissingKeysHint =
-    "hint: the model's checkpoint lacked keys: those weights were not restored";
+    "hint: the program printed that keys were missing from the model's checkpoint (expected "
+    "for tied weights such as lm_head.weight; any other was not restored)";
 constexpr StderrHint kStderrHints[] = {
     // Lightning's training_epoch_loop.py, resuming a checkpoint saved
     // mid-epoch without a stateful data loader (2.x: "... and your

@@ -707,7 +707,9 @@ TEST(StderrHints, TheFrameworksWarningsOnce) {
   EXPECT_EQ(hints[0],
             "hint: the program printed that its data loader cannot resume mid-epoch: the data "
             "position is probably not restored");
-  EXPECT_EQ(hints[1], "hint: the model's checkpoint lacked keys: those weights were not restored");
+  EXPECT_EQ(hints[1],
+            "hint: the program printed that keys were missing from the model's checkpoint (expected "
+            "for tied weights such as lm_head.weight; any other was not restored)");
   EXPECT_EQ(
       StderrHints("UserWarning: You're resuming from a checkpoint that ended mid-epoch. Training "
                   "will start from the beginning of the next epoch.")
