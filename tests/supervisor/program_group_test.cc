@@ -33,7 +33,13 @@ class GroupTest : public ::testing::Test {
                                      "s = socket.socket(socket.AF_UNIX)\n"
                                      "s.connect(os.environ['PILOT_METRICS'])\n"
                                      "for line in sys.stdin.buffer:\n"
-                                     "    s.sendall(line)\n";
+                                     "    s.sendall(line)\n"
+                                     // Alive until the supervisor has read it all (its
+                                     // end of the connection closes at our EOF): a writer
+                                     // already gone when the supervisor looks cannot be
+                                     // placed in the phase's process tree.
+                                     "s.shutdown(socket.SHUT_WR)\n"
+                                     "s.recv(1)\n";
     chmod((dir_ + "/send").c_str(), 0755);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
