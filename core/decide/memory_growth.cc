@@ -105,20 +105,13 @@ std::optional<GrowthEstimate> EstimateGrowth(const std::vector<StepMemory>& step
   return g;
 }
 
-int64_t RunSteps(const Config& cfg) {
-  if (cfg.run.target_steps > 0) return cfg.run.target_steps;
-  const double per_step = static_cast<double>(cfg.run.seq_len) * cfg.run.micro_batch *
-                          std::max(1, cfg.run.grad_accum) * std::max(1, cfg.run.gpus_per_node) *
-                          std::max(1, cfg.run.nodes);
-  if (cfg.run.target_tokens <= 0 || per_step <= 0) return 0;
-  return static_cast<int64_t>(std::ceil(static_cast<double>(cfg.run.target_tokens) / per_step));
-}
-
 Check MemoryGrowthCheck(const Results& r, const Config& cfg, const HardwareCatalog& cat) {
   Check c;
   c.name = std::string(CheckName("memory_growth"));
   c.verified_by = VerifiedBy::kWorkload;
-  const int64_t run_steps = RunSteps(cfg);
+  // Without either key (a config the loader would refuse) the length is unknown.
+  const int64_t run_steps =
+      cfg.run.target_steps > 0 || cfg.run.target_tokens > 0 ? cfg.RunTotalSteps() : 0;
   c.threshold = run_steps > 0 ? "fits at the run's step " + std::to_string(run_steps) : "no growth";
   if (!r.program || !r.single) {
     c.status = CheckStatus::kSkip;

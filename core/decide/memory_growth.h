@@ -10,9 +10,9 @@
 // makes, is not a leak) and the robust slope (Theil-Sen: the median of the
 // slopes between every two steps) carried over the window exceeds noise
 // (16 MiB, or 1% of the series' level). The slope is carried to the long
-// run's steps (run.target_steps, or run.target_tokens over the run's tokens
-// per step) and compared with what the series may hold: the wanted GPU's
-// memory (else the device's total the probe reported) for the device
+// run's steps (Config::RunTotalSteps) and compared with what the series may
+// hold: the wanted GPU's memory (else the device's total the probe reported)
+// for the device
 // series, the job's memory (program.memory_limit_bytes) for the resident
 // set.
 //
@@ -46,10 +46,6 @@ struct GrowthEstimate {
 // resident set); nullopt when the window holds fewer than 4 reported steps.
 std::optional<GrowthEstimate> EstimateGrowth(const std::vector<StepMemory>& steps, bool device,
                                              int64_t warmup_steps);
-
-// The long run's optimizer steps (run.target_steps, else target_tokens over
-// its tokens per step); 0 when the config names neither.
-int64_t RunSteps(const Config& cfg);
 
 // The verdict's memory_growth check: skip without a series (the builtin, a
 // program that reported no memory figures); pass when flat; warn when it

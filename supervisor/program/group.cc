@@ -307,10 +307,14 @@ class GroupRun {
   }
 
   // `l`: the rank process the record came from (null: an orphan's).
+  // A line that names no rank speaks for its process's rank when that
+  // process is one rank's, or the phase has only one.
+  void DefaultRank(const Live* l, std::optional<int>* rank) const {
+    if (!*rank && l != nullptr && (spec_.process_per_rank || spec_.expected_ranks <= 1)) *rank = l->launch.rank;
+  }
+
   void TakeRecord(Live* l, MetricRecord rec) {
-    if (!rec.rank && l != nullptr && (spec_.process_per_rank || spec_.expected_ranks <= 1)) {
-      rec.rank = l->launch.rank;
-    }
+    DefaultRank(l, &rec.rank);
     const std::string step = "step " + std::to_string(rec.step);
     if (!rec.rank) return Break(step + " without a rank, from a process outside every rank's tree");
     const int rank = *rec.rank;
@@ -370,7 +374,7 @@ class GroupRun {
     }
     std::optional<int>& rank = r->env ? r->env->rank : r->state->rank;
     if (task) rank = *task;
-    if (!rank && l != nullptr && (spec_.process_per_rank || spec_.expected_ranks <= 1)) rank = l->launch.rank;
+    DefaultRank(l, &rank);
     // Another rank's line from a one-rank process, or no rank: not kept
     // (the step records' protocol names such a writer).
     if (!rank || *rank < 0 || *rank >= std::max(1, spec_.expected_ranks)) return;

@@ -126,9 +126,9 @@ TEST(MemoryGrowth, TheRunsStepsFromItsTokens) {
   c.run.gpus_per_node = 8;
   c.run.nodes = 4;
   c.run.target_tokens = int64_t{1024} * 8 * 2 * 8 * 4 * 1000 + 1;
-  EXPECT_EQ(RunSteps(c), 1001);
+  EXPECT_EQ(c.RunTotalSteps(), 1001);
   c.run.target_steps = 77;
-  EXPECT_EQ(RunSteps(c), 77);
+  EXPECT_EQ(c.RunTotalSteps(), 77);
 }
 
 }  // namespace
