@@ -114,6 +114,8 @@ class _Probe:
         self.optim_id = None
         self.optim_bytes = None
         self.env_sent = False
+        self.free_seen = False   # the device's free memory was read for a step
+        self.device_peak = None  # the highest allocator peak of the steps after the first
         self.rng_first = {}  # "rng.python"/"rng.numpy": digest when first seen
 
 
@@ -262,27 +264,33 @@ def _device_of(loss, model):
 
 
 def _peak_rss():
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    try:
-        with open("/proc/self/status", "rb") as f:
-            for line in f:
-                if line.startswith(b"VmHWM:"):
-                    peak = max(peak, int(line.split()[1]) * 1024)
-                    break
-    except OSError:
-        pass
-    return peak
+    # RUSAGE_SELF's high-water mark is at least VmHWM (the kernel takes the
+    # larger of the two), without reading /proc on every step.
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def _cuda_fields(torch, dev, rec):
-    rec["peak_allocated_bytes"] = torch.cuda.max_memory_allocated(dev)
-    rec["peak_reserved_bytes"] = torch.cuda.max_memory_reserved(dev)
-    free, total = torch.cuda.mem_get_info(dev)
-    rec["device_free_bytes"] = free
-    rec["device_total_bytes"] = total
-    stats = torch.cuda.memory_stats(dev)
+def _cuda_fields(p, torch, dev, n, rec):
+    """The allocator's figures of the step: one call for its counters (the
+    nested form: memory_stats() and max_memory_allocated() build the flat
+    dictionary of every counter each time), then the peaks reset for the
+    next step. The driver is asked for the device's free memory only on the
+    steps the verdict reads it from: the process's first, the first after
+    it, one that raised the highest peak of those after the first, and the
+    last (PILOT_STEPS)."""
+    stats = torch.cuda.memory_stats_as_nested_dict(dev)
+    peak = stats.get("allocated_bytes", {}).get("all", {}).get("peak", 0)
+    rec["peak_allocated_bytes"] = peak
+    rec["peak_reserved_bytes"] = stats.get("reserved_bytes", {}).get("all", {}).get("peak", 0)
     rec["alloc_retries"] = stats.get("num_alloc_retries", 0)
     rec["ooms"] = stats.get("num_ooms", 0)
+    first = not p.free_seen
+    if first or p.device_peak is None or peak > p.device_peak or n == _env_int("PILOT_STEPS"):
+        free, total = torch.cuda.mem_get_info(dev)
+        rec["device_free_bytes"] = free
+        rec["device_total_bytes"] = total
+        p.free_seen = True
+    if not first:
+        p.device_peak = peak if p.device_peak is None else max(peak, p.device_peak)
     torch.cuda.reset_peak_memory_stats(dev)
 
 
@@ -680,17 +688,21 @@ def step(loss, tokens=None, *, step=None, model=None, optimizer=None, lr=None,
     global _autocast_seen, _scaler_seen
     if not active():
         return None
-    now = time.perf_counter()
+    start = time.perf_counter()
     p = _state()
     _watch()
     device, dev = _device_of(loss, model)
     torch = sys.modules.get("torch")
-    if dev is not None:
-        torch.cuda.synchronize(dev)
+    # No synchronize: a loss the program turned into a number has waited for
+    # the step already, and a tensor waits for it here, once. That wait is
+    # the step's, not the probe's: probe_ms leaves it out.
+    before = time.perf_counter()
+    loss_value = _number(loss)
+    now = time.perf_counter()
     n = p.last_step + 1 if step is None else int(step)
     p.last_step = n
 
-    rec = {"step": n, "loss": _number(loss)}
+    rec = {"step": n, "loss": loss_value}
     rank = _env_int("RANK")
     rec["rank"] = 0 if rank is None else rank
     if lr is None and optimizer is not None and optimizer.param_groups:
@@ -706,7 +718,7 @@ def step(loss, tokens=None, *, step=None, model=None, optimizer=None, lr=None,
             rec[key] = int(value)
     rec["device"] = device
     if dev is not None:
-        _cuda_fields(torch, dev, rec)
+        _cuda_fields(p, torch, dev, n, rec)
     rec["peak_rss_bytes"] = _peak_rss()
     if model is not None:
         _model_fields(p, model, rec)
@@ -722,7 +734,7 @@ def step(loss, tokens=None, *, step=None, model=None, optimizer=None, lr=None,
         if isinstance(rec.get(key), float) and math.isfinite(rec[key]):
             rec[key] = int(rec[key])
     done = time.perf_counter()
-    rec["probe_ms"] = (done - now) * 1e3
+    rec["probe_ms"] = (done - now + before - start) * 1e3
     line, written = _encode(rec, extra)
     if not p.env_sent:  # once per process, before its first record
         p.env_sent = True

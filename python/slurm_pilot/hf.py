@@ -12,9 +12,10 @@ save_total_limit said, a log every step with NaN and infinite losses kept as
 they are. It reports every optimizer step (the Trainer's logged loss, the
 learning rate the optimizer stepped with, the gradient norm, the tokens of the
 step's batches, the model's and optimizer's sizes) and fingerprints the state
-the step after K starts from, in the reference process after its save and in
-the resumed process once the Trainer has restored the model, optimizer,
-scheduler, scaler and random generators. resume_from_checkpoint() is the
+the step after K starts from, with the batch it trains on, as that step's
+first forward begins: in the reference process after its save, in the resumed
+process once the Trainer has restored the model, optimizer, scheduler, scaler
+and random generators. resume_from_checkpoint() is the
 reference's ``checkpoint-K`` in the resumed process, else its argument.
 
 Outside a pilot every piece is a no-op: training_args() returns its argument,
@@ -126,6 +127,8 @@ class _Hooks:
         self._hook = None
         self._restore_due = False  # resumed: fingerprint at the first step's beginning
         self._saved_due = None     # reference: the step whose save to fingerprint
+        self._print_due = None     # (kind, step, args, state): fingerprints at the next forward
+        self._input_name = "input_ids"
         self._objects = {}
 
     # ----- Trainer events
@@ -163,12 +166,14 @@ class _Hooks:
             # epoch): all of the state the step after K starts from.
             self._restore_due = False
             if state.global_step > 0:  # 0: the checkpoint was not given to train()
-                _support.restored(state.global_step, **self._state(args, state, resumed=True))
+                self._print_due = ("restored", state.global_step, args, state)
         if self._saved_due is not None:
             # The reference's state at the same point: after its save of step K, as the
             # step after it begins.
             step, self._saved_due = self._saved_due, None
-            _support.saved(step, **self._state(args, state, resumed=False))
+            self._print_due = ("saved", step, args, state)
+        if self._print_due is not None and self._hook is None:
+            self._fingerprint(None)
 
     def on_pre_optimizer_step(self, args, state, control, optimizer=None, **kwargs):
         self._note_lr(optimizer)
@@ -179,6 +184,8 @@ class _Hooks:
     def on_step_end(self, args, state, control, **kwargs):
         if not slurm_pilot.active():
             return
+        if self._print_due is not None:  # no training forward seen: after the step, in both
+            self._fingerprint(None)
         n, k = slurm_pilot.steps(), slurm_pilot.checkpoint_step()
         control.should_log = True  # every step, whatever logging_steps says
         if k is not None and state.global_step == k:
@@ -223,6 +230,8 @@ class _Hooks:
         if not slurm_pilot.active():
             return
         self._flush()
+        if self._print_due is not None:
+            self._fingerprint(None)
         if self._saved_due is not None:  # no step after K ran
             step, self._saved_due = self._saved_due, None
             _support.saved(step, **self._state(args, state, resumed=False))
@@ -243,11 +252,24 @@ class _Hooks:
         if slurm_pilot.active() and groups:
             self._lr = groups[0].get("lr")
 
+    def _fingerprint(self, batch):
+        """The fingerprints due at the step after K, with the digest of its first batch."""
+        (kind, step, args, state), self._print_due = self._print_due, None
+        fields = self._state(args, state, resumed=kind == "restored")
+        digest = _support.batch_digest(batch, self._input_name) if batch is not None else None
+        if digest is not None:
+            fields["data_position"]["batch"] = digest  # the batch the step after K trains on
+        (_support.restored if kind == "restored" else _support.saved)(step, **fields)
+
     def _before_forward(self, module, args, kwargs):
         if not module.training:
             return
-        tokens, micro_batch, seq_len = _support.batch_shape(
-            kwargs if kwargs else args, getattr(module, "main_input_name", "input_ids"))
+        batch = kwargs if kwargs else args
+        self._input_name = getattr(module, "main_input_name", "input_ids")
+        if self._print_due is not None:
+            # Before the forward: the state the step starts from, and its batch.
+            self._fingerprint(batch)
+        tokens, micro_batch, seq_len = _support.batch_shape(batch, self._input_name)
         if tokens is not None:
             self._seen_batches = True
             self._tokens += tokens

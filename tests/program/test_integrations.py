@@ -265,8 +265,9 @@ class HFWithoutTransformersTest(PilotEnv):
         args = slurm_pilot.hf.training_args(trainer_args())
         self.assertEqual(args.resume_from_checkpoint, slurm_pilot.hf.resume_from_checkpoint())
 
-    def run_events(self, process, first, last, eval_at=()):
-        """Events of a Trainer for steps first..last; returns the records written."""
+    def run_events(self, process, first, last, eval_at=(), token=0):
+        """Events of a Trainer for steps first..last, its batches' token ids ``token``;
+        returns the records written."""
         sink = self.pilot(process, steps=6, at=3)
         hooks = slurm_pilot.hf._Hooks()
         args = trainer_args()
@@ -284,8 +285,8 @@ class HFWithoutTransformersTest(PilotEnv):
             control.should_log = control.should_save = control.should_evaluate = False
             hooks.on_step_begin(args, state, control, **kw)
             for _ in range(2):  # two micro-batches of 3 x 5 tokens
+                hooks._before_forward(model, (), {"input_ids": torch.full((3, 5), token)})
                 model(torch.zeros(3, 4))
-                hooks._before_forward(model, (), {"input_ids": torch.zeros(3, 5, dtype=torch.long)})
             opt.param_groups[0]["lr"] = 0.1 * step
             hooks.on_pre_optimizer_step(args, state, control, optimizer=opt)
             opt.param_groups[0]["lr"] = 99.0  # the scheduler's next rate, after the step
@@ -326,6 +327,17 @@ class HFWithoutTransformersTest(PilotEnv):
         self.assertEqual([(s["when"], s["step"]) for s in restored], [("restored", 3)])
         self.assertEqual(saved[0]["components"]["data"], restored[0]["components"]["data"])
         self.assertIn("model", saved[0]["components"])
+
+    def test_another_batch_after_the_resume_shows(self):
+        """The fingerprints hold the digest of the first batch of the step after K: a
+        resumed Trainer that draws other batches differs in its data position."""
+        if getattr(slurm_pilot, "saved", None) is None:
+            self.skipTest("the probe has no saved()")
+        _, saved = self.run_events("reference", 1, 6)
+        _, same = self.run_events("resumed", 4, 6)
+        _, other = self.run_events("resumed", 4, 6, token=7)
+        self.assertEqual(saved[0]["components"]["data"], same[0]["components"]["data"])
+        self.assertNotEqual(saved[0]["components"]["data"], other[-1]["components"]["data"])
 
     def test_ignore_data_skip_moves_the_data_position(self):
         hooks = slurm_pilot.hf._Hooks()

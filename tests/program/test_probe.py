@@ -151,17 +151,32 @@ class ProbeTest(unittest.TestCase):
         self.assertGreater(second["step_ms"], 0)
 
     def test_record_on_cuda(self):
-        """The CUDA path, with the allocator's calls replaced: one sync, read, reset;
-        and the env line of a process on an H200."""
-        self.pilot(RANK=1)
+        """The CUDA path, with the allocator's calls replaced: no synchronize, the
+        allocator's counters read once a step and its peaks reset; the driver asked
+        for free memory on the first and second steps, on a step whose peak exceeds
+        those after the first, and on the last; and the env line of a process on an
+        H200."""
+        self.pilot(RANK=1, PILOT_STEPS="6")
         calls = []
+        peaks = iter([900, 1000, 1000, 1200, 1100, 1100])
+
+        def nested(dev=None):
+            calls.append("stats")
+            return {"allocated_bytes": {"all": {"peak": next(peaks), "current": 1}},
+                    "reserved_bytes": {"all": {"peak": 2000}},
+                    "num_alloc_retries": 5, "num_ooms": 6}
+
+        def flat(dev=None):
+            raise AssertionError("the flat dictionary is built on every call")
+
         fake = [(torch.cuda, {
-            "synchronize": lambda dev=None: calls.append(("sync", dev)),
-            "max_memory_allocated": lambda dev=None: 1000,
-            "max_memory_reserved": lambda dev=None: 2000,
-            "mem_get_info": lambda dev=None: (3000, 4000),
-            "memory_stats": lambda dev=None: {"num_alloc_retries": 5, "num_ooms": 6},
-            "reset_peak_memory_stats": lambda dev=None: calls.append(("reset", dev)),
+            "synchronize": lambda dev=None: calls.append("sync"),
+            "max_memory_allocated": flat,
+            "max_memory_reserved": flat,
+            "memory_stats": flat,
+            "memory_stats_as_nested_dict": nested,
+            "mem_get_info": lambda dev=None: calls.append("free") or (3000, 4000),
+            "reset_peak_memory_stats": lambda dev=None: calls.append("reset"),
             "is_initialized": lambda: True,
             "device_count": lambda: 8,
             "get_device_name": lambda dev=None: "NVIDIA H200" if dev.index == 1 else "other",
@@ -181,25 +196,32 @@ class ProbeTest(unittest.TestCase):
             for name, value in f.items():
                 setattr(mod, name, value)
         try:
-            slurm_pilot.step(Loss(), tokens=8)
+            for _ in range(6):
+                slurm_pilot.step(Loss(), tokens=8)
         finally:
             for mod, f in saved:
                 for name, value in f.items():
                     setattr(mod, name, value)
+        self.assertNotIn("sync", calls)
+        self.assertEqual(calls.count("stats"), 6)
+        self.assertEqual(calls.count("reset"), 6)
         env, = read_records(self.sink, "env")
         self.assertEqual(env, {"kind": "env", "rank": 1, "python": platform.python_version(),
                                "torch": str(torch.__version__), "cuda": "12.4",
                                "hip": torch.version.hip, "nccl": "2.21.5", "cudnn": "90100",
                                "gpu": "NVIDIA H200", "gpu_capability": "9.0", "gpu_count": 8})
-        rec, = read_records(self.sink)
+        recs = read_records(self.sink)
+        self.assertEqual([r["step"] for r in recs if "device_free_bytes" in r], [1, 2, 4, 6])
+        self.assertEqual(calls.count("free"), 4)
+        rec = recs[0]
         self.assertEqual(rec["device"], "cuda")
         self.assertEqual(rec["loss"], 2.5)
-        self.assertEqual((rec["peak_allocated_bytes"], rec["peak_reserved_bytes"]), (1000, 2000))
+        self.assertEqual((rec["peak_allocated_bytes"], rec["peak_reserved_bytes"]), (900, 2000))
+        self.assertEqual([r["peak_allocated_bytes"] for r in recs], [900, 1000, 1000, 1200, 1100, 1100])
         self.assertEqual((rec["device_free_bytes"], rec["device_total_bytes"]), (3000, 4000))
         self.assertEqual((rec["alloc_retries"], rec["ooms"]), (5, 6))
         self.assertGreater(rec["peak_rss_bytes"], 0)
-        dev = torch.device("cuda", 1)
-        self.assertEqual(calls, [("sync", dev), ("reset", dev)])
+        self.assertEqual(calls[:3], ["stats", "free", "reset"])
 
     def test_optimizer_state_counted_once(self):
         self.pilot()
