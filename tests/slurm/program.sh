@@ -92,13 +92,18 @@ case_broken() {
 # the resumed process saving again), it needs a site variable of the job's
 # environment (as mpi4py needs OMPI_MCA_*), and it trains in bf16 autocast.
 # GO; the later save is told apart from step K's, the precision is what
-# the probe saw, and memory is flat.
+# the probe saw, and memory is flat. Beside it, at the same time, a plain
+# torchrun-style loop whose only pilot code is slurm_pilot.loop's three
+# lines (loop_tiny.py), both stages (two DDP ranks in the node stage): GO,
+# the restore bitwise and its state fingerprinted by the helper.
 case_real_programs() {
-  local dir job res got
+  local dir job res got loop
   dir=$(user_copy "$SRC/tests/program" program-real)
   program_toml "$dir/real.toml" real "$dir" 2 \
     '["python3", "tiny.py", "--save-every", "5", "--autocast", "bf16", "--require-env", "SITE_FABRIC_TOKEN"]'
+  program_toml "$dir/loop.toml" loop "$dir" 2 '["python3", "loop_tiny.py"]'
   job=$(submit_wait --export=ALL,SITE_FABRIC_TOKEN=ib0 --pilot="$dir/real.toml" --pilot-stage=single)
+  loop=$(submit_wait --pilot="$dir/loop.toml")
   wait_verdict "$job"
   [[ $(decision "$job") == GO ]] || fail "job $job: $(decision "$job"): $(reason_of "$job") $(verdict_text "$job")"
   res=$STATE/jobs/$job/results.json
@@ -110,6 +115,13 @@ case_real_programs() {
   [[ $got == "skip: bfloat16 autocast on cpu "* ]] || fail "job $job: precision: $got"
   [[ $(check_named "$job" memory_growth) == pass ]] || fail "memory_growth: $(check_detail "$job" memory_growth)"
   note "real_programs: job $job GO: $(check_detail "$job" checkpoint_read)"
+  wait_verdict "$loop"
+  [[ $(decision "$loop") == GO ]] || fail "loop job $loop: $(decision "$loop"): $(reason_of "$loop") $(verdict_text "$loop")"
+  res=$STATE/jobs/$loop/results.json
+  got=$(json "$res" '" ".join(str(x) for x in [d["stages"]["single"]["restore"]["mode"], d["stages"]["single"]["restore"]["equal"], d["stages"]["node"]["world_size"]])')
+  [[ $got == "bitwise True 2" ]] || fail "loop job $loop: restore and ranks: $got"
+  [[ $(check_named "$loop" checkpoint_read) == pass ]] || fail "loop: checkpoint_read: $(check_detail "$loop" checkpoint_read)"
+  note "real_programs: loop job $loop GO: $(check_detail "$loop" restore)"
 }
 
 # A program that writes no metrics but prints loss lines.
