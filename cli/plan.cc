@@ -299,6 +299,7 @@ int RunPlan(const Invocation& inv) {
                             *other->single->memory.peak_allocated_bytes};
     cal_from = "--calibrate " + c + " (micro_batch " + std::to_string(cal->micro_batch_b) + ")";
   }
+  q.native_extensions = ExtensionsToQualify(in->results);
   Result<Plan> plan = MakePlan(*in->results.single, *in->config, in->catalog, in->policy, q, cal);
   if (!plan.ok()) {
     inv.err << plan.status().ToString() << "\n";

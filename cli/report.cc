@@ -45,7 +45,9 @@ int RunReport(const Invocation& inv) {
   if (in->verdict) r.verdict = &*in->verdict;
   std::optional<Plan> plan;
   if (in->config && in->results.single && in->results.single->shape.params > 0) {
-    Result<Plan> p = MakePlan(*in->results.single, *in->config, in->catalog, in->policy, {},
+    PlanQuery q;
+    q.native_extensions = ExtensionsToQualify(in->results);
+    Result<Plan> p = MakePlan(*in->results.single, *in->config, in->catalog, in->policy, q,
                               CalibrationFrom(*in->results.single));
     if (p.ok()) {
       plan = std::move(p).value();

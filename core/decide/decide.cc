@@ -768,6 +768,7 @@ Verdict Decide(const DecideInput& in, const Policy& policy, const HardwareCatalo
     // The runner's own calibration (a smaller micro-batch) when it has one.
     PlanQuery verdict_plan;
     verdict_plan.replay_memory = false;
+    verdict_plan.native_extensions = ExtensionsToQualify(*in.results);
     Result<Plan> p = MakePlan(*s, *cfg, catalog, policy, verdict_plan, CalibrationFrom(*s), node);
     if (p.ok()) plan = std::move(*p);
   }

@@ -405,14 +405,15 @@ void ApplyReplay(MemoryPrediction* p, const ReplayPrediction& r) {
   p->basis = r.basis;
 }
 
-FitResult FitOn(const MemoryPrediction& p, const GpuType& gpu, const Policy& policy) {
+FitResult FitOn(const MemoryPrediction& p, const GpuType& gpu, const Policy& policy,
+                const std::vector<std::string>& native_extensions) {
   FitResult f;
   const double mem = static_cast<double>(gpu.memory_bytes);
   f.limit_bytes = Bytes((1.0 - policy.thresholds.memory_headroom) * mem);
   f.headroom = mem > 0 ? 1.0 - static_cast<double>(p.total_bytes) / mem : -1;
   f.fits = mem > 0 && p.total_bytes <= f.limit_bytes;
   std::vector<std::string> notes;
-  if (gpu.stack == "rocm") notes.push_back(RocmNote({}));
+  if (gpu.stack == "rocm") notes.push_back(RocmNote(native_extensions));
   if (!f.fits) notes.push_back("does not fit with the required headroom");
   for (size_t i = 0; i < notes.size(); ++i) f.note += (i ? "; " : "") + notes[i];
   return f;
@@ -421,7 +422,7 @@ FitResult FitOn(const MemoryPrediction& p, const GpuType& gpu, const Policy& pol
 std::string RocmNote(const std::vector<std::string>& custom_ops) {
   std::string needs = "stock PyTorch operators only";
   if (!custom_ops.empty()) {
-    needs.clear();
+    needs = "with PyTorch, these native extensions the program loaded: ";
     for (size_t i = 0; i < custom_ops.size(); ++i) needs += (i ? ", " : "") + custom_ops[i];
   }
   return "needs ROCm qualification (" + needs + ")";

@@ -242,7 +242,10 @@ struct FitResult {
   int64_t limit_bytes = 0;  // (1 - memory_headroom) x memory
   std::string note;         // "needs ROCm qualification: ..." etc.
 };
-FitResult FitOn(const MemoryPrediction& p, const GpuType& gpu, const Policy& policy);
+// On a ROCm type the note names what must be qualified there: the
+// program's native extensions, else stock operators only.
+FitResult FitOn(const MemoryPrediction& p, const GpuType& gpu, const Policy& policy,
+                const std::vector<std::string>& native_extensions = {});
 
 // What a workload needs on ROCm beyond stock PyTorch operators. The builtin
 // models use only stock operators, so the list is empty; the note still

@@ -142,7 +142,7 @@ void AddOptions(const SingleStage& shaped, const Config& cfg, const HardwareCata
     o.gpu = *g;
     o.memory = PredictPeak(plan->breakdown, plan->workload, plan->memory_query);
     if (plan->replay) ApplyReplay(&o.memory, *plan->replay);
-    o.fit = FitOn(o.memory, *g, policy);
+    o.fit = FitOn(o.memory, *g, policy, q.native_extensions);
     o.throughput = ProjectThroughput(shaped, plan->workload, *g, cat, policy);
     if (!tokens.shape_model) {
       // No step timings: the same per-token rate at the run's tokens per step.
@@ -332,6 +332,15 @@ void AddMemoryModelNotes(const SingleStage& s, const Config& cfg, Plan* plan) {
 }
 
 }  // namespace
+
+std::vector<std::string> ExtensionsToQualify(const Results& results) {
+  std::vector<std::string> out;
+  if (!results.program) return out;
+  for (const auto& [module, from] : results.program->environment.extensions) {
+    out.push_back(module + " (" + (from.empty() ? "built outside any installed distribution" : from) + ")");
+  }
+  return out;
+}
 
 Result<Plan> MakePlan(const SingleStage& s, const Config& cfg, const HardwareCatalog& cat,
                       const Policy& policy, const PlanQuery& q,

@@ -35,6 +35,9 @@ struct PlanQuery {
   // and a replay takes about a second (a user's recordings, up to the
   // replay's own limit, more).
   bool replay_memory = true;
+  // A program's loaded native extensions (ExtensionsToQualify): what a ROCm
+  // type's fit note names as needing qualification.
+  std::vector<std::string> native_extensions;
 };
 
 struct GpuOption {
@@ -70,6 +73,11 @@ struct Plan {
 
 // Errors: kInvalid for a query that names a GPU type not in the catalog, or
 // a mode other than ddp/sharded, or non-positive shapes.
+// A program's native extensions as the ROCm note names them:
+// "flash_attn (flash-attn 2.7.4)", "my_ops (built outside any installed
+// distribution)"; empty for the builtin.
+std::vector<std::string> ExtensionsToQualify(const Results& results);
+
 Result<Plan> MakePlan(const SingleStage& s, const Config& cfg, const HardwareCatalog& cat,
                       const Policy& policy, const PlanQuery& q = {},
                       const std::optional<MemoryCalibration>& calibration = std::nullopt,

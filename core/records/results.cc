@@ -445,6 +445,8 @@ void Fields(V& v, S& s, std::type_identity<ProgramEnvironment>) {
   v("gpu", s.gpu);
   v("gpu_capability", s.gpu_capability);
   v("gpu_count", s.gpu_count, IntRange{0, 1 << 20});
+  v("distributions", s.distributions, kMayBeAbsent);
+  v("extensions", s.extensions, kMayBeAbsent);
 }
 
 template <class V, class S>

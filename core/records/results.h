@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -433,6 +434,11 @@ struct ProgramPrecision {
 struct ProgramEnvironment {
   std::string python, torch, cuda, hip, nccl, cudnn, gpu, gpu_capability;
   int64_t gpu_count = 0;
+  // The probe's "packages" lines: installed distributions (name -> version)
+  // and the loaded modules with native code outside the standard library
+  // and torch (top-level module -> "distribution version", "" when built
+  // outside any installed distribution).
+  std::map<std::string, std::string> distributions, extensions;
   bool operator==(const ProgramEnvironment&) const = default;
 };
 

@@ -365,6 +365,84 @@ def _env_record(torch, dev, rank):
     return rec
 
 
+MAX_DISTRIBUTIONS = 4000  # installed distributions reported, at most
+MAX_EXTENSIONS = 200      # loaded native modules reported, at most
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,127}\Z")
+_VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+!-]{0,63}\Z")
+
+
+def _distributions():
+    """{name: version} of the installed distributions this interpreter sees
+    (importlib.metadata), names and versions that read as such only."""
+    import importlib.metadata as metadata
+    found = {}
+    for dist in metadata.distributions():
+        name = _guard(lambda: dist.metadata["Name"])
+        version = _guard(lambda: dist.version)
+        if (isinstance(name, str) and isinstance(version, str) and _NAME.match(name)
+                and _VERSION.match(version) and name not in found):
+            found[name] = version
+            if len(found) >= MAX_DISTRIBUTIONS:
+                break
+    return found
+
+
+def _extensions(distributions):
+    """{top-level module: "distribution version", or "" when no installed
+    distribution provides it (built by the program or its cache)} of the
+    modules with native code loaded now, outside the standard library and
+    torch."""
+    import importlib.metadata as metadata
+    import sysconfig
+    stdlib = tuple(os.path.realpath(p) + os.sep for p in {
+        sysconfig.get_paths().get("stdlib"), sysconfig.get_paths().get("platstdlib")} if p)
+    owners = _guard(metadata.packages_distributions) or {}
+    found = {}
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None)
+        if not isinstance(path, str) or not path.endswith((".so", ".pyd")):
+            continue
+        top = name.split(".")[0]
+        if top == "torch" or top in found or not _NAME.match(top):
+            continue
+        if "lib-dynload" in path or os.path.realpath(path).startswith(stdlib):
+            continue
+        dist = next((d for d in owners.get(top, []) if d in distributions), None)
+        found[top] = "%s %s" % (dist, distributions[dist]) if dist else ""
+        if len(found) >= MAX_EXTENSIONS:
+            break
+    return found
+
+
+def _packages_lines(rank):
+    """The "packages" lines: the installed distributions, in as many lines
+    under MAX_LINE bytes as they need, the first also holding the loaded
+    native extensions."""
+    distributions = _guard(_distributions) or {}
+    extensions = _guard(lambda: _extensions(distributions)) or {}
+    lines, names = [], sorted(distributions)
+    part = {}
+    head = {"kind": "packages", "rank": rank, "extensions": extensions}
+
+    def line(chunk):
+        rec = dict(head, distributions=chunk)
+        return (json.dumps(rec, separators=(",", ":")) + "\n").encode()
+
+    while True:  # a first line too long for its extensions keeps as many as fit
+        if len(line({})) <= MAX_LINE or not head["extensions"]:
+            break
+        head["extensions"] = dict(list(head["extensions"].items())[:len(head["extensions"]) // 2])
+    for name in names:
+        part[name] = distributions[name]
+        if len(line(part)) > MAX_LINE:
+            del part[name]
+            lines.append(line(part))
+            head = {"kind": "packages", "rank": rank}
+            part = {name: distributions[name]}
+    lines.append(line(part))
+    return lines
+
+
 def _encode(rec, extra):
     """(line, record): JSON under MAX_LINE bytes; the last extras go first when too long."""
     keys = [k for k in extra if k not in rec]
@@ -739,7 +817,11 @@ def step(loss, tokens=None, *, step=None, model=None, optimizer=None, lr=None,
     if not p.env_sent:  # once per process, before its first record
         p.env_sent = True
         _write(p, _encode(_env_record(torch, dev, rec["rank"]), {})[0])
-    _write(p, line)
+        _write(p, line)
+        for packages in _packages_lines(rec["rank"]):
+            _write(p, packages)
+    else:
+        _write(p, line)
     p.last_time = now
     return written
 

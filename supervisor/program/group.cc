@@ -372,7 +372,7 @@ class GroupRun {
       if (task) r->record->rank = *task;
       return TakeRecord(l, std::move(*r->record));
     }
-    std::optional<int>& rank = r->env ? r->env->rank : r->state->rank;
+    std::optional<int>& rank = r->env ? r->env->rank : r->state ? r->state->rank : r->packages->rank;
     if (task) rank = *task;
     DefaultRank(l, &rank);
     // Another rank's line from a one-rank process, or no rank: not kept
@@ -382,6 +382,8 @@ class GroupRun {
     const size_t cap = 4 * static_cast<size_t>(std::max(1, spec_.expected_ranks)) + 16;
     if (r->env && g_.envs.size() < cap) g_.envs.push_back(std::move(*r->env));
     if (r->state && g_.states.size() < cap) g_.states.push_back(std::move(*r->state));
+    // A process's distributions take a few lines; rank 0's are what is kept.
+    if (r->packages && g_.packages.size() < 4 * cap) g_.packages.push_back(std::move(*r->packages));
   }
 
   void OutLine(Live& l, const std::string& line) {

@@ -127,6 +127,7 @@ struct GroupResult {
   // The probe's other lines (metrics.h), in the order they arrived, a few
   // per rank at most; each with the rank of the process that wrote it.
   std::vector<EnvLine> envs;
+  std::vector<PackagesLine> packages;
   std::vector<StateLine> states;
   int64_t bad_records = 0;
   int64_t dropped_records = 0;        // beyond GroupSpec::max_records: counted, not kept

@@ -172,6 +172,33 @@ std::string DetailText(const Json& details) {
   return std::string(Utf8Head(out, 160));
 }
 
+// A package's name, a version, or an extension's "distribution version":
+// letters, digits and . _ + ! - (and the one space of the last), never
+// empty where a name is meant.
+bool PackageText(std::string_view s, size_t max, bool space) {
+  if (s.size() > max) return false;
+  for (char c : s) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == '+' || c == '!' || c == '-' || (space && c == ' ');
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// The entries of object `key` that read as package names and versions, up
+// to `max` in all in `out`.
+void Entries(const Json& j, const char* key, size_t max, bool extension,
+             std::map<std::string, std::string>* out) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_object()) return;
+  for (auto e = it->begin(); e != it->end() && out->size() < max; ++e) {
+    if (!e->is_string() || e.key().empty() || !PackageText(e.key(), 128, false)) continue;
+    const std::string& value = e->get_ref<const std::string&>();
+    if (!PackageText(value, extension ? 200 : 64, extension)) continue;
+    out->emplace(e.key(), value);
+  }
+}
+
 Result<ProbeLine> OtherLine(const Json& j, const std::string& kind) {
   ProbeLine out;
   std::optional<int> rank;
@@ -191,6 +218,14 @@ Result<ProbeLine> OtherLine(const Json& j, const std::string& kind) {
     Int(j, "gpu_count", &count);
     if (count && *count >= 0 && *count < (1 << 20)) e.env.gpu_count = *count;
     out.env = std::move(e);
+    return out;
+  }
+  if (kind == "packages") {
+    PackagesLine p;
+    p.rank = rank;
+    Entries(j, "distributions", kMaxDistributions, false, &p.distributions);
+    Entries(j, "extensions", kMaxExtensions, true, &p.extensions);
+    out.packages = std::move(p);
     return out;
   }
   if (kind != "state") return Status::Invalid("metrics record", "unknown \"kind\": " + std::string(Utf8Head(kind, 40)));

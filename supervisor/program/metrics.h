@@ -105,12 +105,22 @@ struct StateLine {
   int64_t step = 0;
   std::map<std::string, StateComponent> components;
 };
+// "packages": installed distributions and loaded native extensions, in as
+// many lines as the distributions need (ProgramEnvironment). Entries whose
+// name or version does not read as one are left out.
+struct PackagesLine {
+  std::optional<int> rank;
+  std::map<std::string, std::string> distributions, extensions;
+};
+inline constexpr size_t kMaxDistributions = 4000;  // per process, as the probe's bound
+inline constexpr size_t kMaxExtensions = 200;
 // A line is a step record, or one of these (a "kind" the reader does not
 // know is kInvalid, as a bad record is).
 struct ProbeLine {
   std::optional<MetricRecord> record;
   std::optional<EnvLine> env;
   std::optional<StateLine> state;
+  std::optional<PackagesLine> packages;
 };
 Result<ProbeLine> ParseProbeLine(std::string_view line);
 

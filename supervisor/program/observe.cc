@@ -90,7 +90,18 @@ std::optional<ProgramEnvironment> EnvironmentOf(const GroupResult& g) {
     if (pick == nullptr || (e.rank.value_or(0) == 0 && pick->rank.value_or(0) != 0)) pick = &e;
   }
   if (pick == nullptr) return std::nullopt;
-  return pick->env;
+  ProgramEnvironment env = pick->env;
+  // The packages of the same rank (the first process of it to send them).
+  for (const PackagesLine& p : g.packages) {
+    if (p.rank.value_or(0) != pick->rank.value_or(0)) continue;
+    for (const auto& [name, version] : p.distributions) {
+      if (env.distributions.size() < kMaxDistributions) env.distributions.emplace(name, version);
+    }
+    for (const auto& [name, from] : p.extensions) {
+      if (env.extensions.size() < kMaxExtensions) env.extensions.emplace(name, from);
+    }
+  }
+  return env;
 }
 
 std::vector<StateComponentDiff> CompareState(const GroupResult& reference, const GroupResult& resumed,

@@ -69,12 +69,17 @@ def fresh_probe():
 
 class ProbeTest(unittest.TestCase):
     def setUp(self):
+        # The "packages" lines after a process's first record are
+        # test_probe_packages.py's; here a sink holds env, records and states.
+        self.packages_lines = slurm_pilot._packages_lines
+        slurm_pilot._packages_lines = lambda rank: []
         self.saved = {k: os.environ.pop(k) for k in PILOT_VARS if k in os.environ}
         self.dir = tempfile.mkdtemp(prefix="probe-")
         self.sink = os.path.join(self.dir, "metrics.jsonl")
         fresh_probe()
 
     def tearDown(self):
+        slurm_pilot._packages_lines = self.packages_lines
         fresh_probe()
         for k in PILOT_VARS:
             os.environ.pop(k, None)

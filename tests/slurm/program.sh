@@ -121,6 +121,10 @@ case_real_programs() {
   got=$(json "$res" '" ".join(str(x) for x in [d["stages"]["single"]["restore"]["mode"], d["stages"]["single"]["restore"]["equal"], d["stages"]["node"]["world_size"]])')
   [[ $got == "bitwise True 2" ]] || fail "loop job $loop: restore and ranks: $got"
   [[ $(check_named "$loop" checkpoint_read) == pass ]] || fail "loop: checkpoint_read: $(check_detail "$loop" checkpoint_read)"
+  # What the program ran with, from the probe's packages lines: torch among
+  # the installed distributions.
+  got=$(json "$res" 'd["program"]["environment"]["distributions"].get("torch", "")')
+  [[ -n $got ]] || fail "loop job $loop: torch not among the distributions recorded"
   note "real_programs: loop job $loop GO: $(check_detail "$loop" restore)"
 }
 

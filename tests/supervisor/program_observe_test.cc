@@ -64,6 +64,44 @@ TEST(ProbeLine, StepRecordsEnvAndStateLines) {
   }
 }
 
+// The packages lines: entries that do not read as a name and a version are
+// left out (never a terminal escape or a path into the verdict), and the
+// environment gathers rank 0's lines only, every line of them.
+TEST(ProbeLine, PackagesLinesGatherIntoTheEnvironment) {
+  Result<ProbeLine> p = ParseProbeLine(
+      R"({"kind":"packages","rank":0,"extensions":{"flash_attn":"flash-attn 2.7.4","my_kernels":"",)"
+      R"("bad\u001b[2J":"x","ok":"a/b 1"},"distributions":{"torch":"2.11.0","numpy":"2.3.1",)"
+      R"("evil name":"1","x":"1\n2","y":3}})");
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  ASSERT_TRUE(p->packages);
+  EXPECT_EQ(p->packages->distributions,
+            (std::map<std::string, std::string>{{"numpy", "2.3.1"}, {"torch", "2.11.0"}}));
+  EXPECT_EQ(p->packages->extensions,
+            (std::map<std::string, std::string>{{"flash_attn", "flash-attn 2.7.4"}, {"my_kernels", ""}}));
+
+  GroupResult g;
+  EnvLine e0, e1;
+  e0.rank = 0;
+  e0.env.torch = "2.11.0";
+  e1.rank = 1;
+  g.envs = {e1, e0};
+  PackagesLine a, b, other;
+  a.rank = 0;
+  a.distributions = {{"torch", "2.11.0"}};
+  a.extensions = {{"flash_attn", "flash-attn 2.7.4"}};
+  b.rank = 0;
+  b.distributions = {{"numpy", "2.3.1"}};
+  other.rank = 1;
+  other.distributions = {{"scipy", "1.16.0"}};
+  g.packages = {a, other, b};
+  const std::optional<ProgramEnvironment> env = EnvironmentOf(g);
+  ASSERT_TRUE(env);
+  EXPECT_EQ(env->torch, "2.11.0");
+  EXPECT_EQ(env->distributions,
+            (std::map<std::string, std::string>{{"numpy", "2.3.1"}, {"torch", "2.11.0"}}));
+  EXPECT_EQ(env->extensions.size(), 1u);
+}
+
 GroupResult WithStates(std::vector<StateLine> states) {
   GroupResult g;
   g.states = std::move(states);

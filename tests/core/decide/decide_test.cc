@@ -162,6 +162,19 @@ TEST(Decide, HardwareFitUsesMemoryModelAndHeadroom) {
   EXPECT_EQ(v.hardware[2].note, "needs ROCm qualification (stock PyTorch operators only)");
   EXPECT_EQ(Find(v, "memory_fit")->status, CheckStatus::kPass);
 
+  // A program's loaded native extensions are what the ROCm type must be
+  // qualified for, named in its note; the CUDA types' notes are unchanged.
+  DecideInput program = Good();
+  program.results->program.emplace();
+  program.results->program->environment.extensions = {{"flash_attn", "flash-attn 2.7.4"},
+                                                       {"my_ops", ""}};
+  Verdict pv = Decide(program, TestPolicy(), Catalog(), kNow);
+  ASSERT_EQ(pv.hardware.size(), 3u);
+  EXPECT_EQ(pv.hardware[2].note,
+            "needs ROCm qualification (with PyTorch, these native extensions the program loaded: "
+            "flash_attn (flash-attn 2.7.4), my_ops (built outside any installed distribution))");
+  EXPECT_EQ(pv.hardware[0].note, v.hardware[0].note);
+
   DecideInput big = Good();
   big.results->single->memory_resumed->device_used_bytes = 75 * kGiB;
   Verdict b = Decide(big, TestPolicy(), Catalog(), kNow);

@@ -475,7 +475,9 @@ TEST(MemoryModel, FitRuleUsesHeadroom) {
   g.stack = "rocm";
   m.total_bytes = 10 * kGiB;
   EXPECT_EQ(FitOn(m, g, p).note, "needs ROCm qualification (stock PyTorch operators only)");
-  EXPECT_EQ(RocmNote({"flash_attn"}), "needs ROCm qualification (flash_attn)");
+  EXPECT_EQ(RocmNote({"flash_attn"}),
+            "needs ROCm qualification (with PyTorch, these native extensions the program loaded: "
+            "flash_attn)");
 }
 
 }  // namespace
