@@ -144,7 +144,8 @@ fake_hub() {  # fake_hub DIR COMMIT
 # hub commit and the run identity, which the signed verdict carries and
 # `pilot verdict` shows. The other is held after submission while its
 # pinned script is edited and its hub ref moved to another commit: NO-GO,
-# pins_unchanged naming both.
+# pins_unchanged naming both. A pin that is not there refuses the
+# submission, naming it.
 case_pins() {
   local same moved job_same job_moved c1 c2 why lock out
   c1=$(printf 'a%.0s' {1..40}) c2=$(printf 'b%.0s' {1..40})
@@ -156,6 +157,12 @@ case_pins() {
       'loss_pattern = "loss=([0-9.eE+-]+)"' 'pin = ["print_loss.py", "tiny.py"]' \
       'hub_models = ["org/tiny"]'
   done
+  program_toml "$same/missing.toml" pins "$same" 1 '["python3", "print_loss.py"]' 'pin = ["nope.py"]'
+  if out=$(as_user sbatch --parsable --pilot="$same/missing.toml" --wrap true 2>&1); then
+    fail "a missing pin was submitted: $out"
+  fi
+  grep -q "missing.toml:.*program.pin: $same/nope.py: no such file" <<<"$out" ||
+    fail "the refusal does not name the pin: $out"
   job_moved=$(as_user env HF_HUB_CACHE="$moved/hub" sbatch --parsable --hold -o "$TMP/slurm-%j.out" \
     --pilot="$moved/pins.toml" --pilot-stage=single --wrap true)
   job_same=$(as_user env HF_HUB_CACHE="$same/hub" sbatch --parsable -o "$TMP/slurm-%j.out" \
