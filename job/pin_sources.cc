@@ -50,14 +50,17 @@ std::string Why(const Status& s) {
 // descriptor (at its end once hashed) and what fstat said.
 using FileHook = std::function<void(const std::string& rel, int fd, const struct stat& st)>;
 // A link met by a walk: the value its line carries, or an error.
-using LinkHook = std::function<Result<std::string>(const std::string& rel, const std::string& target)>;
+using LinkHook =
+    std::function<Result<std::string>(const std::string& rel, const std::string& target)>;
 
 // A walk over one pin, within its limits. Lines are "relative-path value",
 // value being the file's sha256 (or what LinkHook made of a link).
 class Walk {
  public:
   Walk(const PinLimits& limits, PinDeadline deadline, FileHook on_file, LinkHook on_link)
-      : limits_(limits), deadline_(deadline), on_file_(std::move(on_file)),
+      : limits_(limits),
+        deadline_(deadline),
+        on_file_(std::move(on_file)),
         on_link_(std::move(on_link)) {}
 
   // The sha256 of the regular file open at `fd`, counted against the limits.
@@ -74,7 +77,8 @@ class Walk {
       const std::string limit = limits_.max_bytes >= (1 << 20)
                                     ? std::to_string(limits_.max_bytes >> 20) + " MiB"
                                     : std::to_string(limits_.max_bytes) + " bytes";
-      return Status::Invalid(label, "more than " + limit + " to pin (name fewer, or smaller folders)");
+      return Status::Invalid(label,
+                             "more than " + limit + " to pin (name fewer, or smaller folders)");
     }
     int64_t n = 0;
     PILOT_ASSIGN_OR_RETURN(std::string sha, Sha256Fd(fd, label, &n));
@@ -104,16 +108,17 @@ class Walk {
       // A folder of millions of names is refused before it is sorted.
       if (static_cast<int64_t>(names.size()) >= limits_.max_files) {
         ::closedir(d);
-        return Status::Invalid(label, "more than " + std::to_string(limits_.max_files) +
-                                          " entries in one folder (name fewer, or smaller folders)");
+        return Status::Invalid(label,
+                               "more than " + std::to_string(limits_.max_files) +
+                                   " entries in one folder (name fewer, or smaller folders)");
       }
       names.push_back(n);
     }
     ::closedir(d);
     std::sort(names.begin(), names.end());
     for (const std::string& n : names) {
-      PILOT_RETURN_IF_ERROR(Entry(dirfd, label + "/" + n, rel.empty() ? n : rel + "/" + n, n,
-                                  depth));
+      PILOT_RETURN_IF_ERROR(
+          Entry(dirfd, label + "/" + n, rel.empty() ? n : rel + "/" + n, n, depth));
     }
     return Status::Ok();
   }
@@ -157,7 +162,8 @@ class Walk {
     if (!S_ISREG(st.st_mode)) {
       return Status::IoError(label, "is " + KindOf(st.st_mode) + " (not pinned)");
     }
-    const int fd = ::openat(dirfd, n.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    const int fd =
+        ::openat(dirfd, n.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
     if (fd < 0) return Status::IoError(label, std::strerror(errno));
     const UniqueFd file(fd);
     if (::fstat(file.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -196,7 +202,8 @@ std::string Parent(const std::string& rel) {
 // Reads a ref of the repository whose common folder is `common`: a loose
 // ref file, else the line of packed-refs. "" when neither names it.
 Result<std::string> ReadRef(const std::string& common, const std::string& name) {
-  if (!PinPathProblem(name).empty()) return Status::Corrupt(common, "ref " + name + " is not a name");
+  if (!PinPathProblem(name).empty())
+    return Status::Corrupt(common, "ref " + name + " is not a name");
   Result<std::string> loose = ReadFileBeneath(common, name, kMaxRefBytes);
   if (loose.ok()) {
     const std::string v(Trim(*loose));
@@ -295,7 +302,8 @@ Result<std::map<std::string, GitIndexEntry>> ParseGitIndex(std::string_view b) {
   std::string prev;
   size_t pos = 12;
   for (uint32_t i = 0; i < count; ++i) {
-    if (pos + 62 > b.size()) return Status::Corrupt(label, "entry " + std::to_string(i) + " cut short");
+    if (pos + 62 > b.size())
+      return Status::Corrupt(label, "entry " + std::to_string(i) + " cut short");
     GitIndexEntry e;
     e.mtime_s = Be32(b, pos + 8);
     e.mtime_ns = Be32(b, pos + 12);
@@ -354,7 +362,8 @@ Result<std::string> GitHead(const std::string& path, std::string* top_out) {
       PILOT_ASSIGN_OR_RETURN(std::string head, ReadFileBeneath(gitdir, "HEAD", kMaxRefBytes));
       const std::string h(Trim(head));
       if (IsHex(h, 40) || IsHex(h, 64)) return h;
-      if (!StartsWith(h, "ref:")) return Status::Corrupt(gitdir + "/HEAD", "neither a commit nor a ref");
+      if (!StartsWith(h, "ref:"))
+        return Status::Corrupt(gitdir + "/HEAD", "neither a commit nor a ref");
       std::string common = gitdir;
       Result<std::string> cd = ReadFileBeneath(gitdir, "commondir", kMaxRefBytes);
       if (cd.ok()) {
@@ -457,7 +466,8 @@ LockPin PinHub(const std::string& cache, const std::string& kind, const std::str
   if (IsHex(ref->revision, 40)) {
     pin.commit = ref->revision;
   } else {
-    Result<std::string> commit = ReadFileBeneath(cache, folder + "/refs/" + ref->revision, kMaxRefBytes);
+    Result<std::string> commit =
+        ReadFileBeneath(cache, folder + "/refs/" + ref->revision, kMaxRefBytes);
     if (!commit.ok()) {
       pin.error = ref_text + ": not in the hub cache " + cache + " (" + Why(commit.status()) + ")";
       return pin;
@@ -474,7 +484,8 @@ LockPin PinHub(const std::string& cache, const std::string& kind, const std::str
   struct stat st {};
   Result<UniqueFd> fd = OpenBeneath(repo_dir, snap_rel, &st);
   if (!fd.ok() || !S_ISDIR(st.st_mode)) {
-    pin.error = ref_text + ": commit " + pin.commit.substr(0, 12) + " has no snapshot in the hub cache (" +
+    pin.error = ref_text + ": commit " + pin.commit.substr(0, 12) +
+                " has no snapshot in the hub cache (" +
                 (fd.ok() ? pin.path + ": not a folder" : Why(fd.status())) + ")";
     return pin;
   }

@@ -63,9 +63,8 @@ PinRequest PinRequestFor(const Config& cfg, const std::string& submit_dir,
 }
 
 bool HasPins(const PinRequest& req) {
-  return !req.workdir.empty() &&
-         (!req.pins.empty() || !req.command.empty() || !req.hub_models.empty() ||
-          !req.hub_datasets.empty());
+  return !req.workdir.empty() && (!req.pins.empty() || !req.command.empty() ||
+                                  !req.hub_models.empty() || !req.hub_datasets.empty());
 }
 
 std::string HubCacheFolder(const EnvLookup& env, const std::string& home) {

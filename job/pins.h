@@ -46,18 +46,18 @@
 namespace pilot::job {
 
 struct PinLimits {
-  int64_t max_files = 20000;               // regular files in one pin
-  int64_t max_bytes = int64_t{64} << 30;   // their bytes, 64 GiB
-  int max_depth = 32;                      // folders below a pinned folder
-  double seconds = 100;                    // all pins together
+  int64_t max_files = 20000;              // regular files in one pin
+  int64_t max_bytes = int64_t{64} << 30;  // their bytes, 64 GiB
+  int max_depth = 32;                     // folders below a pinned folder
+  double seconds = 100;                   // all pins together
 };
 
 struct PinRequest {
-  std::string workdir;                    // absolute: program.workdir or the submit folder
-  std::vector<std::string> pins;          // program.pin ("" list: the command's script)
-  std::vector<std::string> command;       // program.command
-  std::string hub_cache;                  // absolute; "" = no hub pins resolvable
-  std::vector<std::string> hub_models;    // "org/name[@revision]"
+  std::string workdir;                  // absolute: program.workdir or the submit folder
+  std::vector<std::string> pins;        // program.pin ("" list: the command's script)
+  std::vector<std::string> command;     // program.command
+  std::string hub_cache;                // absolute; "" = no hub pins resolvable
+  std::vector<std::string> hub_models;  // "org/name[@revision]"
   std::vector<std::string> hub_datasets;
 };
 

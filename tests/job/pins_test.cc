@@ -168,7 +168,7 @@ TEST_F(PinsGitTest, ReadsHeadAndDirtinessFromTheLayout) {
   EXPECT_EQ(pins[0].dirty, "no");
   EXPECT_EQ(pins[1].dirty, "no");
 
-  Write(work_ + "/train.py", "v2\n");  // edited, not committed
+  Write(work_ + "/train.py", "v2\n");   // edited, not committed
   Write(work_ + "/lib/new.py", "n\n");  // untracked
   pins = Pin({"train.py", "lib/"});
   EXPECT_EQ(pins[0].dirty, "yes");
@@ -195,9 +195,9 @@ TEST(GitIndexTest, RefusesBrokenIndexesWithoutCrashing) {
   // A well-formed one: "a", size 3.
   std::string ok = std::string("DIRC\0\0\0\2\0\0\0\1", 12);
   std::string entry(62, '\0');
-  entry[39] = 3;      // size
+  entry[39] = 3;       // size
   entry[40] = '\x12';  // sha1's first byte
-  entry[61] = 1;      // name length
+  entry[61] = 1;       // name length
   entry += "a";
   entry.append(8 - (entry.size() % 8), '\0');
   ok += entry;
@@ -289,6 +289,12 @@ TEST(PinSummaryTest, NamesWhatMovedInOneSentenceEach) {
   ASSERT_EQ(moved.size(), 1u);
   EXPECT_EQ(moved[0], "train.py: sha256 dddddddddddd..., at submit sha256 cccccccccccc...");
   EXPECT_TRUE(MovedPins(submit, submit).empty());
+  // A new commit of the work tree, the file unchanged, moves the pin too.
+  p.sha256 = std::string(64, 'c');
+  p.commit = std::string(40, '2');
+  moved = MovedPins(submit, PinSummary({p}));
+  ASSERT_EQ(moved.size(), 1u);
+  EXPECT_EQ(moved[0], "train.py (git HEAD): 222222222222..., at submit 111111111111...");
   // Through the JSON the plugin records.
   Result<std::map<std::string, std::string>> back = job::ParseSummary(job::SummaryToJson(submit));
   ASSERT_TRUE(back.ok());
