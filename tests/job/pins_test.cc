@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include "core/base/crypto.h"
@@ -206,6 +207,21 @@ TEST(GitIndexTest, RefusesBrokenIndexesWithoutCrashing) {
   ASSERT_EQ(idx->count("a"), 1u);
   EXPECT_EQ(idx->at("a").size, 3u);
   EXPECT_EQ(idx->at("a").sha1.substr(0, 2), "12");
+}
+
+// Indexes git wrote (the fuzz harness's seeds): versions 2, 4 (paths
+// prefix-compressed) and 3, each with a.py and lib/b.py.
+TEST(GitIndexTest, ReadsTheIndexesGitWrites) {
+  for (const char* seed : {"0.bin", "1.bin", "2.bin"}) {
+    std::ifstream in(std::string(PILOT_SOURCE_DIR) + "/tests/fuzz/corpus/git_index/" + seed,
+                     std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    Result<std::map<std::string, job::GitIndexEntry>> idx = job::ParseGitIndex(bytes);
+    ASSERT_TRUE(idx.ok()) << seed << ": " << idx.status().ToString();
+    ASSERT_EQ(idx->size(), 2u) << seed;
+    EXPECT_EQ(idx->at("a.py").size, 2u) << seed;
+    EXPECT_EQ(idx->at("lib/b.py").sha1, "61780798228d17af2d34fce4cfbdf35556832472") << seed;
+  }
 }
 
 class HubTest : public PinsTest {
