@@ -1,22 +1,15 @@
-// Program pins: the walk over a pinned file or folder, the request, the
-// summary compared between submit and job start. Git and the hub cache's
-// layouts are read in pin_sources.cc.
+// Program pins: the request, the default script, the JSON that travels
+// between the plugin, the prolog and its child. The walks and git's and the
+// hub cache's layouts are in pin_sources.cc; the summary compared between
+// submit and job start in core/records/lock.cc.
 #include "job/pins.h"
 
-#include <dirent.h>
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
-#include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <climits>
 #include <cstdlib>
-#include <cstring>
-#include <filesystem>
 
-#include "core/base/crypto.h"
 #include "core/base/json_util.h"
 #include "core/base/strings.h"
 #include "job/pin_walk.h"
