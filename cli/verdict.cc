@@ -73,6 +73,13 @@ void PrintTable(std::ostream& out, const StoredVerdict& sv, const SignatureCheck
       << " reservation";
     out << "  " << Pad("budget", w) << "       " << b.str() << "\n";
   }
+  if (v.identity) {
+    // The run identity, signed with the rest: what the long run must be.
+    out << "  " << Pad("identity", w) << "       sha256 " << shown(v.identity->sha256) << "\n";
+    for (const std::string& line : v.identity->lines) {
+      out << "  " << Pad("", w) << "         " << shown(line) << "\n";
+    }
+  }
   out << "  issued " << shown(v.issued);
   if (!v.instance.empty()) out << "  instance " << shown(v.instance);
   out << "  " << shown(sv.path) << "\n";

@@ -4,8 +4,8 @@
 // one of these names takes it from here.
 //
 // How a name travels (Slurm 22.05):
-//   - at submission the plugin sets kEnvConfig, kEnvConfigSha, kEnvStage and
-//     kEnvOut both in the command's environment (so the job's tasks see
+//   - at submission the plugin sets kEnvConfig, kEnvConfigSha, kEnvStage,
+//     kEnvOut, and for a program kEnvPins and kEnvHubCache, both in the command's environment (so the job's tasks see
 //     them) and in the job control environment, which slurmd passes to the
 //     prolog and epilog with a "SPANK_" prefix (kJobControlConfig, ...);
 //   - Slurm forwards a plugin option --OPT of plugin PLUGIN to the prolog
@@ -28,6 +28,10 @@ inline constexpr char kEnvConfig[] = "SLURM_PILOT_CONFIG";            // absolut
 inline constexpr char kEnvConfigSha[] = "SLURM_PILOT_CONFIG_SHA256";  // sha256 of its text
 inline constexpr char kEnvStage[] = "SLURM_PILOT_STAGE";              // single | node | all
 inline constexpr char kEnvOut[] = "SLURM_PILOT_OUT";                  // --pilot-out, if given
+// A program's pins at submit (job/pins.h: PinSummary as one line of JSON)
+// and the Hugging Face hub cache folder the user's environment named.
+inline constexpr char kEnvPins[] = "SLURM_PILOT_PINS";
+inline constexpr char kEnvHubCache[] = "SLURM_PILOT_HUB_CACHE";
 
 // Set by pilot-supervisor in the workload's environment (the job id and
 // the pilot instance). Only informative: no part trusts them, since a user
@@ -42,6 +46,8 @@ inline constexpr char kJobControlConfig[] = "SPANK_SLURM_PILOT_CONFIG";
 inline constexpr char kJobControlConfigSha[] = "SPANK_SLURM_PILOT_CONFIG_SHA256";
 inline constexpr char kJobControlStage[] = "SPANK_SLURM_PILOT_STAGE";
 inline constexpr char kJobControlOut[] = "SPANK_SLURM_PILOT_OUT";
+inline constexpr char kJobControlPins[] = "SPANK_SLURM_PILOT_PINS";
+inline constexpr char kJobControlHubCache[] = "SPANK_SLURM_PILOT_HUB_CACHE";
 
 // Options as Slurm forwards them to the prolog and epilog.
 inline constexpr char kOptionPilot[] = "SPANK__SLURM_SPANK_OPTION_pilot_pilot";

@@ -60,6 +60,8 @@ Result<JobEnv> ReadJobEnv(const Lookup& env) {
   job.work_dir = Get(env, "SLURM_JOB_WORK_DIR");
   job.config_path = Get(env, kJobControlConfig);
   job.config_sha256 = Get(env, kJobControlConfigSha);
+  job.pins_submitted = Get(env, kJobControlPins);
+  job.hub_cache = Get(env, kJobControlHubCache);
   job.is_pilot = !job.config_path.empty() || !Get(env, kOptionPilot).empty();
   std::string stage = Get(env, kJobControlStage);
   if (!stage.empty()) job.stage = stage;

@@ -42,6 +42,10 @@ struct JobEnv {
   std::string out;          // --pilot-out, "" = the job's work folder
   std::string exit_code;    // epilog: SLURM_JOB_EXIT_CODE2 ("0:0", "0:9")
   std::string container_image;  // pyxis --container-image, when used
+  // A program's pins as the plugin recorded them at submit (JSON; "" =
+  // none recorded) and the hub cache folder it resolved ("" = none).
+  std::string pins_submitted;
+  std::string hub_cache;
   std::string gpus;  // SLURM_JOB_GPUS: the job's GPUs on this node ("0,3"), slurmd's
 };
 

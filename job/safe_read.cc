@@ -85,6 +85,38 @@ Result<UniqueFd> OpenParentBeneath(const std::string& dir, const std::string& re
 
 }  // namespace
 
+Result<UniqueFd> OpenBeneath(const std::string& dir, const std::string& relative,
+                             struct stat* st) {
+  if (relative == ".") {
+    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return OpenError(AT_FDCWD, dir, dir, errno);
+    UniqueFd d(fd);
+    if (::fstat(d.get(), st) != 0) return Status::IoError(dir, std::strerror(errno));
+    return Result<UniqueFd>(std::move(d));
+  }
+  std::string last, path;
+  Result<UniqueFd> parent = OpenParentBeneath(dir, relative, &last, &path);
+  if (!parent.ok()) return parent.status();
+  if (::fstatat(parent->get(), last.c_str(), st, AT_SYMLINK_NOFOLLOW) != 0) {
+    return OpenError(parent->get(), last, path, errno);
+  }
+  if (S_ISLNK(st->st_mode)) return Status::Permission(path, kNotFollowed);
+  const bool folder = S_ISDIR(st->st_mode);
+  if (!folder && !S_ISREG(st->st_mode)) return NotRegular(path, st->st_mode);
+  const int fd = ::openat(parent->get(), last.c_str(),
+                          O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY |
+                              (folder ? O_DIRECTORY : O_NONBLOCK));
+  if (fd < 0) return OpenError(parent->get(), last, path, errno);
+  UniqueFd opened(fd);
+  if (::fstat(opened.get(), st) != 0) {
+    return Status::IoError(path, std::string("fstat: ") + std::strerror(errno));
+  }
+  if (S_ISDIR(st->st_mode) != folder || (!folder && !S_ISREG(st->st_mode))) {
+    return NotRegular(path, st->st_mode);
+  }
+  return Result<UniqueFd>(std::move(opened));
+}
+
 Result<struct stat> StatBeneath(const std::string& dir, const std::string& relative) {
   std::string last, path;
   Result<UniqueFd> parent = OpenParentBeneath(dir, relative, &last, &path);

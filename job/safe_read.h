@@ -26,6 +26,7 @@
 #include <sys/stat.h>
 
 #include "core/base/status.h"
+#include "core/base/unique_fd.h"
 
 namespace pilot::job {
 
@@ -41,6 +42,15 @@ namespace pilot::job {
 // folder in the middle that is not one; a read error).
 Result<std::string> ReadFileBeneath(const std::string& dir, const std::string& relative,
                                     size_t max_bytes);
+
+// DIR/RELATIVE opened as ReadFileBeneath reaches it (no link followed below
+// `dir`, the last component with O_NOFOLLOW): a folder (O_DIRECTORY) or a
+// regular file (O_NONBLOCK, so a FIFO swapped in cannot block); `*st`
+// receives what fstat(2) says of the descriptor. RELATIVE "." opens `dir`
+// itself. Errors as ReadFileBeneath's (kPermission for a link, kIoError for
+// a FIFO, device or socket).
+Result<UniqueFd> OpenBeneath(const std::string& dir, const std::string& relative,
+                             struct stat* st);
 
 // What lstat(2) says of DIR/RELATIVE, reached as ReadFileBeneath reaches
 // it (no link followed below `dir`; the last component itself may be a

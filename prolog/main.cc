@@ -6,9 +6,11 @@
 #include <cstdio>
 #include <exception>
 #include <optional>
+#include <string_view>
 
 #include "job/flags.h"
 #include "job/job_env.h"
+#include "job/pins.h"
 #include "job/subprocess.h"
 #include "prolog/prolog.h"
 
@@ -18,8 +20,22 @@ using pilot::job::JobEnv;
 using pilot::job::ScriptStart;
 using pilot::job::StartScript;
 
+// pilot-prolog --pins REQUEST: the prolog runs itself so, as the job's user
+// (job/pins.h), and reads the pins from standard output.
+int PinsAsUser(const char* request) {
+  pilot::Result<pilot::job::PinRequest> req = pilot::job::ParsePinRequest(request);
+  if (!req.ok()) {
+    std::fprintf(stderr, "%s\n", req.status().ToString().c_str());
+    return 2;
+  }
+  pilot::job::PinLimits limits;
+  std::printf("%s\n", pilot::LockPinsToJson(pilot::job::ComputePins(*req, limits)).c_str());
+  return 0;
+}
+
 int Main(int argc, char** argv) {
   using namespace pilot::prolog;
+  if (argc == 3 && std::string_view(argv[1]) == "--pins") return PinsAsUser(argv[2]);
   // slurmd ends a script past PrologEpilogTimeout with SIGTERM, then
   // SIGKILL: the helper running then must not outlive this process.
   pilot::job::StopCommandsOnTermination();

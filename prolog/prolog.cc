@@ -23,6 +23,7 @@
 #include "core/base/rfc3339.h"
 #include "core/base/strings.h"
 #include "job/job_user_file.h"
+#include "job/pins.h"
 #include "job/reserve.h"
 #include "job/state_dir.h"
 #include "job/state_layout.h"
@@ -172,11 +173,13 @@ class Pinner {
     if (cfg) {
       PinContainer(cfg->container.image.empty() ? job_.container_image : cfg->container.image);
       PinFiles(*cfg);
+      PinProgram(*cfg);
     } else {
       PinContainer(job_.container_image);
     }
     PinVersions();
     PinGpus();
+    lock_.identity = RunIdentity(lock_);
     lock_.created = FormatRfc3339(deps_.now_unix());
     Status w = job::WriteWithReserve(layout, paths.lock, LockToJson(lock_), 0644, LogTo());
     if (!w.ok() && job::IsOutOfSpace(w)) {
@@ -501,6 +504,49 @@ class Pinner {
     if (cfg.data.format != "random") {
       PinFile("train", cfg.data.train, cfg.data.train_sha256);
       PinFile("eval", cfg.data.eval, cfg.data.eval_sha256);
+    }
+  }
+
+  // program.pin and the hub revisions, read by this program itself run as
+  // the job's user (pilot-prolog --pins: job/pins.h), so that root reads
+  // nothing the user could not; what the plugin recorded at submit is kept
+  // beside them for the verdict's pins_unchanged check.
+  void PinProgram(const Config& cfg) {
+    const std::string cache =
+        !job_.hub_cache.empty() ? job_.hub_cache
+                                : job::HubCacheFolder([](const std::string&) { return std::nullopt; },
+                                                      user_.home);
+    const job::PinRequest req = job::PinRequestFor(cfg, job_.work_dir, cache);
+    if (!job::HasPins(req)) return;
+    if (!job_.pins_submitted.empty()) {
+      Result<std::map<std::string, std::string>> sub = job::ParseSummary(job_.pins_submitted);
+      if (sub.ok()) {
+        lock_.pins_submitted = std::move(sub).value();
+      } else {
+        Problem("pins_unverified", sub.status().Message());
+      }
+    }
+    std::string self(4096, '\0');
+    const ssize_t n = readlink("/proc/self/exe", self.data(), self.size());
+    self.resize(n > 0 ? static_cast<size_t>(n) : 0);
+    Result<CommandResult> r =
+        RunAsUser({self, "--pins", job::PinRequestToJson(req)}, opts_.hash_timeout_seconds,
+                  kMaxLockBytes);
+    if (!r.ok() || !r->Succeeded()) {
+      std::string why = r.ok() ? r->Describe(opts_.hash_timeout_seconds) : r.status().Message();
+      if (r.ok() && !Trim(r->err).empty()) why += ": " + std::string(Trim(r->err)).substr(0, 300);
+      Problem("pins_unreadable", "pinning program.pin and the hub revisions as " + user_.as.user +
+                                     ": " + why);
+      return;
+    }
+    Result<std::vector<LockPin>> pins = ParseLockPins(r->out, "pilot-prolog --pins");
+    if (!pins.ok()) {
+      Problem("pins_unreadable", pins.status().Message());
+      return;
+    }
+    lock_.pins = std::move(pins).value();
+    for (const LockPin& p : lock_.pins) {
+      if (!p.error.empty()) Problem("pin_unreadable", p.error);
     }
   }
 

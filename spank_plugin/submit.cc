@@ -6,10 +6,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
+#include <vector>
 #include <string>
 
 #include "core/config/config.h"
 #include "core/config/load.h"
+#include "core/records/lock.h"
+#include "job/pins.h"
 #include "spank_plugin/pilot_spank.h"
 
 namespace pilot::spank {
@@ -35,6 +39,57 @@ int Record(spank_t sp, const char* name, const std::string& value) {
     LogError(std::string("spank_job_control_setenv(") + name + "): " + spank_strerror(rc));
     return -1;
   }
+  return 0;
+}
+
+// A program's pins (job/pins.h), hashed here as the user, so that the
+// prolog can name what moved before the job started. Paths are expanded as
+// the prolog will ($SLURM_SUBMIT_DIR is this folder); a config whose
+// workdir names $SLURM_JOB_ID, unknown yet, is pinned by the prolog only.
+// A pin that cannot be read refuses the submission: the pilot would fail.
+int RecordPins(spank_t sp, const std::string& path, const Config& cfg) {
+  std::error_code ec;
+  const std::string cwd = std::filesystem::current_path(ec).string();
+  const std::string home = EnvOr("HOME", "");
+  const EnvLookup process = ProcessEnv();
+  LoadOptions lo;
+  lo.env = [&](const std::string& name) -> std::optional<std::string> {
+    if (name == "SLURM_SUBMIT_DIR") return cwd;
+    if (name == "SLURM_JOB_ID") return std::nullopt;
+    return process(name);
+  };
+  Result<Config> expanded = LoadConfig(path, lo);
+  if (!expanded.ok()) return 0;
+  const std::string cache = job::HubCacheFolder(process, home);
+  const job::PinRequest req = job::PinRequestFor(*expanded, cwd, cache);
+  if (!job::HasPins(req)) return 0;
+  job::PinLimits limits;
+  limits.seconds = 30;
+  const std::vector<LockPin> pins = job::ComputePins(req, limits);
+  for (const LockPin& p : pins) {
+    if (p.error.empty()) continue;
+    const bool hub = p.kind == "hub_model" || p.kind == "hub_dataset";
+    const std::string key =
+        hub ? (p.kind == "hub_model" ? "program.hub_models" : "program.hub_datasets") : "program.pin";
+    auto src = cfg.sources.find(key);
+    const std::string where =
+        path + (src != cfg.sources.end() && src->second.line > 0 ? ":" + std::to_string(src->second.line) : "");
+    return Refuse(Status::Invalid(where + ": " + (src != cfg.sources.end() && src->second.is_default
+                                                      ? std::string("program.command's script")
+                                                      : key),
+                                  p.error)
+                      .WithHint(hub ? "download it into the hub cache before submitting (the "
+                                      "job's nodes do not use the network)"
+                                    : "pins are files and folders below program.workdir, read "
+                                      "without following links"));
+  }
+  const std::string summary = job::SummaryToJson(PinSummary(pins));
+  if (summary.size() > (64u << 10)) {
+    return Refuse(Status::Invalid(path + ": program.pin", "the pins' record is larger than 64 KiB")
+                      .WithHint("pin fewer entries (a folder counts as one)"));
+  }
+  if (Record(sp, job::kEnvPins, summary) != 0) return -1;
+  if (!cache.empty() && Record(sp, job::kEnvHubCache, cache) != 0) return -1;
   return 0;
 }
 
@@ -76,7 +131,7 @@ int SubmitInitPostOpt(spank_t sp) {
       (!req.out.empty() && Record(sp, job::kEnvOut, req.out) != 0)) {
     return -1;
   }
-  return 0;
+  return cfg->IsProgram() ? RecordPins(sp, path, *cfg) : 0;
 }
 
 }  // namespace pilot::spank

@@ -114,6 +114,33 @@ Result<std::string> Sha256Fd(int fd, const std::string& label, int64_t* bytes_re
   return HexEncode(std::string_view(reinterpret_cast<const char*>(md), len));
 }
 
+Result<std::string> GitBlobSha1Fd(int fd, int64_t size, const std::string& label) {
+  std::unique_ptr<EVP_MD_CTX, MdCtxFree> ctx(EVP_MD_CTX_new());
+  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha1(), nullptr) != 1) {
+    return Status::Internal("sha1", "EVP_DigestInit_ex failed");
+  }
+  const std::string header = "blob " + std::to_string(size) + std::string(1, '\0');
+  EVP_DigestUpdate(ctx.get(), header.data(), header.size());
+  std::vector<char> buf(kChunk);
+  int64_t total = 0;
+  for (;;) {
+    ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::IoError(label, std::string("read: ") + std::strerror(errno));
+    }
+    if (n == 0) break;
+    total += n;
+    if (total > size) return Status::IoError(label, "grew while being read");
+    EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<size_t>(n));
+  }
+  if (total != size) return Status::IoError(label, "shrank while being read");
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_DigestFinal_ex(ctx.get(), md, &len);
+  return HexEncode(std::string_view(reinterpret_cast<const char*>(md), len));
+}
+
 Result<std::string> Sha256File(const std::string& path, int64_t* bytes_read) {
   // O_NONBLOCK and the regular-file check: the prolog hashes files users
   // name, and a FIFO or a device there must not hang it.

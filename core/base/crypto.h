@@ -38,6 +38,11 @@ Result<std::string> Sha256File(const std::string& path, int64_t* bytes_read = nu
 // (read failed). If `bytes_read` is non-null it receives the bytes hashed.
 Result<std::string> Sha256Fd(int fd, const std::string& label, int64_t* bytes_read = nullptr);
 
+// Git's object name of a blob: SHA-1 of "blob <size>\0" and the `size`
+// bytes left to read from `fd`, as 40 lower-case hex characters. Errors:
+// kIoError (read failed, or the file holds other than `size` bytes).
+Result<std::string> GitBlobSha1Fd(int fd, int64_t size, const std::string& label);
+
 // HMAC-SHA256(key, data) as 64 lower-case hex characters (RFC 2104).
 std::string HmacSha256Hex(std::string_view key, std::string_view data);
 

@@ -156,6 +156,15 @@ struct ProgramConfig {
                                      // process that starts its own workers
   int step_timeout = 600;            // seconds without a metrics record: hung
   std::string loss_pattern;          // RE2 syntax (LossPattern), one group, over stdout lines; "" = metrics
+  // Files and folders of the run identity, relative to workdir (no "..",
+  // not absolute); empty = the command's script when it is a file
+  // (job/pins.h). Hashed at submit and again by the prolog.
+  std::vector<std::string> pin;
+  // Hugging Face hub cache entries, "org/name" or "org/name@revision"
+  // (revision: a ref under refs/, or a commit; default "main"), read from
+  // the cache folder on disk only.
+  std::vector<std::string> hub_models;
+  std::vector<std::string> hub_datasets;
 };
 
 // [hardware]
@@ -203,5 +212,18 @@ struct Config {
   // / RunTokensPerStep() rounded up. REQUIRES: a config LoadConfig accepted.
   int64_t RunTotalSteps() const;
 };
+
+// One entry of program.hub_models / hub_datasets: "org/name[@revision]".
+struct HubRef {
+  std::string repo;      // "org/name" (or "name")
+  std::string revision;  // a ref name under refs/ or a 40-hex commit; default "main"
+};
+// Errors (kInvalid, detail only): a repo that is not one or two names of
+// [A-Za-z0-9._-] (no "..", not starting with '.'), a revision with a
+// character outside [A-Za-z0-9._/-], a ".." or an empty part.
+Result<HubRef> ParseHubRef(std::string_view text);
+// "" when `path` may be a program.pin entry: relative, no "", "." or ".."
+// component but a trailing '/', no NUL; else why not.
+std::string PinPathProblem(std::string_view path);
 
 }  // namespace pilot

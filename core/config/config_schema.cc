@@ -103,6 +103,9 @@ const std::vector<KeySpec>& Schema() {
       {PILOT_KEY(program, launcher), .choices = {"pilot", "none"}},
       {PILOT_KEY(program, step_timeout), .ilo = 1, .ihi = 86400},
       {PILOT_KEY(program, loss_pattern), .kind = StringKind::kRegex},
+      {PILOT_KEY(program, pin), .kind = StringKind::kPinPath},
+      {PILOT_KEY(program, hub_models), .kind = StringKind::kHubRef},
+      {PILOT_KEY(program, hub_datasets), .kind = StringKind::kHubRef},
       // [hardware]
       {PILOT_KEY(hardware, candidates)},
   };

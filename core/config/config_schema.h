@@ -32,6 +32,8 @@ enum class StringKind {
   kName,    // [A-Za-z0-9._-]{1,64}
   kAllocConf,  // "" or the caching allocator's key:value[,key:value] list
   kRegex,      // "" or a regular expression RE2 accepts with one group (LossPattern)
+  kPinPath,    // array elements: PinPathProblem() finds none
+  kHubRef,     // array elements: ParseHubRef() accepts them
 };
 
 struct KeySpec {

@@ -401,11 +401,25 @@ void Loader::Assign(const KeySpec& spec, const toml::node& node, int line, Confi
         fail("element " + std::to_string(i + 1) + " contains a NUL character", eline);
         return;
       }
+      if (spec.kind == StringKind::kPinPath) {
+        if (const std::string why = PinPathProblem(item); !why.empty()) {
+          Fail(name, eline, "element " + std::to_string(i + 1) + " " + Quote(item) + " " + why,
+               "name files and folders below program.workdir, e.g. [\"train.py\", \"configs/\"]");
+          return;
+        }
+      } else if (spec.kind == StringKind::kHubRef) {
+        if (Result<HubRef> ref = ParseHubRef(item); !ref.ok()) {
+          Fail(name, eline, "element " + std::to_string(i + 1) + ": " + ref.status().Message(),
+               "e.g. [\"gpt2\", \"openai-community/gpt2@main\"]");
+          return;
+        }
+      }
       out.push_back(item);
     }
     if (out.empty()) {
-      fail(spec.argv ? "must name the program to run, e.g. [\"python3\", \"train.py\"]"
-                     : "must list at least one GPU type");
+      fail(spec.argv                       ? "must name the program to run, e.g. [\"python3\", \"train.py\"]"
+           : spec.kind == StringKind::kPlain ? "must list at least one GPU type"
+                                             : "must list at least one entry (or leave the key out)");
       return;
     }
     **pl = std::move(out);
@@ -445,6 +459,8 @@ void Loader::CheckString(const KeySpec& spec, std::string& v, int line) {
   };
   switch (spec.kind) {
     case StringKind::kPlain:
+    case StringKind::kPinPath:  // array kinds, checked per element
+    case StringKind::kHubRef:
       return;
     case StringKind::kName:
       if (v.empty() || v.size() > 64 || !std::all_of(v.begin(), v.end(), IsConfigNameChar)) {

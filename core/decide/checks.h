@@ -5,8 +5,8 @@
 // and pilot-files(5) must say the same names in the same words
 // (tests/core/decide/checks_doc_test.cc holds them to this one).
 //
-// Who establishes each (Check::verified_by): pinning, nodes_pinned and
-// config_unchanged the prolog; container_tag and checkpoint the epilog;
+// Who establishes each (Check::verified_by): pinning, nodes_pinned,
+// config_unchanged and pins_unchanged the prolog; container_tag and checkpoint the epilog;
 // completed's pass the supervisor when it wrote the results (its fails
 // mostly the workload's own record); ptrace_scope the supervisor; restore
 // the supervisor when it compared the two builtin processes itself,
@@ -58,6 +58,10 @@ inline constexpr CheckInfo kChecks[] = {
     {"config_unchanged",
      "the submitted config's sha256 equals that of the prolog's copy and the one the workload "
      "reports"},
+    {"pins_unchanged",
+     "a user's program: every program.pin file and folder (sha256, git commit and dirtiness) "
+     "and hub revision (commit, files) the prolog pinned equals what the plugin pinned at "
+     "submit; one fail per entry that moved, naming it (skip when nothing is pinned)"},
     {"completed",
      "results present, the single stage ok, exit 0; an out-of-memory fails naming step, phase "
      "and memory"},

@@ -79,6 +79,36 @@ void CheckConfig(const DecideInput& in, std::vector<Check>* out) {
                            "config unchanged since submit", VerifiedBy::kProlog));
 }
 
+// The program's pins at job start against those at submit (lock.h).
+void CheckPins(const DecideInput& in, std::vector<Check>* out) {
+  const Lock& l = in.lock;
+  const std::string want = "at submit = at job start";
+  if (l.pins.empty() && (!l.pins_submitted || l.pins_submitted->empty())) {
+    out->push_back(MakeCheck(CheckName("pins_unchanged"), CheckStatus::kSkip, "nothing pinned", want,
+                             "no program.pin file or hub revision to compare", VerifiedBy::kProlog));
+    return;
+  }
+  if (!l.pins_submitted) {
+    out->push_back(MakeCheck(CheckName("pins_unchanged"), CheckStatus::kFail, "not recorded", want,
+                             "the pins were not recorded at submit, so a change since cannot be "
+                             "ruled out",
+                             VerifiedBy::kProlog));
+    return;
+  }
+  const std::vector<std::string> moved = MovedPins(*l.pins_submitted, PinSummary(l.pins));
+  for (const std::string& m : moved) {
+    out->push_back(MakeCheck(CheckName("pins_unchanged"), CheckStatus::kFail,
+                             m.substr(0, m.find(':')), want, "moved between submit and job start: " + m,
+                             VerifiedBy::kProlog));
+  }
+  if (moved.empty()) {
+    out->push_back(MakeCheck(CheckName("pins_unchanged"), CheckStatus::kPass,
+                             std::to_string(l.pins.size()) + " pinned", want,
+                             "program files and hub revisions unchanged since submit",
+                             VerifiedBy::kProlog));
+  }
+}
+
 // "SIGKILL (9)" for the signals a pilot's process meets, "signal N" else.
 std::string SignalName(int sig) {
   static const std::pair<int, const char*> kNames[] = {{1, "SIGHUP"},   {2, "SIGINT"},   {6, "SIGABRT"},
@@ -714,6 +744,7 @@ Verdict Decide(const DecideInput& in, const Policy& policy, const HardwareCatalo
   v.job.user = in.lock.job.user;
   v.job.config_sha256 = in.lock.config.sha256_copied;
   v.instance = in.lock.instance;
+  v.identity = in.lock.identity;
   if (in.config) v.job.run = in.config->run.name;
   v.issued = FormatRfc3339(now);
   v.expires = FormatRfc3339(now + int64_t{86400} * policy.thresholds.verdict_lifetime_days);
@@ -723,6 +754,7 @@ Verdict Decide(const DecideInput& in, const Policy& policy, const HardwareCatalo
   CheckNodesPinned(in, &checks);
   CheckContainerTag(in, &checks);
   CheckConfig(in, &checks);
+  CheckPins(in, &checks);
   const SingleStage* s = CheckCompleted(in, &checks);
   if (std::optional<Check> c = PtraceScopeCheck(in.results ? &*in.results : nullptr, policy)) {
     checks.push_back(std::move(*c));

@@ -79,6 +79,7 @@ void Fields(V& v, S& s, std::type_identity<Verdict>) {
   v("schema", s.schema);
   v("job", s.job);
   v("instance", s.instance, kMayBeAbsent);
+  v("identity", s.identity, kOmitIfUnset);
   v("decision", s.decision);
   v("binding", s.binding);
   v("checks", s.checks);
@@ -95,7 +96,7 @@ void Fields(V& v, S& s, std::type_identity<Verdict>) {
 namespace {
 
 // The members schema /2 added; a /1 verdict has none of them.
-constexpr const char* kOnlyInV2[] = {"instance", "public_key_id", "signature_ed25519"};
+constexpr const char* kOnlyInV2[] = {"instance", "identity", "public_key_id", "signature_ed25519"};
 
 }  // namespace
 

@@ -24,12 +24,14 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/base/json_util.h"
 #include "core/base/status.h"
+#include "core/records/lock.h"
 
 namespace pilot {
 
@@ -97,6 +99,9 @@ struct Verdict {
   std::string schema = kVerdictSchema;
   VerdictJob job;
   std::string instance;   // the pilot instance id the prolog wrote into lock.json ("" = none)
+  // The run identity the prolog pinned (lock.json's): what a long run must
+  // be to be this pilot's. Unset in verdicts written before it existed.
+  std::optional<LockIdentity> identity;
   Decision decision = Decision::kNoGo;
   bool binding = false;  // false when the pilot ran a smaller shape
   std::vector<Check> checks;

@@ -22,6 +22,8 @@ TEST(EnvNames, JobControlNamesAreThePluginsWithSlurmsPrefix) {
   EXPECT_EQ(std::string(kJobControlPrefix) + kEnvConfigSha, kJobControlConfigSha);
   EXPECT_EQ(std::string(kJobControlPrefix) + kEnvStage, kJobControlStage);
   EXPECT_EQ(std::string(kJobControlPrefix) + kEnvOut, kJobControlOut);
+  EXPECT_EQ(std::string(kJobControlPrefix) + kEnvPins, kJobControlPins);
+  EXPECT_EQ(std::string(kJobControlPrefix) + kEnvHubCache, kJobControlHubCache);
 }
 
 TEST(EnvNames, ForwardedOptions) {

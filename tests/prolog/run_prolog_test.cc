@@ -16,6 +16,7 @@
 #include "core/records/lock.h"
 #include "core/records/verdict.h"
 #include "job/job_user_file.h"
+#include "job/pins.h"
 #include "job/reserve.h"
 #include "job/state_layout.h"
 #include "prolog/prolog.h"
@@ -214,6 +215,54 @@ TEST_F(RunPrologTest, TheQuotaCommandRunsAsRootAndItsFailureIsALockProblem) {
   quota_exit_ = 0;
   ASSERT_TRUE(prolog::RunProlog(opts_, job_, deps_).ok());
   EXPECT_FALSE(HasProblem(ReadLock(p.lock).value(), "work_quota_failed"));
+}
+
+// A program's pins: the prolog runs itself as the user (pilot-prolog
+// --pins) and keeps what it prints, beside what the plugin recorded at
+// submit, and the run identity over both config and pins.
+TEST_F(RunPrologTest, PinsAProgramAsTheUserAndKeepsWhatWasSubmitted) {
+  const std::string text = "[run]\nname = \"t\"\nseq_len = 128\nmicro_batch = 2\n"
+                           "target_steps = 100\n[program]\ncommand = [\"python3\", \"t.py\"]\n"
+                           "workdir = \"/home/alice/w\"\nhub_models = [\"org/m\"]\n";
+  job_.config_path = "/home/alice/p.toml";
+  job_.hub_cache = "/home/alice/hf";
+  LockPin pin;
+  pin.kind = "file";
+  pin.name = "t.py";
+  pin.sha256 = std::string(64, 'a');
+  job_.pins_submitted = "{\"t.py\": \"sha256 " + std::string(64, 'b') + "\"}";
+  std::string request;
+  deps_.run = [&](const job::CommandSpec& spec) -> Result<job::CommandResult> {
+    job::CommandResult r;
+    r.exit_code = 1;
+    if (spec.argv[0] == "/bin/cat" && spec.argv.back() == job_.config_path) {
+      r.exit_code = 0;
+      r.out = text;
+    } else if (spec.argv.size() == 3 && spec.argv[1] == "--pins") {
+      EXPECT_TRUE(spec.run_as && spec.run_as->uid == 4321u) << "pinned as the user";
+      request = spec.argv[2];
+      r.exit_code = 0;
+      r.out = LockPinsToJson({pin});
+    }
+    return r;
+  };
+  ASSERT_TRUE(prolog::RunProlog(opts_, job_, deps_).ok());
+  Result<Lock> lock = ReadLock(Layout().Job(42).lock);
+  ASSERT_TRUE(lock.ok()) << lock.status().ToString();
+  EXPECT_FALSE(HasProblem(*lock, "config_invalid")) << LockToJson(*lock);
+  Result<job::PinRequest> req = job::ParsePinRequest(request);
+  ASSERT_TRUE(req.ok()) << request;
+  EXPECT_EQ(req->workdir, "/home/alice/w");
+  EXPECT_EQ(req->hub_cache, "/home/alice/hf");
+  EXPECT_EQ(req->hub_models, std::vector<std::string>{"org/m"});
+  ASSERT_EQ(lock->pins.size(), 1u);
+  EXPECT_EQ(lock->pins[0].sha256, std::string(64, 'a'));
+  ASSERT_TRUE(lock->pins_submitted.has_value());
+  EXPECT_EQ(lock->pins_submitted->at("t.py"), "sha256 " + std::string(64, 'b'));
+  EXPECT_EQ(MovedPins(*lock->pins_submitted, PinSummary(lock->pins)).size(), 1u);
+  ASSERT_TRUE(lock->identity.has_value());
+  EXPECT_EQ(lock->identity->sha256, RunIdentity(*lock).sha256);
+  EXPECT_FALSE(HasProblem(*lock, "pins_unreadable"));
 }
 
 // The config copy may carry the user's secrets (program.env): root's,

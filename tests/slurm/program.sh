@@ -2,7 +2,7 @@
 # Program mode on the local cluster: the user's own PyTorch program is the
 # pilot (pilot-program(7)); the verdict is about what it did.
 #
-#   program.sh CASE   CASE: example_go broken loss_pattern real_programs
+#   program.sh CASE   CASE: example_go broken loss_pattern real_programs pins
 #
 # Environment as for e2e.sh (lib.sh).
 set -euo pipefail
@@ -141,6 +141,75 @@ case_loss_pattern() {
   [[ $(check_named "$job" restore) == pass ]] || fail "restore: $(reason_of "$job")"
   [[ $(check_named "$job" shape) == warn ]] || fail "a program without a shape is not binding"
   note "$(as_user "$PILOT" verdict "$job")"
+}
+
+# A fake Hugging Face hub cache of one model, org/tiny, whose ref main
+# points at COMMIT (its snapshot's file a link into blobs/, as the hub
+# writes them).
+fake_hub() {  # fake_hub DIR COMMIT
+  local repo=$1/models--org--tiny
+  mkdir -p "$repo/refs" "$repo/blobs" "$repo/snapshots/$2"
+  echo "{\"commit\": \"$2\"}" >"$repo/blobs/$2"
+  ln -sfn "../../blobs/$2" "$repo/snapshots/$2/config.json"
+  printf '%s' "$2" >"$repo/refs/main"
+  chown -R "$TEST_USER" "$1"
+}
+
+# program.pin and program.hub_models (job/pins.h): two pilots of
+# print_loss.py at once. One runs as submitted: its lock holds the pins, the
+# hub commit and the run identity, which the signed verdict carries and
+# `pilot verdict` shows. The other is held after submission while its
+# pinned script is edited and its hub ref moved to another commit: NO-GO,
+# pins_unchanged naming both. A pin that is not there refuses the
+# submission, naming it.
+case_pins() {
+  local same moved job_same job_moved c1 c2 why lock out
+  c1=$(printf 'a%.0s' {1..40}) c2=$(printf 'b%.0s' {1..40})
+  same=$(user_copy "$SRC/tests/program" program-pins)
+  moved=$(user_copy "$SRC/tests/program" program-pins-moved)
+  for d in "$same" "$moved"; do
+    fake_hub "$d/hub" "$c1"
+    program_toml "$d/pins.toml" pins "$d" 1 '["python3", "print_loss.py"]' \
+      'loss_pattern = "loss=([0-9.eE+-]+)"' 'pin = ["print_loss.py", "tiny.py"]' \
+      'hub_models = ["org/tiny"]'
+  done
+  program_toml "$same/missing.toml" pins "$same" 1 '["python3", "print_loss.py"]' 'pin = ["nope.py"]'
+  if out=$(as_user sbatch --parsable --pilot="$same/missing.toml" --wrap true 2>&1); then
+    fail "a missing pin was submitted: $out"
+  fi
+  grep -q "missing.toml:.*program.pin: $same/nope.py: no such file" <<<"$out" ||
+    fail "the refusal does not name the pin: $out"
+  job_moved=$(as_user env HF_HUB_CACHE="$moved/hub" sbatch --parsable --hold -o "$TMP/slurm-%j.out" \
+    --pilot="$moved/pins.toml" --pilot-stage=single --wrap true)
+  job_same=$(as_user env HF_HUB_CACHE="$same/hub" sbatch --parsable -o "$TMP/slurm-%j.out" \
+    --pilot="$same/pins.toml" --pilot-stage=single --wrap true)
+  echo "# edited after submission" >>"$moved/print_loss.py"
+  fake_hub "$moved/hub" "$c2"
+  as_user scontrol release "$job_moved"
+  wait_verdict "$job_same" 300
+  wait_verdict "$job_moved" 300
+
+  lock=$STATE/jobs/$job_same/lock.json
+  [[ $(check_named "$job_same" pins_unchanged) == pass ]] ||
+    fail "job $job_same: pins_unchanged: $(check_detail "$job_same" pins_unchanged)"
+  [[ $(json "$lock" '" ".join(p["name"] + "=" + p["commit"][:4] for p in d["pins"])') == "print_loss.py= tiny.py= org/tiny=aaaa" ]] ||
+    fail "job $job_same: lock pins: $(json "$lock" 'd["pins"]')"
+  [[ $(json "$lock" 'sum(l.startswith(("pin print_loss.py sha256:", "hub_model org/tiny commit " + "a" * 40)) for l in d["identity"]["lines"])') == 2 ]] ||
+    fail "job $job_same: identity: $(json "$lock" 'd["identity"]')"
+  [[ $(json "$STATE/verdicts/$job_same.json" 'd["identity"]["sha256"]') == $(json "$lock" 'd["identity"]["sha256"]') ]] ||
+    fail "job $job_same: the verdict's identity is not the lock's"
+  out=$(as_user "$PILOT" verdict "$job_same") || fail "pilot verdict $job_same"
+  grep -q "identity .*sha256 $(json "$lock" 'd["identity"]["sha256"]')" <<<"$out" ||
+    fail "pilot verdict shows no identity: $out"
+
+  [[ $(decision "$job_moved") == NO-GO ]] || fail "job $job_moved: $(decision "$job_moved")"
+  why=$(reason_of "$job_moved")
+  grep -q "pins_unchanged: moved between submit and job start: print_loss.py: sha256 " <<<"$why" ||
+    fail "job $job_moved: the edited script is not named: $why"
+  grep -qF "hub model org/tiny: bbbbbbbbbbbb..., at submit aaaaaaaaaaaa..." <<<"$why" ||
+    fail "job $job_moved: the moved hub ref is not named: $why"
+  note "pins: $job_same $(check_detail "$job_same" pins_unchanged); $job_moved: $(paste -sd'|' <<<"$why")"
+  wait_node_idle
 }
 
 run_case "$@"

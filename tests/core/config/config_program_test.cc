@@ -53,6 +53,21 @@ TEST(ConfigProgram, AProgramWithItsKeysIsAccepted) {
 // pilot check on a program's config shows what the pilot does with it and
 // only the keys it reads; the builtin's training keys are listed apart,
 // never shown as if they applied.
+TEST(ConfigProgram, PinsAndHubRevisionsAreAccepted) {
+  Result<Config> c = Parse(kRun + "[program]\ncommand = [\"python3\", \"train.py\"]\n"
+                                  "pin = [\"train.py\", \"configs/\"]\n"
+                                  "hub_models = [\"gpt2\", \"org/m@v1.0\"]\n"
+                                  "hub_datasets = [\"org/d@" + std::string(40, 'a') + "\"]\n");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->program.pin, (std::vector<std::string>{"train.py", "configs/"}));
+  EXPECT_EQ(c->program.hub_models.size(), 2u);
+  Result<HubRef> r = ParseHubRef("org/m");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->revision, "main");
+  EXPECT_FALSE(ParseHubRef("org/..").ok());
+  EXPECT_FALSE(ParseHubRef("a--b").ok());
+}
+
 TEST(ConfigProgram, TheTableShowsWhatAppliesToAProgram) {
   Result<Config> c = Parse(kRun +
                            "[program]\ncommand = [\"python3\", \"train.py\"]\n"
@@ -128,7 +143,18 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"srun", kRun + kProgram + "[parallel]\nlauncher = \"srun\"\n",
             "\"srun\" is not available with [program]"},
         Bad{"timeout", kRun + kProgram + "step_timeout = 0\n",
-            "program.step_timeout: must be between 1 and 86400"}),
+            "program.step_timeout: must be between 1 and 86400"},
+        Bad{"pin_escapes", kRun + kProgram + "pin = [\"train.py\", \"../x\"]\n",
+            "p.toml:8: program.pin: element 2 \"../x\" leaves program.workdir (\"..\")\n"
+            "HINT: name files and folders below program.workdir"},
+        Bad{"pin_absolute", kRun + kProgram + "pin = [\"/etc/passwd\"]\n",
+            "program.pin: element 1 \"/etc/passwd\" is absolute"},
+        Bad{"pin_empty_list", kRun + kProgram + "pin = []\n",
+            "program.pin: must list at least one entry"},
+        Bad{"hub_bad_repo", kRun + kProgram + "hub_models = [\"a/b/c\"]\n",
+            "p.toml:8: program.hub_models: element 1: \"a/b/c\" is not a hub repository"},
+        Bad{"hub_bad_revision", kRun + kProgram + "hub_datasets = [\"org/d@../x\"]\n",
+            "program.hub_datasets: element 1: \"../x\": not a revision"}),
     [](const ::testing::TestParamInfo<Bad>& i) { return std::string(i.param.name); });
 
 // A pattern std::regex (ECMAScript) accepted and RE2 does not: refused at

@@ -336,6 +336,34 @@ struct Case {
   std::string detail_contains;
 };
 
+TEST(Decide, UnchangedPinsPassAndTheIdentityIsSigned) {
+  DecideInput in = Good();
+  EXPECT_EQ(Find(Decide(in, TestPolicy(), Catalog(), kNow), "pins_unchanged")->status,
+            CheckStatus::kSkip);
+  LockPin p;
+  p.kind = "folder";
+  p.name = "configs/";
+  p.sha256 = std::string(64, 'c');
+  p.commit = std::string(40, '1');
+  p.dirty = "no";
+  in.lock.pins = {p};
+  in.lock.pins_submitted = PinSummary(in.lock.pins);
+  in.lock.identity = RunIdentity(in.lock);
+  Verdict v = Decide(in, TestPolicy(), Catalog(), kNow);
+  EXPECT_EQ(Find(v, "pins_unchanged")->status, CheckStatus::kPass);
+  EXPECT_EQ(v.decision, Decision::kGo);
+  ASSERT_TRUE(v.identity.has_value());
+  EXPECT_EQ(v.identity->sha256, in.lock.identity->sha256);
+  EXPECT_NE(std::find(v.identity->lines.begin(), v.identity->lines.end(),
+                      "pin configs/ sha256:" + std::string(64, 'c') + " commit " +
+                          std::string(40, '1')),
+            v.identity->lines.end());
+  EXPECT_NE(CanonicalVerdict(v).find(in.lock.identity->sha256), std::string::npos);
+  Result<Verdict> back = ParseVerdict(VerdictToJson(v));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->identity->lines, v.identity->lines);
+}
+
 TEST(Decide, Table) {
   const Case cases[] = {
       {"lock problem",
@@ -352,6 +380,27 @@ TEST(Decide, Table) {
          in.config_error = "pilot.toml:3: bad";
        },
        "config_unchanged", CheckStatus::kFail, Decision::kNoGo, "pilot.toml:3: bad"},
+      {"pinned file moved",
+       [](DecideInput& in, Policy&) {
+         LockPin p;
+         p.kind = "file";
+         p.name = "train.py";
+         p.sha256 = std::string(64, 'a');
+         in.lock.pins_submitted = PinSummary({p});
+         p.sha256 = std::string(64, 'b');
+         in.lock.pins = {p};
+       },
+       "pins_unchanged", CheckStatus::kFail, Decision::kNoGo,
+       "moved between submit and job start: train.py: sha256 bbbbbbbbbbbb..., at submit sha256 "
+       "aaaaaaaaaaaa..."},
+      {"pins not recorded at submit",
+       [](DecideInput& in, Policy&) {
+         LockPin p;
+         p.kind = "hub_model";
+         p.name = "org/m";
+         in.lock.pins = {p};
+       },
+       "pins_unchanged", CheckStatus::kFail, Decision::kNoGo, "not recorded at submit"},
       {"runner ran other config",
        [](DecideInput& in, Policy&) { in.results->config_sha256 = std::string(64, 'e'); },
        "config_unchanged", CheckStatus::kFail, Decision::kNoGo, "different config"},

@@ -61,6 +61,48 @@ TEST(Lock, JobGpusRoundTripAndOlderLocksHaveNone) {
   EXPECT_FALSE(ParseLock(older)->job.gpus.has_value());
 }
 
+// Proves: a program's pins, what was recorded at submit and the run
+// identity are written and read back; a lock written before them reads
+// with none; the identity's lines list every part in their order.
+TEST(Lock, PinsAndIdentityRoundTrip) {
+  Lock l = SampleLock();
+  LockPin p;
+  p.kind = "hub_model";
+  p.name = "org/m@main";
+  p.path = "/h/models--org--m/snapshots/" + std::string(40, 'e');
+  p.sha256 = std::string(64, 'f');
+  p.commit = std::string(40, 'e');
+  p.files = 2;
+  l.pins = {p};
+  l.pins_submitted = PinSummary(l.pins);
+  l.identity = RunIdentity(l);
+  Result<Lock> back = ParseLock(LockToJson(l));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_TRUE(Same(*back, l));
+  ASSERT_TRUE(back->identity.has_value());
+  EXPECT_EQ(back->identity->lines,
+            (std::vector<std::string>{
+                "config sha256:" + std::string(64, 'a'), "container sha256:" + std::string(64, 'b'),
+                "file train /data/train.u16 sha256:" + std::string(64, 'c'),
+                "file init_weights /data/init.safetensors sha256:" + std::string(64, 'd'),
+                "hub_model org/m@main commit " + std::string(40, 'e') + " sha256:" +
+                    std::string(64, 'f'),
+                "nodes 4"}));
+  // Any part that differs is another identity.
+  Lock other = l;
+  other.pins[0].commit = std::string(40, '0');
+  EXPECT_NE(RunIdentity(other).sha256, l.identity->sha256);
+  Lock older = SampleLock();
+  Result<Lock> old = ParseLock(LockToJson(older));
+  ASSERT_TRUE(old.ok());
+  EXPECT_TRUE(old->pins.empty());
+  EXPECT_FALSE(old->pins_submitted.has_value());
+  EXPECT_FALSE(old->identity.has_value());
+  p.kind = "elsewhere";
+  l.pins = {p};
+  EXPECT_FALSE(ParseLock(LockToJson(l)).ok());
+}
+
 TEST(Lock, ReadFromFile) {
   testutil::TempDir dir;
   testutil::WriteText(dir / "lock.json", LockToJson(SampleLock()));
