@@ -32,6 +32,7 @@ enum class StringKind {
   kName,    // [A-Za-z0-9._-]{1,64}
   kAllocConf,  // "" or the caching allocator's key:value[,key:value] list
   kRegex,      // "" or a regular expression RE2 accepts with one group (LossPattern)
+  kMount,      // array elements: a bind mount (core/config/mounts.h)
 };
 
 struct KeySpec {
@@ -54,6 +55,8 @@ struct KeySpec {
   bool float_ok = false;
   // Array keys: a command line (elements may repeat) rather than a set.
   bool argv = false;
+  // Array keys: [] is a value (no elements) rather than a mistake.
+  bool may_be_empty = false;
 
   std::string Name() const { return std::string(section) + "." + key; }
 };
