@@ -65,7 +65,11 @@ std::vector<std::string> PodmanArgv(const ContainerRun& run,
                      "--user=" + std::to_string(run.uid) + ":" + std::to_string(run.gid),
                      // The ranks' rendezvous (MASTER_ADDR on the node or
                      // another node) and NCCL's sockets are the host's.
-                     "--network=host", "--workdir=" + run.workdir});
+                     "--network=host",
+                     // The image is the user's: a setuid program in it must
+                     // not make the program root over the bound folders.
+                     "--security-opt=no-new-privileges", "--cap-drop=all",
+                     "--workdir=" + run.workdir});
   if (!run.name.empty()) a.push_back("--name=" + run.name);
   for (const std::string& n : names_from_env) a.insert(a.end(), {"--env", n});
   for (const std::string& kv : env_on_argv) a.insert(a.end(), {"--env", kv});

@@ -4,7 +4,8 @@
 // for every runtime, so that what runs is spelled in one place:
 //
 //   podman     podman [--root CACHE] run --rm --pull=missing --user UID:GID
-//              --network=host --workdir DIR --name NAME
+//              --network=host --security-opt=no-new-privileges
+//              --cap-drop=all --workdir DIR --name NAME
 //              --env NAME (value from podman's own environment) ...
 //              --volume SRC:DST[:ro] ... --device nvidia.com/gpu=I ...
 //              [site args] --entrypoint= IMAGE@sha256:HEX COMMAND...

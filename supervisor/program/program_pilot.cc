@@ -163,8 +163,14 @@ class ProgramPilot {
     c.site = &in_.opts->policy.container;
     c.run_as = in_.opts->run_as;
     c.workdir = program_.workdir;
-    c.mounts = ContainerMounts(
-        {in_.out, metrics_dir_, ResolveProbePath(in_.opts->policy), program_.workdir}, cfg_);
+    // The pilot's own folders; one that does not exist (no probe installed)
+    // is not bound, since podman refuses a bind without its source.
+    std::vector<std::string> own;
+    for (const std::string& path :
+         {in_.out, metrics_dir_, ResolveProbePath(in_.opts->policy), program_.workdir}) {
+      if (!path.empty() && ::access(path.c_str(), F_OK) == 0) own.push_back(path);
+    }
+    c.mounts = ContainerMounts(own, cfg_);
     for (std::string_view g : SplitList(gpus)) c.gpus.emplace_back(g);
     container_ = std::move(c);
     Log("container: " + container_->runtime + " " + container_->image);

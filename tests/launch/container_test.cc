@@ -48,6 +48,8 @@ TEST(ContainerCommand, PodmanArgvExactly) {
                                          "--pull=missing",
                                          "--user=1000:100",
                                          "--network=host",
+                                         "--security-opt=no-new-privileges",
+                                         "--cap-drop=all",
                                          "--workdir=/work/job/7",
                                          "--name=pilot-7-single-reference-0",
                                          "--env",
