@@ -111,7 +111,6 @@ TEST(ProgramPodman, APhaseRunsInThePinnedImageAsTheJobsUser) {
   EXPECT_FALSE(back.image_id.empty());
 
   Sh({"/usr/bin/podman", "--root", store.string(), "rmi", "-af"}, env);
-  Sh({"/usr/bin/podman", "--root", store.string(), "system", "reset", "-f"}, env);
   std::error_code ec;
   fs::remove_all(dir, ec);
 }
