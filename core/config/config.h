@@ -144,6 +144,13 @@ struct ParallelConfig {
 // [container]
 struct ContainerConfig {
   std::string image;   // "registry/repo:tag", "repo@sha256:..", or a .sqsh/.sif
+  // What runs the program in the pinned image: "none" (pinned only, the
+  // program runs on the node), "pyxis", "apptainer" or "podman"
+  // (launch/container.h); the site allows runtimes in pilot.conf(5).
+  std::string runtime = "none";
+  // Extra binds: "PATH", "SRC:DST" or "SRC:DST:ro", absolute paths without
+  // ',' or ':' (core/config/mounts.h); the site allows their sources.
+  std::vector<std::string> mounts;
 };
 
 // [program]: the user's own training program as the pilot (pilot-program(7)).

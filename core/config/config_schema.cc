@@ -96,6 +96,8 @@ const std::vector<KeySpec>& Schema() {
       {PILOT_KEY(parallel, bucket_mb), .ilo = 1, .ihi = 4096},
       // [container]
       {PILOT_KEY(container, image), .kind = StringKind::kImage},
+      {PILOT_KEY(container, runtime), .choices = {"none", "pyxis", "apptainer", "podman"}},
+      {PILOT_KEY(container, mounts), .kind = StringKind::kMount, .may_be_empty = true},
       // [program]
       {PILOT_KEY(program, command), .argv = true},
       {PILOT_KEY(program, workdir), .kind = StringKind::kPath},

@@ -34,6 +34,7 @@ enum class StringKind {
   kRegex,      // "" or a regular expression RE2 accepts with one group (LossPattern)
   kPinPath,    // array elements: PinPathProblem() finds none
   kHubRef,     // array elements: ParseHubRef() accepts them
+  kMount,      // array elements: a bind mount (core/config/mounts.h)
 };
 
 struct KeySpec {
@@ -56,6 +57,8 @@ struct KeySpec {
   bool float_ok = false;
   // Array keys: a command line (elements may repeat) rather than a set.
   bool argv = false;
+  // Array keys: [] is a value (no elements) rather than a mistake.
+  bool may_be_empty = false;
 
   std::string Name() const { return std::string(section) + "." + key; }
 };

@@ -25,6 +25,7 @@ class Rules {
   Status Run() {
     PILOT_RETURN_IF_ERROR(RunTarget());
     PILOT_RETURN_IF_ERROR(Program());
+    PILOT_RETURN_IF_ERROR(Container());
     PILOT_RETURN_IF_ERROR(Model());
     PILOT_RETURN_IF_ERROR(Data());
     PILOT_RETURN_IF_ERROR(Shape());
@@ -69,6 +70,47 @@ class Rules {
 
   // With [program] the user's program is the workload: the builtin model's
   // keys would describe something the pilot does not run.
+  // [container]: a runtime needs an image it can run, and binds need a
+  // runtime. pilot.conf(5)'s allowed_runtimes and allowed_mounts are the
+  // site's and are checked where the policy is read (the plugin, the prolog).
+  Status Container() {
+    const ContainerConfig& k = c_.container;
+    if (k.runtime == "none") {
+      if (!k.mounts.empty()) {
+        return Err({"container.mounts"}, "binds need a runtime, and container.runtime is \"none\"",
+                   "set container.runtime to \"podman\", \"apptainer\" or \"pyxis\"");
+      }
+      return Status::Ok();
+    }
+    if (!c_.IsProgram()) {
+      return Err({"container.runtime"},
+                 "runs a user's program ([program]) in the image; the builtin model does not run "
+                 "in a container",
+                 "set program.command, or remove container.runtime");
+    }
+    if (k.image.empty()) {
+      return Err({"container.runtime", "container.image"},
+                 "container.runtime " + Quote(k.runtime) + " needs container.image");
+    }
+    const bool file = StartsWith(k.image, "/") || StartsWith(k.image, ".") ||
+                      StartsWith(k.image, "$") || EndsWith(k.image, ".sif") ||
+                      EndsWith(k.image, ".sqsh") || EndsWith(k.image, ".squashfs");
+    if (file && k.runtime == "podman") {
+      return Err({"container.image"}, "podman runs a registry image, not the file " + Quote(k.image),
+                 "push the image to a registry and name it there");
+    }
+    if (file && k.runtime == "apptainer" && !EndsWith(k.image, ".sif")) {
+      return Err({"container.image"}, "apptainer runs a .sif file or a registry image, got " +
+                                          Quote(k.image));
+    }
+    if (file && k.runtime == "pyxis" && !EndsWith(k.image, ".sqsh") &&
+        !EndsWith(k.image, ".squashfs")) {
+      return Err({"container.image"}, "pyxis runs a .sqsh file or a registry image, got " +
+                                          Quote(k.image));
+    }
+    return Status::Ok();
+  }
+
   Status Program() {
     if (!c_.IsProgram()) {
       for (const auto& [name, src] : c_.sources) {

@@ -17,6 +17,7 @@
 #include "core/base/toml_reader.h"
 #include "core/config/config.h"
 #include "core/config/config_schema.h"
+#include "core/config/mounts.h"
 #include "core/config/env.h"
 #include "core/config/loss_pattern.h"
 
@@ -413,10 +414,16 @@ void Loader::Assign(const KeySpec& spec, const toml::node& node, int line, Confi
                "e.g. [\"gpt2\", \"openai-community/gpt2@main\"]");
           return;
         }
+      } else if (spec.kind == StringKind::kMount) {
+        Result<Mount> m = ParseMount(item);
+        if (!m.ok()) {
+          fail("element " + std::to_string(i + 1) + ": " + m.status().detail(), eline);
+          return;
+        }
       }
       out.push_back(item);
     }
-    if (out.empty()) {
+    if (out.empty() && !spec.may_be_empty) {
       fail(spec.argv                       ? "must name the program to run, e.g. [\"python3\", \"train.py\"]"
            : spec.kind == StringKind::kPlain ? "must list at least one GPU type"
                                              : "must list at least one entry (or leave the key out)");
@@ -461,6 +468,7 @@ void Loader::CheckString(const KeySpec& spec, std::string& v, int line) {
     case StringKind::kPlain:
     case StringKind::kPinPath:  // array kinds, checked per element
     case StringKind::kHubRef:
+    case StringKind::kMount:
       return;
     case StringKind::kName:
       if (v.empty() || v.size() > 64 || !std::all_of(v.begin(), v.end(), IsConfigNameChar)) {

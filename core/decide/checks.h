@@ -7,6 +7,7 @@
 //
 // Who establishes each (Check::verified_by): pinning, nodes_pinned,
 // config_unchanged and pins_unchanged the prolog; container_tag and checkpoint the epilog;
+// container the supervisor;
 // completed's pass the supervisor when it wrote the results (its fails
 // mostly the workload's own record); ptrace_scope the supervisor; restore
 // the supervisor when it compared the two builtin processes itself,
@@ -55,6 +56,10 @@ inline constexpr CheckInfo kChecks[] = {
     {"container_tag",
      "only when the epilog resolved a registry image's tag again: the tag still points at the "
      "pinned digest (warn when it moved; the job ran the pinned image either way)"},
+    {"container",
+     "only when the program ran in a container runtime: the digest the supervisor read back "
+     "from the runtime equals the digest the prolog pinned (fail naming both, or when none was "
+     "read back)"},
     {"config_unchanged",
      "the submitted config's sha256 equals that of the prolog's copy and the one the workload "
      "reports"},

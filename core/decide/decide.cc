@@ -621,6 +621,29 @@ void CheckContainerTag(const DecideInput& in, std::vector<Check>* out) {
       VerifiedBy::kEpilog));
 }
 
+// What ran against what was pinned: the supervisor read the digest back
+// from the runtime after the program's processes ran in it.
+void CheckContainerRan(const DecideInput& in, std::vector<Check>* out) {
+  if (!in.results || !in.results->program || !in.results->program->container) return;
+  const ProgramContainer& ran = *in.results->program->container;
+  const std::string& pinned = in.lock.container.digest;
+  const bool same = !ran.digest.empty() && !pinned.empty() && ran.digest == pinned;
+  std::string detail;
+  if (same) {
+    detail = "every process ran in " + ran.image + " (" + ran.runtime + ")";
+  } else if (ran.digest.empty()) {
+    detail = "the digest that ran was not read back from " + ran.runtime +
+             (ran.problem.empty() ? "" : ": " + ran.problem);
+  } else {
+    detail = "the image that ran, " + ran.digest + ", is not the pinned " +
+             (pinned.empty() ? std::string("(none)") : pinned);
+  }
+  out->push_back(MakeCheck(CheckName("container"), same ? CheckStatus::kPass : CheckStatus::kFail,
+                           ran.digest.empty() ? "not read back" : ran.digest,
+                           "= " + (pinned.empty() ? std::string("(not pinned)") : pinned), detail,
+                           VerifiedBy::kSupervisor));
+}
+
 // The versions the ranks of one run must share on every node.
 constexpr const char* kSharedVersions[] = {"runner", "libtorch", "cuda_runtime", "cuda_driver",
                                            "cudnn",  "nccl",     "rocm"};
@@ -753,6 +776,7 @@ Verdict Decide(const DecideInput& in, const Policy& policy, const HardwareCatalo
   CheckPinning(in, &checks);
   CheckNodesPinned(in, &checks);
   CheckContainerTag(in, &checks);
+  CheckContainerRan(in, &checks);
   CheckConfig(in, &checks);
   CheckPins(in, &checks);
   const SingleStage* s = CheckCompleted(in, &checks);

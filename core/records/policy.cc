@@ -6,6 +6,7 @@
 #include <climits>
 
 #include "core/base/atomic_file.h"
+#include "core/base/strings.h"
 #include "core/records/record_toml.h"
 
 #ifndef PILOT_SYSCONFDIR
@@ -91,6 +92,25 @@ void Fields(V& v, S& s, std::type_identity<RegistryPolicy>) {
 }
 
 template <class V, class S>
+void Fields(V& v, S& s, std::type_identity<ContainerPolicy>) {
+  v("allowed_runtimes", s.allowed_runtimes, kMayBeAbsent,
+    Doc{"what container.runtime may be: none, pyxis, apptainer, podman"});
+  v("allowed_mounts", s.allowed_mounts, kMayBeAbsent,
+    Doc{"folders whose trees container.mounts may bind"});
+  v("podman_args", s.podman_args, kMayBeAbsent, Doc{"added after podman run"});
+  v("apptainer_args", s.apptainer_args, kMayBeAbsent, Doc{"added after apptainer exec"});
+  v("pyxis_args", s.pyxis_args, kMayBeAbsent, Doc{"added to the pyxis srun step"});
+  v("podman_path", s.podman_path, Validate{&NotEmpty}, kMayBeAbsent,
+    Doc{"podman to run (PATH lookup without '/')"});
+  v("apptainer_path", s.apptainer_path, Validate{&NotEmpty}, kMayBeAbsent,
+    Doc{"apptainer to run (PATH lookup without '/')"});
+  v("containers_conf", s.containers_conf, Validate{&AbsoluteOrEmpty}, kMayBeAbsent,
+    Doc{"podman's containers.conf, passed as CONTAINERS_CONF (\"\" = podman's own)"});
+  v("image_cache", s.image_cache, Validate{&AbsoluteOrEmpty}, kMayBeAbsent,
+    Doc{"podman's --root, Apptainer's APPTAINER_CACHEDIR (\"\" = the runtime's default)"});
+}
+
+template <class V, class S>
 void Fields(V& v, S& s, std::type_identity<Policy>) {
   v("state_dir", s.state_dir, Validate{&AbsoluteOrEmpty}, Validate{&NotEmpty}, kMayBeAbsent,
     Doc{"where verdicts, locks and grants are kept"});
@@ -143,6 +163,7 @@ void Fields(V& v, S& s, std::type_identity<Policy>) {
   v("thresholds", s.thresholds, kMayBeAbsent);
   v("planning", s.planning, kMayBeAbsent);
   v("registry", s.registry, kMayBeAbsent);
+  v("container", s.container, kMayBeAbsent);
 }
 
 double NotifyWorstCaseSeconds(const Policy& policy) {
@@ -207,6 +228,19 @@ Result<Policy> ParsePolicy(std::string_view text, const std::string& path) {
   if (!work.empty() && work == state) {
     return Status::Invalid(path, "work_root: must not be state_dir itself")
         .WithHint("give the work folders a folder of their own, best on another file system");
+  }
+  // The lists' elements, which the key table checks only as strings.
+  for (const std::string& rt : p.container.allowed_runtimes) {
+    if (rt != "none" && rt != "pyxis" && rt != "apptainer" && rt != "podman") {
+      return Status::Invalid(path, "container.allowed_runtimes: unknown runtime " + Quote(rt))
+          .WithHint("choose from \"none\", \"pyxis\", \"apptainer\", \"podman\"");
+    }
+  }
+  for (const std::string& m : p.container.allowed_mounts) {
+    if (m.empty() || m.front() != '/') {
+      return Status::Invalid(path, "container.allowed_mounts: " + Quote(m) +
+                                       " must be an absolute path");
+    }
   }
   return p;
 }

@@ -57,6 +57,31 @@ struct RegistryPolicy {
   int retries = 2;           // extra attempts after the first
 };
 
+// [container]: the runtimes a site lets a program run in (config
+// [container] runtime) and how they are started (launch/container.h).
+// Runtime flags come from here only, never from a user's config.
+struct ContainerPolicy {
+  // Of "none", "pyxis", "apptainer", "podman": what container.runtime may be.
+  std::vector<std::string> allowed_runtimes = {"none"};
+  // Folders whose trees container.mounts may bind (their sources); the
+  // job's work folder, checkpoint folder and the probe are bound always.
+  std::vector<std::string> allowed_mounts;
+  // Arguments the site adds: podman's after `run`, apptainer's after
+  // `exec`, pyxis's to srun (e.g. "--shm-size=16g", "--tls-verify=false").
+  std::vector<std::string> podman_args;
+  std::vector<std::string> apptainer_args;
+  std::vector<std::string> pyxis_args;
+  std::string podman_path = "podman";        // PATH lookup without '/'
+  std::string apptainer_path = "apptainer";
+  // podman's containers.conf (CONTAINERS_CONF; "" = podman's own): where a
+  // node needs default_ulimits = [] or another OCI runtime (spank_pilot(8)).
+  std::string containers_conf;
+  // Where images are kept between jobs: podman's --root, Apptainer's
+  // APPTAINER_CACHEDIR ("" = the runtime's default). pyxis's cache is
+  // enroot's own (ENROOT_CACHE_PATH in enroot.conf).
+  std::string image_cache;
+};
+
 struct Policy {
   std::string path;  // file read ("" = built-in defaults)
   std::string state_dir = "/var/lib/slurm-pilot";
@@ -110,6 +135,7 @@ struct Policy {
   Thresholds thresholds;
   PlanningPolicy planning;
   RegistryPolicy registry;
+  ContainerPolicy container;
 };
 
 // The epilog's time budget (pilot-epilog(8), TIME BUDGET). What it keeps

@@ -435,6 +435,15 @@ void Fields(V& v, S& s, std::type_identity<ProgramPrecision>) {
 }
 
 template <class V, class S>
+void Fields(V& v, S& s, std::type_identity<ProgramContainer>) {
+  v("runtime", s.runtime, OneOf{{"podman", "apptainer", "pyxis"}});
+  v("image", s.image);
+  v("digest", s.digest);
+  v("image_id", s.image_id);
+  v("problem", s.problem);
+}
+
+template <class V, class S>
 void Fields(V& v, S& s, std::type_identity<ProgramEnvironment>) {
   v("python", s.python);
   v("torch", s.torch);
@@ -483,6 +492,7 @@ void Fields(V& v, S& s, std::type_identity<ProgramInfo>) {
   v("memory_limit_bytes", s.memory_limit_bytes, IntRange{0, INT64_MAX}, kMayBeAbsent);
   v("precision", s.precision, kMayBeAbsent);
   v("environment", s.environment, kMayBeAbsent);
+  v("container", s.container, kMayBeAbsent);
   v("state", s.state, kMayBeAbsent);
 }
 

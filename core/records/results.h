@@ -468,6 +468,17 @@ struct PhaseBusy {
   bool operator==(const PhaseBusy&) const = default;
 };
 
+// The image the program's processes ran in ([container] runtime), as the
+// supervisor started it and read it back from the runtime afterwards.
+struct ProgramContainer {
+  std::string runtime;   // "podman" | "apptainer" | "pyxis"
+  std::string image;     // the reference started: the lock's pinned REPO@sha256:HEX
+  std::string digest;    // read back from the runtime ("" = could not be read: see problem)
+  std::string image_id;  // the runtime's id of that image ("" when not read)
+  std::string problem;   // why the digest was not read back
+  bool operator==(const ProgramContainer&) const = default;
+};
+
 // What the supervisor saw of the user's program. Present when results.json
 // was written for a [program] pilot.
 struct ProgramInfo {
@@ -496,6 +507,8 @@ struct ProgramInfo {
   int64_t memory_limit_bytes = 0;
   ProgramPrecision precision;
   ProgramEnvironment environment;
+  // Absent when the program ran on the node (container.runtime "none").
+  std::optional<ProgramContainer> container;
   // The single stage's state fingerprints compared, component by component
   // and rank; empty when the program reported none (slurm_pilot.saved and
   // slurm_pilot.restored, pilot-program(7)).

@@ -65,7 +65,7 @@ void Say(const std::string& text) { WriteAll(2, text.data(), text.size()); }
   dup2(out_w, 1);
   dup2(err_w, 2);
   for (int fd = 3; fd < 4096; ++fd) close(fd);
-  BecomeWorkloadChild(spec.run_as, parent);
+  BecomeWorkloadChild(r.as_root ? std::nullopt : spec.run_as, parent);
   if (chdir(spec.cwd.c_str()) != 0) {
     Say("pilot: program: cannot enter the working directory " + spec.cwd + ": " +
         std::strerror(errno) + "\n");

@@ -63,6 +63,10 @@ struct RankLaunch {
   // output goes to their stderr, pilot-program(7)). srun's lines about
   // tasks that ended badly are kept in RankResult::srun_lines.
   int srun_tasks = 0;
+  // Started as the supervisor (root), not GroupSpec::run_as: a container
+  // runtime that itself runs the program as the job's user (podman --user,
+  // supervisor/program/container.h).
+  bool as_root = false;
 };
 
 struct GroupSpec {

@@ -24,6 +24,7 @@
 #include "launch/srun.h"
 #include "supervisor/cgroup.h"
 #include "supervisor/process.h"
+#include "supervisor/program/container.h"
 #include "supervisor/program/group.h"
 #include "supervisor/program/judge.h"
 #include "supervisor/program/observe.h"
@@ -121,16 +122,72 @@ class ProgramPilot {
     ::chmod(metrics_dir_.c_str(), 0711);
     int rc = kExitOk;
     const std::string& stage = in_.opts->stage;
+    if (cfg_.container.runtime != "none" && !PrepareContainer(gpus)) {
+      res_.program = program_;
+      return kExitFailed;
+    }
     if (stage != "node") rc = Single();
     if (!StopRequested() && world_ > 1 && (stage == "node" || (stage == "all" && rc == kExitOk))) {
       const int node_rc = Node();
       if (rc == kExitOk) rc = node_rc;
     }
+    if (container_) program_.container = ReadBackContainer(*container_);
     res_.program = program_;
     return rc;
   }
 
  private:
+  // [container] runtime: checks that the program can run in the pinned
+  // image here and sets up container_; false (the reason a problem and the
+  // single stage's failure) when it cannot.
+  bool PrepareContainer(const std::string& gpus) {
+    const std::string why =
+        ContainerProblem(cfg_, *in_.lock, in_.opts->policy,
+                         AcrossNodes() && cfg_.program.launcher != "none");
+    if (!why.empty()) {
+      Problem(why);
+      SingleStage s;
+      s.status = "error";
+      FailureInfo f;
+      f.kind = "error";
+      f.phase = "reference";
+      f.message = why;
+      s.failure = f;
+      s.restore.detail = "not run: " + why;
+      res_.single = s;
+      return false;
+    }
+    ContainerSetup c;
+    c.runtime = cfg_.container.runtime;
+    c.image = in_.lock->container.pinned;
+    c.site = &in_.opts->policy.container;
+    c.run_as = in_.opts->run_as;
+    c.workdir = program_.workdir;
+    // The pilot's own folders; one that does not exist (no probe installed)
+    // is not bound, since podman refuses a bind without its source.
+    std::vector<std::string> own;
+    for (const std::string& path :
+         {in_.out, metrics_dir_, ResolveProbePath(in_.opts->policy), program_.workdir}) {
+      if (!path.empty() && ::access(path.c_str(), F_OK) == 0) own.push_back(path);
+    }
+    c.mounts = ContainerMounts(own, cfg_);
+    for (std::string_view g : SplitList(gpus)) c.gpus.emplace_back(g);
+    container_ = std::move(c);
+    Log("container: " + container_->runtime + " " + container_->image);
+    return true;
+  }
+
+  static std::vector<std::string_view> SplitList(std::string_view list) {
+    std::vector<std::string_view> out;
+    while (!Trim(list).empty()) {
+      const size_t comma = list.find(',');
+      out.push_back(Trim(list.substr(0, comma)));
+      if (comma == std::string_view::npos) break;
+      list.remove_prefix(comma + 1);
+    }
+    return out;
+  }
+
   std::string CheckpointDir(const std::string& stage) const {
     return in_.out + "/pilot-checkpoints/" + stage;
   }
@@ -205,6 +262,16 @@ class ProgramPilot {
       r.env = ProgramEnv(e);
       if (world > 1 && EnvValue(in_.opts->job_env, "OMP_NUM_THREADS").empty()) {
         SetEnvValue(&r.env, "OMP_NUM_THREADS", "1");  // as torchrun: ranks share the cores
+      }
+      if (container_) {
+        const std::string name = "pilot-" + std::to_string(in_.lock->job.id) + "-" +
+                                 in_.lock->instance.substr(0, 8) + "-" + stage + "-" + process + "-" +
+                                 std::to_string(rank);
+        const Status wrapped = WrapInContainer(*container_, name, &r);
+        if (!wrapped.ok()) {
+          Problem(wrapped.ToString());
+          r.argv = {"/bin/false"};  // the phase fails on its own exit status
+        }
       }
       spec.ranks.push_back(std::move(r));
     }
@@ -649,6 +716,7 @@ class ProgramPilot {
   SupervisorInfo& info_;
   ProgramInfo program_;
   std::optional<LossPattern> pattern_;
+  std::optional<ContainerSetup> container_;  // [container] runtime other than "none"
   std::string device_;
   int world_ = 1;
   std::vector<std::string> hosts_;  // the job's nodes, when it has several

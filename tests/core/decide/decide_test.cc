@@ -533,6 +533,43 @@ TEST(Decide, Table) {
   }
 }
 
+// The image that ran, read back from the runtime, against the one pinned.
+TEST(Decide, ContainerThatRanMustBeThePinnedOne) {
+  DecideInput in = Good();
+  EXPECT_EQ(Find(Decide(in, TestPolicy(), Catalog(), kNow), "container"), nullptr);
+  const std::string pinned = in.lock.container.digest;
+  ASSERT_FALSE(pinned.empty());
+  in.results->program.emplace();
+  ProgramContainer ran;
+  ran.runtime = "podman";
+  ran.image = "reg/x@" + pinned;
+  ran.digest = pinned;
+  in.results->program->container = ran;
+  const Verdict good = Decide(in, TestPolicy(), Catalog(), kNow);
+  const Check* ok = Find(good, "container");
+  ASSERT_NE(ok, nullptr);
+  EXPECT_EQ(ok->status, CheckStatus::kPass);
+  EXPECT_EQ(ok->verified_by, VerifiedBy::kSupervisor);
+
+  const std::string other = "sha256:" + std::string(64, '7');
+  in.results->program->container->digest = other;
+  Verdict bad = Decide(in, TestPolicy(), Catalog(), kNow);
+  EXPECT_EQ(bad.decision, Decision::kNoGo);
+  const Check* c = Find(bad, "container");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->status, CheckStatus::kFail);
+  EXPECT_NE(c->detail.find(other), std::string::npos) << c->detail;
+  EXPECT_NE(c->detail.find(pinned), std::string::npos) << c->detail;
+
+  in.results->program->container->digest.clear();
+  in.results->program->container->problem = "podman image inspect: exit 125";
+  const Verdict unread = Decide(in, TestPolicy(), Catalog(), kNow);
+  c = Find(unread, "container");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->status, CheckStatus::kFail);
+  EXPECT_NE(c->detail.find("exit 125"), std::string::npos) << c->detail;
+}
+
 TEST(Decide, NonBindingWhenSmallerShape) {
   DecideInput in = Good();
   in.results->single->shape.seq_len = 1024;

@@ -74,7 +74,7 @@ TEST(Policy, EveryKeyIsDocumented) {
 TEST(Policy, EveryKeyOfTheTableHasAHint) {
   ASSERT_EQ(PolicyKeys().size(), KnownPolicyKeys().size());
   EXPECT_EQ(PolicyKeys().front().name, "state_dir");
-  EXPECT_EQ(PolicyKeys().back().name, "registry.retries");
+  EXPECT_EQ(PolicyKeys().back().name, "container.image_cache");
   for (const RecordKey& key : PolicyKeys()) EXPECT_FALSE(key.doc.empty()) << key.name;
 }
 

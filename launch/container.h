@@ -1,0 +1,90 @@
+// The command line that runs one process of a user's program inside the
+// image the prolog pinned ([container] runtime, pilot.toml(5); the site's
+// [container], pilot.conf(5)). One function, ContainerCommand, builds it
+// for every runtime, so that what runs is spelled in one place:
+//
+//   podman     podman [--root CACHE] run --rm --pull=missing --user UID:GID
+//              --network=host --security-opt=no-new-privileges
+//              --cap-drop=all --workdir DIR --name NAME
+//              --env NAME (value from podman's own environment) ...
+//              --volume SRC:DST[:ro] ... --device nvidia.com/gpu=I ...
+//              [site args] --entrypoint= IMAGE@sha256:HEX COMMAND...
+//              Started as root (podman drops to --user inside);
+//              CONTAINERS_CONF names the site's containers.conf.
+//   apptainer  apptainer exec --cleanenv --pwd DIR --bind SRC:DST[:ro],...
+//              [--nv] [site args] docker://IMAGE@sha256:HEX COMMAND...
+//              (or the .sif file the prolog hashed), as the user; the
+//              environment as APPTAINERENV_NAME=VALUE.
+//   pyxis      srun --ntasks=1 --container-image=REGISTRY#REPO@sha256:HEX
+//              --container-mounts=SRC:DST[:ro],... --container-workdir=DIR
+//              --no-container-remap-root [site args] COMMAND..., as the
+//              user, inside the job; the environment is srun's own.
+//
+// Never by tag: `image` must carry its digest (the lock's pinned
+// reference) or be a local file. Environment values never appear on the
+// command line (a program's secrets would be in /proc/PID/cmdline for
+// every user of the node, and a newline or comma would split them): the
+// returned env carries them. Podman and Apptainer are given the job's
+// GPUs only; pyxis's step gets what Slurm confines it to.
+//
+// Pure; thread-safe. Only podman is exercised end to end here (pyxis and
+// Apptainer are not packaged for Debian 12: spank_pilot(8)).
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "core/base/status.h"
+#include "core/config/mounts.h"
+
+namespace pilot::launch {
+
+inline constexpr char kRuntimeNone[] = "none";
+inline constexpr char kRuntimePodman[] = "podman";
+inline constexpr char kRuntimeApptainer[] = "apptainer";
+inline constexpr char kRuntimePyxis[] = "pyxis";
+
+struct ContainerRun {
+  std::string runtime;  // kRuntimePodman, kRuntimeApptainer, kRuntimePyxis
+  std::string image;    // "REPO@sha256:HEX" or an image file
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::string workdir;                 // absolute, the same inside
+  std::vector<std::string> env;        // NAME=VALUE the program is given
+  std::vector<Mount> mounts;           // binds, each at its destination
+  std::vector<std::string> gpus;       // the job's GPU indices ("0", "3"); none: a CPU run
+  std::vector<std::string> site_args;  // the site's for this runtime (pilot.conf)
+  std::string program_path;            // podman or apptainer to run
+  std::string image_cache;             // podman --root, APPTAINER_CACHEDIR ("" = default)
+  std::string containers_conf;         // podman: CONTAINERS_CONF ("" = podman's own)
+  std::string name;                    // podman's container name ("" = podman picks)
+  std::vector<std::string> command;    // the program's argv
+};
+
+struct ContainerCommand {
+  std::vector<std::string> argv;
+  // The environment to start argv with (complete: the caller's variables
+  // the runtime needs, PATH, HOME, plus what carries the program's).
+  std::vector<std::string> env;
+  bool as_root = false;  // podman: started by root, the program runs as uid:gid
+};
+
+// Errors: kInvalid naming the value: an unknown runtime, an image without
+// its digest, a relative workdir, an env entry without '=' or with a name
+// that is not [A-Za-z_][A-Za-z0-9_]*, a mount that ParseMount would refuse,
+// a GPU index that is not a number, an empty command.
+// `base_env`: the variables the runtime itself runs with (PATH, HOME...).
+Result<ContainerCommand> BuildContainerCommand(const ContainerRun& run,
+                                               const std::vector<std::string>& base_env);
+
+// pyxis's spelling of a registry reference: the registry host separated by
+// '#' ("reg.io:5000/a/b@sha256:.." -> "reg.io:5000#a/b@sha256:.."); a
+// Docker Hub name (no host) and a file are returned unchanged.
+std::string PyxisImage(const std::string& image);
+
+// The digest of a reference "REPO@sha256:HEX" ("" when it has none).
+std::string DigestOf(const std::string& image);
+
+}  // namespace pilot::launch

@@ -1,0 +1,193 @@
+#include "supervisor/program/container.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "core/base/strings.h"
+#include "core/config/mounts.h"
+#include "launch/container.h"
+#include "supervisor/workload_env.h"
+
+namespace pilot::supervisor {
+namespace {
+
+constexpr char kRootPath[] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+// Variables that describe the node, not the image: the image's own values
+// stand inside.
+bool NodeOnly(std::string_view name) {
+  static const char* const kNames[] = {"PATH",         "HOME",       "PWD",         "OLDPWD",
+                                       "SHELL",        "PYTHONHOME", "VIRTUAL_ENV", "MANPATH",
+                                       "LIBRARY_PATH", "CPATH",      "MODULEPATH",  "LOADEDMODULES",
+                                       "TMPDIR",       "_"};
+  if (StartsWith(name, "LD_") || StartsWith(name, "BASH_FUNC_") || StartsWith(name, "CONDA_") ||
+      StartsWith(name, "XDG_")) {
+    return true;
+  }
+  return std::find_if(std::begin(kNames), std::end(kNames),
+                      [&](const char* n) { return name == n; }) != std::end(kNames);
+}
+
+std::vector<std::string> Fields(std::string_view text, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(sep, start);
+    if (end == std::string_view::npos) end = text.size();
+    out.emplace_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+// `name` found in the root PATH when it has no '/'; "" when absent.
+std::string RootProgram(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  for (const std::string& dir : Fields(kRootPath, ':')) {
+    const std::string p = dir + "/" + name;
+    if (::access(p.c_str(), X_OK) == 0) return p;
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string ContainerProblem(const Config& cfg, const Lock& lock, const Policy& policy,
+                             bool across_nodes) {
+  const std::string& rt = cfg.container.runtime;
+  if (rt == launch::kRuntimeNone) return "";
+  const auto& allowed = policy.container.allowed_runtimes;
+  if (std::find(allowed.begin(), allowed.end(), rt) == allowed.end()) {
+    return "container.runtime " + Quote(rt) +
+           " is not allowed on this cluster (pilot.conf "
+           "[container] allowed_runtimes: " +
+           Join(allowed, ", ") + ")";
+  }
+  if (rt != launch::kRuntimePodman) {
+    return "container.runtime " + Quote(rt) +
+           ": the supervisor runs programs in podman only so "
+           "far";
+  }
+  if (across_nodes) return "container.runtime \"podman\" runs the ranks of one node only so far";
+  if (lock.container.method != "registry" || launch::DigestOf(lock.container.pinned).empty()) {
+    return "container " + Quote(cfg.container.image) +
+           " was not pinned to a digest by the "
+           "prolog, so there is no image to run";
+  }
+  for (const std::string& text : cfg.container.mounts) {
+    Result<Mount> m = ParseMount(text);
+    if (!m.ok()) return "container.mounts: " + m.status().detail();
+    if (!MountSourceAllowed(m->source, policy.container.allowed_mounts)) {
+      return "container.mounts: " + Quote(m->source) +
+             " is outside the folders this cluster "
+             "allows (pilot.conf [container] allowed_mounts: " +
+             (policy.container.allowed_mounts.empty()
+                  ? std::string("none")
+                  : Join(policy.container.allowed_mounts, ", ")) +
+             ")";
+    }
+  }
+  return "";
+}
+
+std::vector<Mount> ContainerMounts(const std::vector<std::string>& paths, const Config& cfg) {
+  std::vector<Mount> out;
+  auto add = [&](const Mount& m) {
+    for (const Mount& o : out) {
+      if (o.destination == m.destination) return;  // one bind per place inside
+    }
+    out.push_back(m);
+  };
+  for (const std::string& p : paths) {
+    if (!p.empty() && p != "/") add(Mount{p, p, false});
+  }
+  for (const std::string& text : cfg.container.mounts) {
+    Result<Mount> m = ParseMount(text);
+    if (m.ok()) add(*m);
+  }
+  return out;
+}
+
+Status WrapInContainer(const ContainerSetup& setup, const std::string& name, RankLaunch* r) {
+  launch::ContainerRun run;
+  run.runtime = setup.runtime;
+  run.image = setup.image;
+  run.uid = setup.run_as ? setup.run_as->uid : ::getuid();
+  run.gid = setup.run_as ? setup.run_as->gid : ::getgid();
+  run.workdir = setup.workdir;
+  for (const std::string& kv : r->env) {
+    const std::string var = kv.substr(0, kv.find('='));
+    if (!NodeOnly(var)) run.env.push_back(kv);
+  }
+  if (!setup.gpus.empty()) {
+    // The runtime gives the container the job's GPUs only, numbered from 0.
+    std::vector<std::string> inside;
+    for (size_t i = 0; i < setup.gpus.size(); ++i) inside.push_back(std::to_string(i));
+    std::erase_if(run.env,
+                  [](const std::string& kv) { return StartsWith(kv, "CUDA_VISIBLE_DEVICES="); });
+    run.env.push_back("CUDA_VISIBLE_DEVICES=" + Join(inside, ","));
+  }
+  run.mounts = setup.mounts;
+  run.gpus = setup.gpus;
+  if (setup.site != nullptr) {
+    run.site_args = setup.site->podman_args;
+    run.program_path = RootProgram(setup.site->podman_path);
+    run.image_cache = setup.site->image_cache;
+    run.containers_conf = setup.site->containers_conf;
+  }
+  run.name = name;
+  run.command = r->argv;
+  PILOT_ASSIGN_OR_RETURN(
+      launch::ContainerCommand c,
+      launch::BuildContainerCommand(run, {std::string("PATH=") + kRootPath, "HOME=/root"}));
+  r->argv = std::move(c.argv);
+  r->env = std::move(c.env);
+  r->as_root = c.as_root;
+  return Status::Ok();
+}
+
+ProgramContainer ReadBackContainer(const ContainerSetup& setup) {
+  ProgramContainer out;
+  out.runtime = setup.runtime;
+  out.image = setup.image;
+  const std::string podman =
+      setup.site ? RootProgram(setup.site->podman_path) : RootProgram("podman");
+  if (podman.empty()) {
+    out.problem = "podman is not installed on this node";
+    return out;
+  }
+  job::CommandSpec spec;
+  spec.argv = {podman};
+  if (setup.site && !setup.site->image_cache.empty()) {
+    spec.argv.insert(spec.argv.end(), {"--root", setup.site->image_cache});
+  }
+  spec.argv.insert(spec.argv.end(),
+                   {"image", "inspect", "--format", "{{.Digest}} {{.Id}}", setup.image});
+  spec.env = {std::string("PATH=") + kRootPath, "HOME=/root"};
+  if (setup.site && !setup.site->containers_conf.empty()) {
+    spec.env.push_back("CONTAINERS_CONF=" + setup.site->containers_conf);
+  }
+  spec.timeout_seconds = 60;
+  Result<job::CommandResult> r = job::RunCommand(spec);
+  if (!r.ok()) {
+    out.problem = "podman image inspect: " + r.status().ToString();
+    return out;
+  }
+  if (!r->Succeeded()) {
+    const std::vector<std::string_view> lines = SplitLines(Trim(r->err));
+    out.problem = "podman image inspect " + setup.image + ": " + r->Describe(spec.timeout_seconds) +
+                  (lines.empty() ? "" : ": " + std::string(lines.back()));
+    return out;
+  }
+  const std::vector<std::string> fields = Fields(Trim(r->out), ' ');
+  if (fields.size() != 2 || launch::DigestOf("x@" + fields[0]).empty()) {
+    out.problem = "podman image inspect printed " + Quote(Trim(r->out).substr(0, 200));
+    return out;
+  }
+  out.digest = fields[0];
+  out.image_id = fields[1];
+  return out;
+}
+
+}  // namespace pilot::supervisor

@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# A user's program in the pinned image, run by podman, on the local cluster
+# ([container] runtime, pilot.toml(5); spank_pilot(8), CONTAINERS).
+#
+#   container.sh CASE   CASE: podman
+#
+# The image is built here from Debian's busybox-static (podman import),
+# pushed to a local docker-registry over its HTTP API (podman push), and
+# run by digest. Environment as for e2e.sh (lib.sh).
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+
+PORT=${PILOT_REGISTRY_PORT:-5000}
+REG=127.0.0.1:$PORT
+ROOTDIR=$(mktemp -d /tmp/pilot-ctr.XXXXXX)   # root's: podman's storage and config
+cp "$POLICY" "$ROOTDIR/pilot.conf.saved"
+
+container_cleanup() {
+  cp "$ROOTDIR/pilot.conf.saved" "$POLICY"
+  local store
+  for store in "$ROOTDIR/build" "$ROOTDIR/cache"; do
+    [[ -d $store ]] && podman --root "$store" rmi -af >/dev/null 2>&1 || true
+  done
+  rm -rf "$ROOTDIR"
+  cleanup
+}
+trap container_cleanup EXIT
+
+reason_of() {
+  json "$STATE/verdicts/$1.json" "'\n'.join(c['name'] + ': ' + c['detail'] for c in d['checks'] if c['status']=='fail')"
+}
+
+start_registry() {
+  python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1',$PORT))" 2>/dev/null ||
+    fail "port $PORT is busy (the policy's insecure registry)"
+  cat >"$ROOTDIR/registry.yml" <<YML
+version: 0.1
+storage:
+  filesystem:
+    rootdirectory: $ROOTDIR/registry
+http:
+  addr: $REG
+YML
+  /usr/bin/docker-registry serve "$ROOTDIR/registry.yml" >"$ROOTDIR/registry.log" 2>&1 &
+  BACKGROUND+=($!)
+  local i
+  for ((i = 0; i < 50; i++)); do
+    curl -fs "http://$REG/v2/" >/dev/null && return
+    sleep 0.2
+  done
+  fail "docker-registry did not start: $(cat "$ROOTDIR/registry.log")"
+}
+
+# Builds the image (busybox and a file only it has) and pushes it; prints
+# the manifest's digest as the registry serves it.
+push_image() {  # push_image REPO:TAG
+  local root=$ROOTDIR/rootfs
+  mkdir -p "$root/bin" "$root/etc" "$root/tmp"
+  cp /bin/busybox "$root/bin/busybox"
+  ln -sf busybox "$root/bin/sh"
+  ln -sf busybox "$root/bin/cat"
+  echo "inside-the-image" >"$root/etc/pilot-image"
+  tar -C "$root" -cf "$ROOTDIR/rootfs.tar" .
+  podman --root "$ROOTDIR/build" import "$ROOTDIR/rootfs.tar" "localhost/$1" >/dev/null
+  podman --root "$ROOTDIR/build" push --tls-verify=false "localhost/$1" "$REG/$1" >/dev/null 2>&1 ||
+    fail "podman push to $REG failed"
+  curl -fsI -H 'Accept: application/vnd.oci.image.manifest.v1+json' \
+    -H 'Accept: application/vnd.docker.distribution.manifest.v2+json' \
+    "http://$REG/v2/${1%%:*}/manifests/${1##*:}" | tr -d '\r' |
+    sed -n 's/^[Dd]ocker-[Cc]ontent-[Dd]igest: //p'
+}
+
+# The site's side: podman allowed, its containers.conf (spank_pilot(8)).
+allow_podman() {
+  printf '[containers]\ndefault_ulimits = []\n[engine]\nruntime = "runc"\n' >"$ROOTDIR/containers.conf"
+  cat >>"$POLICY" <<EOF
+
+[container]
+allowed_runtimes = ["none", "podman"]
+podman_args = ["--tls-verify=false"]
+containers_conf = "$ROOTDIR/containers.conf"
+image_cache = "$ROOTDIR/cache"
+EOF
+}
+
+container_toml() {  # container_toml FILE DIR IMAGE
+  program_toml "$1" ctr "$2" 1 "[\"/bin/sh\", \"$2/loss.sh\"]" \
+    'loss_pattern = "loss=([0-9.]+)"' "[container]" "image = \"$3\"" 'runtime = "podman"'
+}
+
+# The image runs: the digest that ran is read back and equals the pinned
+# one, the program saw the image's own file, and only the checkpoint check
+# (no optimizer state from a shell program) fails; an image the registry does not
+# have is a NO-GO that names it, and the node stays idle.
+case_podman() {
+  local t0=$SECONDS dir digest job res
+  command -v podman >/dev/null || fail "podman is not installed (scripts/setup)"
+  start_registry
+  digest=$(push_image pilot/ctr:v1)
+  [[ $digest == sha256:* ]] || fail "no digest from the registry: $digest"
+  allow_podman
+  dir=$(user_copy "$SRC/tests/slurm/container" ctr)
+  container_toml "$dir/ctr.toml" "$dir" "$REG/pilot/ctr:v1"
+  job=$(submit_wait --pilot="$dir/ctr.toml")
+  wait_verdict "$job"
+  res=$STATE/jobs/$job/results.json
+  [[ $(json "$STATE/jobs/$job/lock.json" 'd["container"]["digest"]') == "$digest" ]] ||
+    fail "lock: $(json "$STATE/jobs/$job/lock.json" 'd["container"]')"
+  [[ $(json "$res" 'd["program"]["container"]["digest"]') == "$digest" ]] ||
+    fail "digest read back: $(json "$res" 'd["program"].get("container")') $(reason_of "$job")"
+  [[ $(json "$res" 'd["program"]["container"]["image"]') == "$REG/pilot/ctr@$digest" ]] ||
+    fail "not started by digest: $(json "$res" 'd["program"]["container"]["image"]')"
+  [[ $(check_named "$job" container) == pass ]] || fail "container check: $(reason_of "$job")"
+  [[ $(check_named "$job" restore) == pass ]] || fail "restore: $(reason_of "$job")"
+  [[ $(json "$res" "d['program']['processes'][0]['stderr_tail']") == *inside-the-image* ]] ||
+    fail "the program did not see the image's own file"
+  # A shell program writes no optimizer state in a format the epilog reads
+  # (torch.save, DCP), so that check alone fails; every other one holds.
+  local fails
+  fails=$(json "$STATE/verdicts/$job.json" "' '.join(c['name'] for c in d['checks'] if c['status']=='fail')")
+  [[ $fails == checkpoint ]] || fail "job $job: failing checks '$fails': $(reason_of "$job")"
+  reason_of "$job" | grep -q "no optimizer state" || fail "checkpoint: $(reason_of "$job")"
+  note "podman: ran $digest, container check pass ($((SECONDS - t0)) s so far)"
+
+  local missing
+  missing=$REG/pilot/ctr@sha256:$(printf '0%.0s' {1..64})
+  container_toml "$dir/missing.toml" "$dir" "$missing"
+  job=$(submit_wait --pilot="$dir/missing.toml")
+  wait_verdict "$job"
+  [[ $(decision "$job") == NO-GO ]] || fail "a missing image was not a NO-GO"
+  reason_of "$job" | grep -q "pilot/ctr" || fail "the NO-GO does not name the image: $(reason_of "$job")"
+  [[ $(node_state) == idle* ]] || fail "node not idle: $(node_state)"
+  note "podman: missing image NO-GO ($(reason_of "$job" | head -n1)), node idle; the case took $((SECONDS - t0)) s"
+}
+
+run_case "$@"

@@ -1,0 +1,28 @@
+#!/bin/sh
+# A protocol-only program for the container case: busybox sh in an image
+# the test builds, reporting through program.loss_pattern on stdout
+# ("iter N: loss=X"). It saves a one-tensor safetensors file at step K and,
+# resumed, reads it and starts at K+1. It prints the file only the image
+# has, which proves where it ran.
+steps=${PILOT_STEPS:-10}
+k=${PILOT_CHECKPOINT_STEP:-5}
+cat /etc/pilot-image >&2 || exit 4
+first=1
+if [ -n "$PILOT_RESUME_DIR" ]; then
+  cat "$PILOT_RESUME_DIR/model.safetensors" >/dev/null || exit 3
+  first=$((k + 1))
+fi
+i=$first
+while [ "$i" -le "$steps" ]; do
+  echo "iter $i: loss=$((100 - i)).5"
+  if [ "$i" -eq "$k" ] && [ -z "$PILOT_RESUME_DIR" ]; then
+    header='{"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}'
+    mkdir -p "$PILOT_CHECKPOINT_DIR"
+    {
+      printf "\\$(printf %o ${#header})\\000\\000\\000\\000\\000\\000\\000"
+      printf '%s' "$header"
+      printf '\000\000\200\077'
+    } >"$PILOT_CHECKPOINT_DIR/model.safetensors"
+  fi
+  i=$((i + 1))
+done
