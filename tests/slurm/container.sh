@@ -31,7 +31,9 @@ reason_of() {
 }
 
 start_registry() {
-  python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1',$PORT))" 2>/dev/null ||
+  # SO_REUSEADDR: a listener makes it busy, the last run's closed
+  # connections (TIME_WAIT) do not.
+  python3 -c "import socket; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('127.0.0.1',$PORT)); s.listen()" 2>/dev/null ||
     fail "port $PORT is busy (the policy's insecure registry)"
   cat >"$ROOTDIR/registry.yml" <<YML
 version: 0.1

@@ -168,7 +168,9 @@ case_nested_srun() {
 
 case_registry() {
   local port=5000
-  if ! python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",5000))' 2>/dev/null; then
+  # SO_REUSEADDR: a listener makes it busy, an earlier case's closed
+  # connections (TIME_WAIT) do not.
+  if ! python3 -c 'import socket; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1",5000)); s.listen()' 2>/dev/null; then
     fail "port 5000 is busy (the policy's insecure registry)"
   fi
   mkdir -p "$TMP/registry"
