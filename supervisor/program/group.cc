@@ -164,12 +164,15 @@ class GroupRun {
   }
 
   // fanotify on each watched file (by inode: renaming or replacing the
-  // path later does not move the mark).
+  // path later does not move the mark). Permission events: the opener waits
+  // in open() until the supervisor has answered, so it is still there to be
+  // placed in the phase's tree however briefly it lives (a `cat`, a loader
+  // worker, a process inside a container); every event is allowed.
   void Watch() {
     if (spec_.watch_files.empty()) return;
     const size_t n = std::min(spec_.watch_files.size(), kMaxWatchFiles);
     g_.watch_opened.assign(spec_.watch_files.size(), false);
-    fan_fd_ = fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK, O_RDONLY | O_LARGEFILE);
+    fan_fd_ = fanotify_init(FAN_CLASS_CONTENT | FAN_CLOEXEC | FAN_NONBLOCK, O_RDONLY | O_LARGEFILE);
     if (fan_fd_ < 0) {
       g_.watch_problem = std::string("fanotify: ") + std::strerror(errno);
       return;
@@ -179,7 +182,7 @@ class GroupRun {
       const std::string& f = spec_.watch_files[i];
       struct stat st{};
       if (lstat(f.c_str(), &st) != 0 || !S_ISREG(st.st_mode) ||
-          fanotify_mark(fan_fd_, FAN_MARK_ADD | FAN_MARK_DONT_FOLLOW, FAN_OPEN, AT_FDCWD, f.c_str()) != 0) {
+          fanotify_mark(fan_fd_, FAN_MARK_ADD | FAN_MARK_DONT_FOLLOW, FAN_OPEN_PERM, AT_FDCWD, f.c_str()) != 0) {
         if (g_.watch_problem.empty()) {
           g_.watch_problem = "cannot watch " + f + ": " + std::strerror(errno ? errno : EINVAL);
         }
@@ -293,6 +296,13 @@ class GroupRun {
             if (watched_[i].ino == st.st_ino && watched_[i].dev == st.st_dev && watched_[i].ino != 0) {
               g_.watch_opened[i] = true;
             }
+          }
+        }
+        if (m->mask & FAN_OPEN_PERM) {
+          const fanotify_response allow{m->fd, FAN_ALLOW};
+          if (write(fan_fd_, &allow, sizeof allow) != static_cast<ssize_t>(sizeof allow) &&
+              g_.watch_problem.empty()) {
+            g_.watch_problem = std::string("fanotify: cannot answer an open: ") + std::strerror(errno);
           }
         }
         close(m->fd);
@@ -671,7 +681,13 @@ class GroupRun {
 
   // The last records, every descriptor closed, the results.
   void Finish() {
-    if (fan_fd_ >= 0) ReadWatchEvents();
+    // The last events answered, then the marks gone before anything waits
+    // on the phase's processes: an open after this one is not held.
+    if (fan_fd_ >= 0) {
+      ReadWatchEvents();
+      close(fan_fd_);
+      fan_fd_ = -1;
+    }
     if (listen_fd_ >= 0) Accept();
     for (Conn& c : conns_) {
       if (c.fd >= 0) DrainConn(c);
@@ -691,7 +707,6 @@ class GroupRun {
       close(listen_fd_);
       ::unlink(spec_.metrics_socket.c_str());
     }
-    if (fan_fd_ >= 0) close(fan_fd_);
     MeasureBusy();
     g_.wall_seconds = Since(t0_);
   }

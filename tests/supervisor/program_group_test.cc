@@ -212,10 +212,10 @@ TEST_F(GroupTest, TheFilesAPhaseOpenedAreSeen) {
   for (const char* f : {"/a", "/b"}) std::ofstream(dir_ + f) << "x";
   GroupSpec s = Spec();
   s.watch_files = {dir_ + "/a", dir_ + "/b"};
-  // The opener stays alive while the supervisor reads its event, as a
-  // resumed process does: a process already gone cannot be told apart
-  // from one outside the phase.
-  s.ranks.push_back(Rank(0, "exec 3<" + dir_ + "/a; sleep 1"));
+  // The opener is a child that lives a moment (cat, then the shell reaps
+  // it): the supervisor holds its open until it has placed it in the phase,
+  // so however briefly a reader lives, its open counts.
+  s.ranks.push_back(Rank(0, "cat " + dir_ + "/a >/dev/null && cat " + dir_ + "/a >/dev/null"));
   GroupResult g = RunGroup(s);
   if (g.watch_problem.rfind("fanotify:", 0) == 0) GTEST_SKIP() << g.watch_problem;
   ASSERT_EQ(g.watch_opened.size(), 2u);
