@@ -51,6 +51,31 @@ int RunProgram(const std::vector<std::string>& argv, std::string* error) {
   return -1;
 }
 
+// pilot grant --verify JOBID: the recorded grant, its signature checked
+// with the public key.
+int VerifyGrant(const Invocation& inv, const std::string& policy_path, int64_t job_id) {
+  Result<Policy> policy = LoadCliPolicy(policy_path);
+  if (!policy.ok()) {
+    inv.err << policy.status().ToString() << "\n";
+    return kExitUsage;
+  }
+  const std::string path = job::StateLayout(policy->state_dir).GrantFile(job_id);
+  Result<std::string> text = ReadFileLimited(path, 1 << 20);
+  Result<GrantRecord> g = text.ok() ? ParseGrantRecord(*text, path) : Result<GrantRecord>(text.status());
+  if (!g.ok()) {
+    inv.err << g.status().ToString() << "\n";
+    return kExitNo;
+  }
+  Result<std::string> pub = ReadEd25519PublicKeyFile(policy->public_key_file);
+  Status sig = pub.ok() ? VerifyGrantRecord(*text, *pub) : pub.status();
+  inv.out << "grant of job " << job_id << ": " << ReservationName(job_id) << " for " << VisibleText(g->user) << ", "
+          << g->nodes << " node(s), " << g->duration_minutes << " minutes; identity "
+          << (g->identity ? VisibleText(g->identity->sha256) : std::string("none")) << "\n"
+          << "  signature " << (sig.ok() ? "valid (ed25519, key " + KeyId(*pub) + ")" : VisibleText(sig.Message()))
+          << "\n  " << path << "\n";
+  return sig.ok() ? kExitOk : kExitNo;
+}
+
 }  // namespace
 
 int RunGrant(const Invocation& inv) {
@@ -58,7 +83,8 @@ int RunGrant(const Invocation& inv) {
                  "Create the Slurm reservation pilot_JOBID for the user of a GO verdict (root).\n"
                  "Checks the signature (Ed25519, else HMAC), GO, expiry, the user, and that\n"
                  "the duration does not exceed the term the budget recommends; then runs\n"
-                 "scontrol create reservation and records the grant in STATE/grants/JOBID.json.\n"
+                 "scontrol create reservation and records the grant in STATE/grants/JOBID.json,\n"
+                 "signed (Ed25519) with the site's key. --verify checks a recorded grant (anyone).\n"
                  "Exit 0 granted, 1 refused, 2 usage, 4 scontrol failed.");
   cl.options.add_options()("nodes", po::value<int>(), "nodes to reserve (required)")(
       "partition", po::value<std::string>()->default_value(""), "partition of the reservation")(
@@ -68,18 +94,21 @@ int RunGrant(const Invocation& inv) {
       "user", po::value<std::string>()->default_value(""),
       "the user the reservation is for; must be the verdict's user")(
       "dry-run", po::bool_switch(), "check and print the scontrol command, create nothing")(
+      "verify", po::bool_switch(),
+      "check the recorded grant's signature with the public key and show it (any user)")(
       "policy", PolicyValue(), PolicyHelp().c_str());
   cl.hidden.add_options()("job", po::value<std::string>(), "job id");
   cl.positional.add("job", 1);
   po::variables_map vm;
   if (auto rc = ParseCommandArgs(inv, cl, vm)) return *rc;
   if (!vm.count("job")) return UsageError(inv, "expected a JOBID");
-  if (!vm.count("nodes")) return UsageError(inv, "--nodes is required");
   const std::string id = vm["job"].as<std::string>();
   const std::optional<int64_t> job_id = job::StateLayout::ParseJobId(id);
   if (!job_id) {
     return UsageError(inv, "JOBID must be a number, got '" + id + "'");
   }
+  if (vm["verify"].as<bool>()) return VerifyGrant(inv, vm["policy"].as<std::string>(), *job_id);
+  if (!vm.count("nodes")) return UsageError(inv, "--nodes is required");
   GrantRequest req;
   req.job_id = *job_id;
   req.nodes = vm["nodes"].as<int>();
@@ -167,7 +196,17 @@ int RunGrant(const Invocation& inv) {
     return kExitScontrol;
   }
   mkdir(layout.GrantsDir().c_str(), 0755);
-  Status s = WriteFileAtomic(record, GrantRecordJson(*v, req, CallerName(), now), 0644);
+  // Signed with the verdicts' key, so that the user can check the grant
+  // (--verify); without the key it is recorded unsigned, and said so.
+  std::string text = GrantRecordJson(*v, req, CallerName(), now);
+  Result<std::string> key = ReadEd25519PrivateKeyFile(policy->signing_key_file);
+  Result<std::string> signed_text = key.ok() ? SignGrantRecord(text, *key) : Result<std::string>(key.status());
+  if (signed_text.ok()) {
+    text = std::move(signed_text).value();
+  } else {
+    inv.err << "pilot: grant: recorded unsigned: " << signed_text.status().Message() << "\n";
+  }
+  Status s = WriteFileAtomic(record, text, 0644);
   if (!s.ok()) {
     inv.err << s.ToString() << "\n"
             << "pilot: grant: the reservation " << ReservationName(req.job_id)

@@ -12,6 +12,7 @@
 #include "core/base/strings.h"
 #include "core/base/utf8.h"
 #include "core/records/verdict.h"
+#include "job/binding.h"
 #include "job/state_layout.h"
 
 namespace pilot::cli {
@@ -21,7 +22,8 @@ std::string Pad(const std::string& s, size_t width) {
   return s.size() >= width ? s + " " : s + std::string(width - s.size(), ' ');
 }
 
-void PrintTable(std::ostream& out, const StoredVerdict& sv, const SignatureCheck& sig) {
+void PrintTable(std::ostream& out, const StoredVerdict& sv, const SignatureCheck& sig,
+                const std::vector<job::RunRecord>& runs) {
   // Every text below may be a program's or a user's bytes: each is shown
   // through VisibleText before it is padded, so columns stay columns.
   const auto shown = [](std::string_view s) { return VisibleText(s); };
@@ -80,18 +82,36 @@ void PrintTable(std::ostream& out, const StoredVerdict& sv, const SignatureCheck
       out << "  " << Pad("", w) << "         " << shown(line) << "\n";
     }
   }
+  // The long jobs that named this pilot (--pilot-run) and what the node
+  // found: the piloted run, or what differed.
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const job::RunRecord& r = runs[i];
+    out << "  " << Pad(i == 0 ? "runs" : "", w) << "       job " << r.job_id << " " << shown(r.decision) << " on "
+        << shown(r.host) << " at " << shown(r.checked_at) << "\n";
+    for (const std::string& why : r.reasons) {
+      out << "  " << Pad("", w) << "         " << shown(why) << "\n";
+    }
+  }
   out << "  issued " << shown(v.issued);
   if (!v.instance.empty()) out << "  instance " << shown(v.instance);
   out << "  " << shown(sv.path) << "\n";
 }
 
-// The stored file as it is, plus the member "signature_check".
-Result<Json> JsonWithCheck(const StoredVerdict& sv, const SignatureCheck& sig) {
+// The stored file as it is, plus the members "signature_check" and "runs"
+// (the long jobs' run records, job/binding.h; not signed).
+Result<Json> JsonWithCheck(const StoredVerdict& sv, const SignatureCheck& sig,
+                           const std::vector<job::RunRecord>& runs) {
   PILOT_ASSIGN_OR_RETURN(std::string text, ReadFileLimited(sv.path, kMaxVerdictBytes));
   PILOT_ASSIGN_OR_RETURN(Json j, ParseJsonText(text, sv.path, kMaxVerdictBytes));
   Json check = sig.ToJson();
   check["file"] = sv.path;
   j["signature_check"] = std::move(check);
+  Json list = Json::array();
+  for (const job::RunRecord& r : runs) {
+    PILOT_ASSIGN_OR_RETURN(Json one, ParseJsonText(job::RunRecordToJson(r), "run record"));
+    list.push_back(std::move(one));
+  }
+  j["runs"] = std::move(list);
   return j;
 }
 
@@ -171,8 +191,11 @@ int RunVerdict(const Invocation& inv) {
   for (size_t i = 0; i < shown.size(); ++i) {
     const StoredVerdict& sv = shown[i];
     const SignatureCheck sig = CheckSignatures(sv.verdict, store.policy);
+    // Runs name a pilot job, not one of its instances: shown with the latest.
+    const std::vector<job::RunRecord> runs =
+        i + 1 == shown.size() ? job::RunsOfPilot(layout.RunsDir(), sv.job_id) : std::vector<job::RunRecord>{};
     if (json) {
-      Result<Json> j = JsonWithCheck(sv, sig);
+      Result<Json> j = JsonWithCheck(sv, sig, runs);
       if (!j.ok()) {
         inv.err << j.status().ToString() << "\n";
         return kExitNo;
@@ -180,7 +203,7 @@ int RunVerdict(const Invocation& inv) {
       array.push_back(std::move(j).value());
     } else {
       if (i > 0) inv.out << "\n";
-      PrintTable(inv.out, sv, sig);
+      PrintTable(inv.out, sv, sig, runs);
     }
     if (sig.Bad()) {
       bad = true;

@@ -32,6 +32,10 @@ inline constexpr char kEnvOut[] = "SLURM_PILOT_OUT";                  // --pilot
 // and the Hugging Face hub cache folder the user's environment named.
 inline constexpr char kEnvPins[] = "SLURM_PILOT_PINS";
 inline constexpr char kEnvHubCache[] = "SLURM_PILOT_HUB_CACHE";
+// A long job's pilot (--pilot-run=JOBID): the job id of the pilot whose
+// grant it runs under. Set in both environments; the prolog checks the run
+// against that pilot's grant (job/binding.h).
+inline constexpr char kEnvPilotRun[] = "SLURM_PILOT_RUN";
 
 // Set by pilot-supervisor in the workload's environment (the job id and
 // the pilot instance). Only informative: no part trusts them, since a user
@@ -48,6 +52,7 @@ inline constexpr char kJobControlStage[] = "SPANK_SLURM_PILOT_STAGE";
 inline constexpr char kJobControlOut[] = "SPANK_SLURM_PILOT_OUT";
 inline constexpr char kJobControlPins[] = "SPANK_SLURM_PILOT_PINS";
 inline constexpr char kJobControlHubCache[] = "SPANK_SLURM_PILOT_HUB_CACHE";
+inline constexpr char kJobControlPilotRun[] = "SPANK_SLURM_PILOT_RUN";
 
 // Options as Slurm forwards them to the prolog and epilog.
 inline constexpr char kOptionPilot[] = "SPANK__SLURM_SPANK_OPTION_pilot_pilot";
@@ -58,6 +63,7 @@ inline constexpr char kOptionPyxisImage[] = "SPANK__SLURM_SPANK_OPTION_pyxis_con
 inline constexpr char kUserConfig[] = "PILOT_CONFIG";
 inline constexpr char kUserStage[] = "PILOT_STAGE";
 inline constexpr char kUserOut[] = "PILOT_OUT";
+inline constexpr char kUserPilotRun[] = "PILOT_RUN";
 
 // The site policy file the `pilot` command reads when --policy is not given
 // (pilot(1)).

@@ -54,7 +54,7 @@ Result<Policy> EffectivePolicy(const ScriptFlags& flags) {
 }
 
 std::optional<ScriptStart> StartScript(const char* name, const char* slurm_setting, int argc,
-                                       char** argv, int* exit_code) {
+                                       char** argv, int* exit_code, bool bound_runs) {
   *exit_code = 0;
   Result<ScriptFlags> flags = ParseScriptFlags(argc, argv);
   if (!flags.ok()) {
@@ -78,7 +78,9 @@ std::optional<ScriptStart> StartScript(const char* name, const char* slurm_setti
     *exit_code = 1;
     return std::nullopt;
   }
-  if (!job->is_pilot) return std::nullopt;  // not ours: cost is one getenv scan
+  // Not ours (cost: one getenv scan). A job bound to a pilot's grant is the
+  // prolog's too (job/binding.h), never the epilog's.
+  if (!job->is_pilot && !(bound_runs && job->pilot_run != 0)) return std::nullopt;
   Result<Policy> policy = EffectivePolicy(*flags);
   if (!policy.ok()) {
     std::fprintf(stderr, "%s\n", policy.status().ToString().c_str());

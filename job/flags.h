@@ -39,12 +39,14 @@ Result<Policy> EffectivePolicy(const ScriptFlags& flags);
 // with *exit_code set: 0 after --version or --help and for a job without
 // --pilot, 1 (message on stderr) for a bad flag, an unreadable job
 // environment or a broken policy (which breaks every pilot job on the node).
+// `bound_runs`: a job that names a pilot run (--pilot-run) is work too (the
+// prolog's binding check), though it is no pilot.
 struct ScriptStart {
   ScriptFlags flags;
   JobEnv job;
   Policy policy;
 };
 std::optional<ScriptStart> StartScript(const char* name, const char* slurm_setting, int argc,
-                                       char** argv, int* exit_code);
+                                       char** argv, int* exit_code, bool bound_runs = false);
 
 }  // namespace pilot::job

@@ -63,6 +63,11 @@ Result<JobEnv> ReadJobEnv(const Lookup& env) {
   job.pins_submitted = Get(env, kJobControlPins);
   job.hub_cache = Get(env, kJobControlHubCache);
   job.is_pilot = !job.config_path.empty() || !Get(env, kOptionPilot).empty();
+  if (const std::string run = Get(env, kJobControlPilotRun); !run.empty()) {
+    const bool digits = run.size() <= 18 && run.find_first_not_of("0123456789") == std::string::npos;
+    job.pilot_run = digits ? std::stoll(run) : -1;
+    if (job.pilot_run == 0) job.pilot_run = -1;
+  }
   std::string stage = Get(env, kJobControlStage);
   if (!stage.empty()) job.stage = stage;
   job.out = Get(env, kJobControlOut);

@@ -47,6 +47,9 @@ struct JobEnv {
   std::string pins_submitted;
   std::string hub_cache;
   std::string gpus;  // SLURM_JOB_GPUS: the job's GPUs on this node ("0,3"), slurmd's
+  // --pilot-run: the pilot job whose grant this (long) job runs under; 0 =
+  // none named, -1 = named but not a job id.
+  int64_t pilot_run = 0;
 };
 
 // Reads the job from `env`. Errors (kInvalid): SLURM_JOB_ID or

@@ -40,7 +40,8 @@ int Main(int argc, char** argv) {
   // SIGKILL: the helper running then must not outlive this process.
   pilot::job::StopCommandsOnTermination();
   int exit_code = 0;
-  std::optional<ScriptStart> start = StartScript("pilot-prolog", "Prolog", argc, argv, &exit_code);
+  std::optional<ScriptStart> start =
+      StartScript("pilot-prolog", "Prolog", argc, argv, &exit_code, /*bound_runs=*/true);
   if (!start) return exit_code;
   const JobEnv& job = start->job;
   const pilot::Policy& policy = start->policy;

@@ -190,6 +190,32 @@ class Pinner {
     return w;
   }
 
+  // What a run of the config at job_.config_path pins now, with the job's
+  // user's rights, as Run() pins a pilot: the lock's parts its identity is
+  // made of (a long job's binding check, prolog/binding.cc). Nothing is
+  // written; what could not be pinned is in the lock's problems.
+  Lock PinForIdentity() {
+    FillJob();
+    Result<std::string> text = ReadConfigAsUser(job_.config_path);
+    if (!text.ok()) {
+      Problem("config_unreadable", text.status().Message());
+      return lock_;
+    }
+    lock_.config.path = job_.config_path;
+    lock_.config.sha256_copied = Sha256Hex(*text);
+    Result<Config> cfg = ParseConfig(*text, job_.config_path,
+                                     job::JobConfigOptions(job_, user_.as.user, user_.home));
+    if (!cfg.ok()) {
+      Problem("config_invalid", cfg.status().Message());
+      PinContainer(job_.container_image);
+      return lock_;
+    }
+    PinContainer(cfg->container.image.empty() ? job_.container_image : cfg->container.image);
+    PinFiles(*cfg);
+    PinProgram(*cfg);
+    return lock_;
+  }
+
  private:
   void Log(const std::string& line) const {
     std::fprintf(stderr, "pilot-prolog: job %lld: %s\n", static_cast<long long>(job_.job_id),
@@ -643,6 +669,11 @@ int64_t SeedFromJobId(int64_t job_id) {
   return static_cast<int64_t>(x & 0x7FFFFFFFull);
 }
 
+Lock PinForIdentity(const PrologOptions& opts, const JobEnv& job, const PrologDeps& deps) {
+  Pinner pinner(opts, job, deps);
+  return pinner.PinForIdentity();
+}
+
 Status RunProlog(const PrologOptions& opts, const JobEnv& job, const PrologDeps& deps) {
   const job::StateLayout layout(opts.state_dir, opts.work_root);
   PILOT_RETURN_IF_ERROR(job::EnsureStateDir(layout));
@@ -652,6 +683,7 @@ Status RunProlog(const PrologOptions& opts, const JobEnv& job, const PrologDeps&
     std::fprintf(stderr, "pilot-prolog: job %lld: %s\n", static_cast<long long>(job.job_id),
                  reserve.status().ToString().c_str());
   }
+  if (!job.is_pilot) return BindRun(opts, job, deps);
   Pinner pinner(opts, job, deps);
   return pinner.Run();
 }

@@ -82,9 +82,21 @@ struct PrologDeps {
 // Real helpers; the registry lookup follows the policy's [registry] settings.
 PrologDeps RealPrologDeps(const Policy& policy);
 
-// Pins a pilot job and writes its lock.json. See the file comment.
-// REQUIRES: job.is_pilot; running as root.
+// Pins a pilot job and writes its lock.json; for a job that names a pilot
+// run (job.pilot_run, not a pilot itself) runs BindRun instead. See the
+// file comment. REQUIRES: job.is_pilot or job.pilot_run != 0; root.
 Status RunProlog(const PrologOptions& opts, const job::JobEnv& job, const PrologDeps& deps);
+
+// The parts of a lock a run identity is made of (RunIdentity), pinned now
+// for the config at job.config_path as a pilot's prolog pins them, with
+// the job's user's rights; writes nothing.
+Lock PinForIdentity(const PrologOptions& opts, const job::JobEnv& job, const PrologDeps& deps);
+
+// A long job bound to a pilot (job/binding.h; prolog/binding.cc): checks it
+// against the pilot's grant and writes STATE/runs/JOBID.json. Fails only
+// when the state directory cannot be written for another reason than a
+// full file system (the job's tasks then refuse: no record).
+Status BindRun(const PrologOptions& opts, const job::JobEnv& job, const PrologDeps& deps);
 
 // The seed used when the config leaves training.seed at -1: a mix of the
 // job id into [0, 2^31).

@@ -26,14 +26,16 @@ SPANK_PLUGIN(pilot, 1)
 
 namespace {
 
-enum OptionId { kOptPilot = 1, kOptStage = 2, kOptOut = 3 };
+enum OptionId { kOptPilot = 1, kOptStage = 2, kOptOut = 3, kOptRun = 4 };
 
 // Option values. The callbacks may run twice (from the environment Slurm
 // forwards, then from the command line); the later value wins.
 char g_config[4096];
 char g_stage[16] = "all";
 char g_out[4096];
+char g_run[24];
 int g_config_given = 0;
+int g_run_given = 0;
 int g_stage_given = 0;
 int g_out_given = 0;
 
@@ -47,6 +49,14 @@ bool Store(char* dst, size_t size, const char* value, const char* option) {
   }
   std::memcpy(dst, value, n + 1);
   return true;
+}
+
+// A job id: 1 to 18 digits, not 0.
+bool ValidRun(const char* v, const char* what) {
+  size_t n = std::strlen(v);
+  bool ok = n >= 1 && n <= 18 && std::strspn(v, "0123456789") == n && std::strspn(v, "0") < n;
+  if (!ok) slurm_error("pilot: %s: expected a pilot's job id, got \"%s\"", what, v);
+  return ok;
 }
 
 int OnOption(int val, const char* optarg, int /*remote*/) {
@@ -69,6 +79,10 @@ int OnOption(int val, const char* optarg, int /*remote*/) {
       if (!Store(g_out, sizeof(g_out), v, "pilot-out")) return -1;
       g_out_given = 1;
       return 0;
+    case kOptRun:
+      if (!ValidRun(v, "--pilot-run") || !Store(g_run, sizeof(g_run), v, "pilot-run")) return -1;
+      g_run_given = 1;
+      return 0;
     default:
       return -1;
   }
@@ -78,9 +92,11 @@ int OnOption(int val, const char* optarg, int /*remote*/) {
 char kNamePilot[] = "pilot";
 char kNameStage[] = "pilot-stage";
 char kNameOut[] = "pilot-out";
+char kNameRun[] = "pilot-run";
 char kArgFile[] = "FILE";
 char kArgStage[] = "STAGE";
 char kArgDir[] = "DIR";
+char kArgJob[] = "JOBID";
 char kUsagePilot[] =
     "Run a pilot of the training described by FILE (pilot.toml) in place of "
     "the job's command, then verify it and issue a signed verdict. Env: PILOT_CONFIG.";
@@ -89,8 +105,14 @@ char kUsageOut[] =
     "Folder for the pilot's results, metrics and checkpoints, a relative one in the "
     "submit directory (default: the job's folder in the pilot state directory). Env: PILOT_OUT.";
 
+char kUsageRun[] =
+    "Run this job as the run piloted by job JOBID, under that pilot's grant (reservation "
+    "pilot_JOBID): before its first task the node checks that the program, config, image and "
+    "data are the piloted ones, and refuses the tasks otherwise. Env: PILOT_RUN.";
+
 struct spank_option kOptions[] = {
     {kNamePilot, kArgFile, kUsagePilot, 1, kOptPilot, OnOption},
+    {kNameRun, kArgJob, kUsageRun, 1, kOptRun, OnOption},
     {kNameStage, kArgStage, kUsageStage, 1, kOptStage, OnOption},
     {kNameOut, kArgDir, kUsageOut, 1, kOptOut, OnOption},
 };
@@ -163,6 +185,25 @@ int Forward(spank_t sp, const char* fn) {
 int g_ac = 0;
 char** g_av = nullptr;
 
+// --pilot-run (or PILOT_RUN): recorded for the prolog (job control
+// environment) and the job's tasks (its environment). A pilot is never
+// itself a bound run.
+int RecordRun(spank_t sp, bool pilot) {
+  const char* run = g_run_given ? g_run : std::getenv(pilot::job::kUserPilotRun);
+  if (run == nullptr || *run == '\0') return 0;
+  if (!g_run_given && !ValidRun(run, "PILOT_RUN")) return -1;
+  if (pilot) {
+    slurm_error("pilot: --pilot-run: a pilot job (--pilot) cannot itself run under another pilot's grant");
+    return -1;
+  }
+  if (spank_job_control_setenv(sp, pilot::job::kEnvPilotRun, run, 1) != ESPANK_SUCCESS ||
+      setenv(pilot::job::kEnvPilotRun, run, 1) != 0) {
+    slurm_error("pilot: --pilot-run: cannot record the pilot job %s for the job", run);
+    return -1;
+  }
+  return 0;
+}
+
 }  // namespace
 
 extern "C" int slurm_spank_init(spank_t sp, int ac, char** av) {
@@ -193,7 +234,9 @@ extern "C" int slurm_spank_init_post_opt(spank_t sp, int, char**) {
   // makes srun join that (their own) job, not start a new one.
   if (ctx == S_CTX_LOCAL && std::getenv("SLURM_JOB_ID") != nullptr) return 0;
   const char* env = std::getenv(pilot::job::kUserConfig);
-  if (!g_config_given && (env == nullptr || *env == '\0')) return 0;  // no pilot: done
+  const bool pilot = g_config_given || (env != nullptr && *env != '\0');
+  if (int rc = RecordRun(sp, pilot); rc != 0) return rc;
+  if (!pilot) return 0;  // no pilot: done
   if (!LoadImpl(sp, g_ac, g_av)) return -1;
   return Forward(sp, "pilot_impl_submit");
 }

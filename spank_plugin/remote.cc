@@ -15,6 +15,10 @@
 // per instance; later steps and any `srun` started by the workload run
 // their own command. No environment variable can skip or fake the claim.
 //
+// Any other job runs its command unless the prolog's run record of it
+// (job/binding.h: a job submitted with --pilot-run) refuses it, or it named
+// a pilot run and has no record: then every task refuses, as above.
+//
 // task_init_privileged (root, in the task process, before Slurm drops to
 // the user): claim, then fork pilot-supervisor, which stays root, with one
 // end of a socket pair and the job's environment in a memory file; the
@@ -38,6 +42,8 @@
 #include <vector>
 
 #include "core/records/lock.h"
+#include "job/binding.h"
+#include "job/env_names.h"
 #include "job/state_layout.h"
 #include "job/task_channel.h"
 #include "spank_plugin/pilot_spank.h"
@@ -116,6 +122,14 @@ int RemoteTaskInitPrivileged(spank_t sp) {
   // SLURMD_NODENAME for itself), not the job's copy of it.
   const char* node = std::getenv("SLURMD_NODENAME");
   const job::StateLayout layout(st.args.state_dir);
+  if (!asked) {
+    // A job bound to a pilot's grant runs only as its prolog admitted it
+    // (job/binding.h); any other job finds no record and runs.
+    std::string refused = job::RunRefusal(layout.RunFile(job_id), job_id, uid,
+                                          !JobEnv(sp, job::kEnvPilotRun).empty());
+    if (!refused.empty()) st.deferred_error = std::move(refused);
+    return 0;
+  }
   TaskDecision decided = DecideTask(layout, job_id, uid, asked, node != nullptr ? node : "");
   if (decided.role == TaskRole::kRefuse) {
     // A pilot job without its lock (or refused) runs nothing of the user's,

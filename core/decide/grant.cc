@@ -1,8 +1,10 @@
 #include "core/decide/grant.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 
+#include "core/base/crypto.h"
 #include "core/base/json_util.h"
 #include "core/base/rfc3339.h"
 
@@ -139,8 +141,86 @@ std::string GrantRecordJson(const Verdict& v, const GrantRequest& r, const std::
       {"verdict_expires", v.expires},
       {"verdict_signature", v.signature},
       {"granted_by", granted_by},
-      {"granted_at", FormatRfc3339(now)}};
+      {"granted_at", FormatRfc3339(now)},
+      {"identity", nullptr}};
+  if (v.identity) j["identity"] = {{"sha256", v.identity->sha256}, {"lines", v.identity->lines}};
   return DumpJson(j, 2) + "\n";
+}
+
+namespace {
+
+// The record as a JSON object, without its signature members.
+Result<Json> UnsignedGrant(std::string_view text) {
+  PILOT_ASSIGN_OR_RETURN(Json j, ParseJsonText(text, "grant record", 1 << 20));
+  if (!j.is_object()) return Status::Corrupt("grant record", "not a JSON object");
+  j.erase("public_key_id");
+  j.erase("signature_ed25519");
+  return j;
+}
+
+}  // namespace
+
+Result<std::string> SignGrantRecord(std::string_view record_json, std::string_view private_key) {
+  PILOT_ASSIGN_OR_RETURN(Json j, UnsignedGrant(record_json));
+  PILOT_ASSIGN_OR_RETURN(std::string pub, Ed25519PublicKeyOf(private_key));
+  PILOT_ASSIGN_OR_RETURN(std::string sig, Ed25519SignHex(private_key, CanonicalJson(j)));
+  j["public_key_id"] = KeyId(pub);
+  j["signature_ed25519"] = sig;
+  return DumpJson(j, 2) + "\n";
+}
+
+Status VerifyGrantRecord(std::string_view record_json, std::string_view public_key) {
+  PILOT_ASSIGN_OR_RETURN(Json signed_j, ParseJsonText(record_json, "grant record", 1 << 20));
+  if (!signed_j.is_object()) return Status::Corrupt("grant record", "not a JSON object");
+  const Json& sig = signed_j.contains("signature_ed25519") ? signed_j["signature_ed25519"] : Json();
+  if (!sig.is_string() || sig.get<std::string>().empty()) {
+    return Status::Permission("grant record", "unsigned (no signature_ed25519)");
+  }
+  const std::string key_id = signed_j.contains("public_key_id") && signed_j["public_key_id"].is_string()
+                                 ? signed_j["public_key_id"].get<std::string>()
+                                 : "";
+  if (key_id != KeyId(public_key)) {
+    return Status::Permission("grant record", "signed by key " + key_id + ", not by " + KeyId(public_key));
+  }
+  PILOT_ASSIGN_OR_RETURN(Json j, UnsignedGrant(record_json));
+  if (!Ed25519Verify(public_key, CanonicalJson(j), sig.get<std::string>())) {
+    return Status::Permission("grant record", "signature mismatch (ed25519, key " + key_id + ")");
+  }
+  return Status::Ok();
+}
+
+Result<GrantRecord> ParseGrantRecord(std::string_view text, const std::string& label) {
+  PILOT_ASSIGN_OR_RETURN(Json j, ParseJsonText(text, label, 1 << 20));
+  auto bad = [&](const std::string& what) { return Status::Corrupt(label, what); };
+  if (!j.is_object()) return bad("not a JSON object");
+  if (!j.contains("schema") || !j["schema"].is_string()) return bad("no schema");
+  PILOT_RETURN_IF_ERROR(CheckSchema(label, j["schema"].get<std::string>(), kGrantSchema));
+  GrantRecord g;
+  if (!j.contains("job_id") || !j["job_id"].is_number_integer()) return bad("job_id: not an integer");
+  if (!j.contains("user") || !j["user"].is_string()) return bad("user: not a string");
+  if (!j.contains("nodes") || !j["nodes"].is_number_integer()) return bad("nodes: not an integer");
+  if (!j.contains("duration_minutes") || !j["duration_minutes"].is_number_integer()) {
+    return bad("duration_minutes: not an integer");
+  }
+  g.job_id = j["job_id"].get<int64_t>();
+  g.user = j["user"].get<std::string>();
+  g.nodes = static_cast<int>(std::clamp<int64_t>(j["nodes"].get<int64_t>(), 0, 1 << 20));
+  g.duration_minutes = j["duration_minutes"].get<int64_t>();
+  if (j.contains("identity") && !j["identity"].is_null()) {
+    const Json& id = j["identity"];
+    if (!id.is_object() || !id.contains("sha256") || !id["sha256"].is_string() || !id.contains("lines") ||
+        !id["lines"].is_array()) {
+      return bad("identity: expected {\"sha256\": string, \"lines\": [strings]}");
+    }
+    LockIdentity li;
+    li.sha256 = id["sha256"].get<std::string>();
+    for (const Json& line : id["lines"]) {
+      if (!line.is_string()) return bad("identity.lines: not a string");
+      li.lines.push_back(line.get<std::string>());
+    }
+    g.identity = std::move(li);
+  }
+  return g;
 }
 
 }  // namespace pilot

@@ -60,8 +60,31 @@ std::string ReservationName(int64_t job_id);
 std::vector<std::string> ScontrolArgv(const std::string& scontrol_path, const Verdict& v,
                                       const GrantRequest& r);
 
-// The record <state_dir>/grants/<jobid>.json (pretty JSON, newline).
+// The record <state_dir>/grants/<jobid>.json (pretty JSON, newline). It
+// carries the verdict's run identity (what a long job under the grant must
+// be: job/binding.h); null for a verdict that has none.
 std::string GrantRecordJson(const Verdict& v, const GrantRequest& r, const std::string& granted_by,
                             int64_t now);
+
+// The Ed25519 signature of a grant record, so that its user (anyone with
+// the site's public key) can check what was granted: the bytes signed are
+// CanonicalJson (core/records/verdict.h) of the record without the members
+// "public_key_id" and "signature_ed25519", which SignGrantRecord adds
+// (pretty JSON, newline). Errors: kCorrupt (not a JSON object), the
+// signer's. VerifyGrantRecord: kPermission when unsigned, signed by another
+// key or not matching; kCorrupt for a text that is no record.
+Result<std::string> SignGrantRecord(std::string_view record_json, std::string_view private_key);
+Status VerifyGrantRecord(std::string_view record_json, std::string_view public_key);
+
+// What a long job is checked against, read back from a grant record.
+struct GrantRecord {
+  int64_t job_id = 0;
+  std::string user;
+  int nodes = 0;
+  int64_t duration_minutes = 0;
+  std::optional<LockIdentity> identity;
+};
+// Errors: kCorrupt (not JSON, another schema, a field of the wrong type).
+Result<GrantRecord> ParseGrantRecord(std::string_view text, const std::string& label);
 
 }  // namespace pilot

@@ -142,6 +142,8 @@ TEST_F(VerdictTextTest, VerdictJsonIsInertAndTheSameValue) {
   Result<Json> shown = ParseJsonText(r.out, "out");
   ASSERT_TRUE(shown.ok()) << shown.status().ToString();
   shown->erase("signature_check");
+  EXPECT_EQ(shown->at("runs"), Json::array()) << "no long job named this pilot";
+  shown->erase("runs");
   EXPECT_EQ(*shown, ParseJsonText(text, "file").value());
 }
 

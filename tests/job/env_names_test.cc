@@ -24,6 +24,7 @@ TEST(EnvNames, JobControlNamesAreThePluginsWithSlurmsPrefix) {
   EXPECT_EQ(std::string(kJobControlPrefix) + kEnvOut, kJobControlOut);
   EXPECT_EQ(std::string(kJobControlPrefix) + kEnvPins, kJobControlPins);
   EXPECT_EQ(std::string(kJobControlPrefix) + kEnvHubCache, kJobControlHubCache);
+  EXPECT_EQ(std::string(kJobControlPrefix) + kEnvPilotRun, kJobControlPilotRun);
 }
 
 TEST(EnvNames, ForwardedOptions) {
@@ -42,7 +43,8 @@ TEST(EnvNames, DistinctAndWellFormed) {
   const std::vector<std::string> names = {
       kEnvConfig,        kEnvConfigSha,        kEnvStage,        kEnvOut,        kEnvActive,
       kJobControlConfig, kJobControlConfigSha, kJobControlStage, kJobControlOut, kOptionPilot,
-      kOptionPyxisImage, kUserConfig,          kUserStage,       kUserOut,       kUserPolicy};
+      kOptionPyxisImage, kUserConfig,          kUserStage,       kUserOut,       kUserPolicy,
+      kEnvPilotRun,      kJobControlPilotRun,  kUserPilotRun};
   EXPECT_EQ(std::set<std::string>(names.begin(), names.end()).size(), names.size());
   for (const std::string& n : names) {
     ASSERT_FALSE(n.empty());
@@ -54,10 +56,10 @@ TEST(EnvNames, DistinctAndWellFormed) {
     }
   }
   // What a user sets stays apart from what the plugin records.
-  for (const char* user : {kUserConfig, kUserStage, kUserOut, kUserPolicy}) {
+  for (const char* user : {kUserConfig, kUserStage, kUserOut, kUserPolicy, kUserPilotRun}) {
     EXPECT_EQ(std::string(user).rfind("PILOT_", 0), 0u) << user;
   }
-  for (const char* recorded : {kEnvConfig, kEnvConfigSha, kEnvStage, kEnvOut, kEnvActive}) {
+  for (const char* recorded : {kEnvConfig, kEnvConfigSha, kEnvStage, kEnvOut, kEnvActive, kEnvPilotRun}) {
     EXPECT_EQ(std::string(recorded).rfind("SLURM_PILOT_", 0), 0u) << recorded;
   }
 }

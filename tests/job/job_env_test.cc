@@ -56,6 +56,21 @@ TEST(JobEnv, GpusFromSlurmd) {
   EXPECT_EQ(job::ReadJobEnv(MapLookup(env))->gpus, "0,3");
 }
 
+// A long job's --pilot-run reaches the prolog as SPANK_SLURM_PILOT_RUN: a
+// job id, or -1 when it names none the prolog could check (it refuses).
+TEST(JobEnv, ThePilotRunALongJobNames) {
+  std::map<std::string, std::string> env = {
+      {"SLURM_JOB_ID", "17"}, {"SLURM_JOB_UID", "1001"}, {"SLURM_JOB_GID", "1002"}};
+  EXPECT_EQ(job::ReadJobEnv(MapLookup(env))->pilot_run, 0);
+  env["SPANK_SLURM_PILOT_RUN"] = "4242";
+  EXPECT_EQ(job::ReadJobEnv(MapLookup(env))->pilot_run, 4242);
+  EXPECT_FALSE(job::ReadJobEnv(MapLookup(env))->is_pilot);
+  for (const char* bad : {"0", "12a", "-3", "99999999999999999999"}) {
+    env["SPANK_SLURM_PILOT_RUN"] = bad;
+    EXPECT_EQ(job::ReadJobEnv(MapLookup(env))->pilot_run, -1) << bad;
+  }
+}
+
 TEST(JobEnv, MissingOrBadIds) {
   EXPECT_FALSE(job::ReadJobEnv(MapLookup({{"SLURM_JOB_UID", "1"}, {"SLURM_JOB_GID", "1"}}))
                    .ok());
