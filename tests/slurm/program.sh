@@ -158,10 +158,11 @@ fake_hub() {  # fake_hub DIR COMMIT
 # program.pin and program.hub_models (job/pins.h): two pilots of
 # print_loss.py at once. One runs as submitted: its lock holds the pins, the
 # hub commit and the run identity, which the signed verdict carries and
-# `pilot verdict` shows. The other is held after submission while its
-# pinned script is edited and its hub ref moved to another commit: NO-GO,
-# pins_unchanged naming both. A pin that is not there refuses the
-# submission, naming it.
+# `pilot verdict` shows. The other, whose folder is a git work tree, is
+# held after submission while its pinned script is edited, a commit moves
+# its HEAD and its hub ref moves to another commit: NO-GO, pins_unchanged
+# naming all three. A pin that is not there refuses the submission, naming
+# it.
 case_pins() {
   local same moved job_same job_moved c1 c2 why lock out
   c1=$(printf 'a%.0s' {1..40}) c2=$(printf 'b%.0s' {1..40})
@@ -174,6 +175,10 @@ case_pins() {
       'hub_models = ["org/tiny"]'
   done
   program_toml "$same/missing.toml" pins "$same" 1 '["python3", "print_loss.py"]' 'pin = ["nope.py"]'
+  local git=(git -C "$moved" -c user.name=pilot -c user.email=pilot@localhost)
+  as_user "${git[@]}" init -q
+  as_user "${git[@]}" add -A
+  as_user "${git[@]}" commit -q -m piloted
   if out=$(as_user sbatch --parsable --pilot="$same/missing.toml" --wrap true 2>&1); then
     fail "a missing pin was submitted: $out"
   fi
@@ -184,6 +189,7 @@ case_pins() {
   job_same=$(as_user env HF_HUB_CACHE="$same/hub" sbatch --parsable -o "$TMP/slurm-%j.out" \
     --pilot="$same/pins.toml" --pilot-stage=single --wrap true)
   echo "# edited after submission" >>"$moved/print_loss.py"
+  as_user "${git[@]}" commit -q --allow-empty -m "after submission"
   fake_hub "$moved/hub" "$c2"
   as_user scontrol release "$job_moved"
   wait_verdict "$job_same" 300
@@ -208,6 +214,7 @@ case_pins() {
     fail "job $job_moved: the edited script is not named: $why"
   grep -qF "hub model org/tiny: bbbbbbbbbbbb..., at submit aaaaaaaaaaaa..." <<<"$why" ||
     fail "job $job_moved: the moved hub ref is not named: $why"
+  grep -qF "print_loss.py (git HEAD): " <<<"$why" || fail "job $job_moved: the moved git HEAD is not named: $why"
   note "pins: $job_same $(check_detail "$job_same" pins_unchanged); $job_moved: $(paste -sd'|' <<<"$why")"
   wait_node_idle
 }
