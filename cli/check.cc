@@ -9,6 +9,8 @@
 #include "core/config/config.h"
 #include "core/config/config_schema.h"
 #include "core/config/load.h"
+#include "core/config/site_check.h"
+#include "cli/verdict_store.h"
 
 namespace pilot::cli {
 
@@ -35,17 +37,19 @@ EnvLookup CheckEnv() {
 
 int RunCheck(const Invocation& inv) {
   CommandLine cl(
-      "pilot check [--set KEY=VALUE]... [--json] [--no-expand] CONFIG\n"
+      "pilot check [--set KEY=VALUE]... [--json] [--no-expand] [--policy FILE] CONFIG\n"
       "       pilot check --list-keys",
       "Validate CONFIG (a pilot.toml) with the rules a submission uses and print\n"
       "the resolved configuration; values not in the file are marked (default).\n"
+      "The [container] keys are checked against the site's policy too, where it is read.\n"
       "Exit 0 when the config is valid, 2 with one FILE:LINE message when not.");
   cl.options.add_options()(
       "set", po::value<std::vector<std::string>>()->value_name("KEY=VALUE")->composing(),
       "override section.key with a TOML value (bare words are strings); repeatable")(
       "json", po::bool_switch(), "print the resolved config as JSON")(
       "no-expand", po::bool_switch(), "check $VARIABLE names in paths without expanding them")(
-      "list-keys", po::bool_switch(), "print every known key, one section.key a line");
+      "list-keys", po::bool_switch(), "print every known key, one section.key a line")(
+      "policy", PolicyValue(), PolicyHelp("the container runtimes and mounts it allows").c_str());
   cl.hidden.add_options()("config", po::value<std::string>(), "pilot.toml to check");
   cl.positional.add("config", 1);
   po::variables_map vm;
@@ -65,6 +69,23 @@ int RunCheck(const Invocation& inv) {
   Result<Config> config = LoadConfig(path, opts);
   if (!config.ok()) {
     inv.err << config.status().ToString() << "\n";
+    return kExitUsage;
+  }
+  // What the site allows (the submission checks the same): an unreadable
+  // policy is an error only when named with --policy.
+  const std::string policy_flag = vm["policy"].as<std::string>();
+  Result<Policy> site = LoadCliPolicy(policy_flag);
+  if (!site.ok()) {
+    if (!policy_flag.empty()) {
+      inv.err << site.status().ToString() << "\n";
+      return kExitUsage;
+    }
+    inv.err << "pilot: check: the site's policy was not read (" << VisibleText(site.status().Message())
+            << "): the [container] keys are checked against it at submission\n";
+  } else if (Status s = site->path.empty() ? Status::Ok()  // none installed: nothing to check against
+                                            : CheckConfigAgainstSite(*config, site->container);
+             !s.ok()) {
+    inv.err << VisibleText(s.ToString()) << "\n";
     return kExitUsage;
   }
   // A config's values are its author's bytes (and the environment's, in

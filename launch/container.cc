@@ -70,6 +70,7 @@ std::vector<std::string> PodmanArgv(const ContainerRun& run,
                      // not make the program root over the bound folders.
                      "--security-opt=no-new-privileges", "--cap-drop=all",
                      "--workdir=" + run.workdir});
+  if (!run.cgroup_parent.empty()) a.push_back("--cgroup-parent=" + run.cgroup_parent);
   if (!run.name.empty()) a.push_back("--name=" + run.name);
   for (const std::string& n : names_from_env) a.insert(a.end(), {"--env", n});
   for (const std::string& kv : env_on_argv) a.insert(a.end(), {"--env", kv});
@@ -141,6 +142,11 @@ Result<ContainerCommand> BuildContainerCommand(const ContainerRun& run,
     return Bad("workdir", Quote(run.workdir) + " is not an absolute path");
   }
   if (run.command.empty()) return Bad("command", "is empty");
+  if (!run.cgroup_parent.empty() &&
+      (run.cgroup_parent.front() != '/' || run.cgroup_parent.find("/..") != std::string::npos ||
+       run.cgroup_parent.find_first_of("\n,") != std::string::npos)) {
+    return Bad("cgroup parent", Quote(run.cgroup_parent) + " is not an absolute cgroup path");
+  }
   for (const Mount& m : run.mounts) {
     Result<Mount> again = ParseMount(BindSpec(m));
     if (!again.ok() || !(*again == m)) {

@@ -60,6 +60,9 @@ struct ContainerRun {
   std::string image_cache;             // podman --root, APPTAINER_CACHEDIR ("" = default)
   std::string containers_conf;         // podman: CONTAINERS_CONF ("" = podman's own)
   std::string name;                    // podman's container name ("" = podman picks)
+  // podman: the cgroup the container's own group is made under, so that it
+  // stays inside the job's (supervisor/cgroup.h); "" = podman's default.
+  std::string cgroup_parent;
   std::vector<std::string> command;    // the program's argv
 };
 

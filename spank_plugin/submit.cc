@@ -12,6 +12,8 @@
 
 #include "core/config/config.h"
 #include "core/config/load.h"
+#include "core/config/site_check.h"
+#include "core/records/policy.h"
 #include "core/records/lock.h"
 #include "job/pins.h"
 #include "spank_plugin/pilot_spank.h"
@@ -120,6 +122,11 @@ int SubmitInitPostOpt(spank_t sp) {
   lo.expand_paths = false;
   Result<Config> cfg = LoadConfig(path, lo);
   if (!cfg.ok()) return Refuse(cfg.status());
+  // What the site allows a container to be, where this host can read the
+  // site's policy (the supervisor checks again on the node).
+  if (Result<Policy> site = LoadPolicy(st.args.policy, /*missing_ok=*/false); site.ok()) {
+    if (Status s = CheckConfigAgainstSite(*cfg, site->container); !s.ok()) return Refuse(s);
+  }
 
   if (!req.out.empty()) {
     std::filesystem::path out = std::filesystem::absolute(req.out, ec);

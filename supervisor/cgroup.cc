@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 namespace pilot::supervisor {
@@ -21,6 +22,41 @@ std::string UnifiedPath(const std::string& proc_cgroup) {
 }
 
 }  // namespace
+
+std::string ContainerCgroupParent(const std::string& proc_self_cgroup) {
+  std::string unified, memory;
+  size_t start = 0;
+  while (start < proc_self_cgroup.size()) {
+    size_t end = proc_self_cgroup.find('\n', start);
+    if (end == std::string::npos) end = proc_self_cgroup.size();
+    const std::string line = proc_self_cgroup.substr(start, end - start);
+    start = end + 1;
+    const size_t a = line.find(':'), b = a == std::string::npos ? a : line.find(':', a + 1);
+    if (b == std::string::npos) continue;
+    const std::string controllers = "," + line.substr(a + 1, b - a - 1) + ",";
+    const std::string path = line.substr(b + 1);
+    if (line.compare(0, 3, "0::") == 0) unified = path;
+    if (controllers.find(",memory,") != std::string::npos) memory = path;
+  }
+  std::string parent;
+  if (!memory.empty()) {
+    parent = memory;
+  } else if (!unified.empty()) {
+    const size_t slash = unified.rfind('/');
+    parent = slash == std::string::npos ? "" : unified.substr(0, slash);
+  }
+  if (parent.empty() || parent == "/" || parent.front() != '/' || parent.find("/..") != std::string::npos ||
+      parent.find_first_of("\n,") != std::string::npos) {
+    return "";
+  }
+  return parent;
+}
+
+std::string ContainerCgroupParent() {
+  std::ifstream in("/proc/self/cgroup");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return ContainerCgroupParent(text);
+}
 
 void JoinCgroupOf(pid_t pid) {
   const std::string theirs = UnifiedPath("/proc/" + std::to_string(pid) + "/cgroup");

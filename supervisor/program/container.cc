@@ -7,6 +7,7 @@
 #include "core/base/strings.h"
 #include "core/config/mounts.h"
 #include "launch/container.h"
+#include "supervisor/cgroup.h"
 #include "supervisor/workload_env.h"
 
 namespace pilot::supervisor {
@@ -137,6 +138,7 @@ Status WrapInContainer(const ContainerSetup& setup, const std::string& name, Ran
     run.containers_conf = setup.site->containers_conf;
   }
   run.name = name;
+  run.cgroup_parent = ContainerCgroupParent();
   run.command = r->argv;
   PILOT_ASSIGN_OR_RETURN(
       launch::ContainerCommand c,

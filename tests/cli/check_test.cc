@@ -168,6 +168,34 @@ TEST(PilotCheck, NoExpandKeepsPaths) {
   EXPECT_EQ(j["checkpoint"]["dir"], "$HOME/pilot/$SLURM_JOB_ID/checkpoints");
 }
 
+// Proves: with the site's policy, `pilot check` refuses a container runtime
+// or a mount's source the site does not allow, at the key's line, as the
+// submission does; a policy named with --policy that cannot be read is an
+// error.
+TEST(PilotCheck, TheSitesContainerRulesFromItsPolicy) {
+  const std::string policy = WriteFile(
+      "site.conf", "[container]\nallowed_runtimes = [\"none\", \"podman\"]\nallowed_mounts = [\"/data\"]\n");
+  const std::string base =
+      "[run]\nname = \"t\"\nseq_len = 8\nmicro_batch = 1\ntarget_steps = 9\n[program]\n"
+      "command = [\"python3\", \"t.py\"]\n[container]\nimage = \"reg.example/t:v1\"\n";
+  const std::string ok = WriteFile("ok.toml", base + "runtime = \"podman\"\nmounts = [\"/data/set:/set\"]\n");
+  Outcome r = Pilot({"check", "--policy", policy, ok});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  const std::string rt = WriteFile("rt.toml", base + "runtime = \"apptainer\"\n");
+  r = Pilot({"check", "--policy", policy, rt});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_THAT(r.err, testing::StartsWith("pilot: " + rt +
+                                         ":10: container.runtime: \"apptainer\" is not allowed on this cluster"))
+      << r.err;
+  const std::string mnt = WriteFile("mnt.toml", base + "runtime = \"podman\"\nmounts = [\"/etc:/x\"]\n");
+  r = Pilot({"check", "--policy", policy, mnt});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_THAT(r.err, testing::StartsWith("pilot: " + mnt + ":11: container.mounts: \"/etc\" is outside")) << r.err;
+  EXPECT_THAT(r.err, testing::HasSubstr("allowed_mounts: /data")) << r.err;
+  r = Pilot({"check", "--policy", ProcessDir() + "/no-such.conf", ok});
+  EXPECT_EQ(r.rc, 2) << r.err;
+}
+
 TEST(PilotCheck, BadConfigsExitTwoWithOneMessage) {
   struct Case {
     const char* file;

@@ -37,6 +37,7 @@ TEST(ContainerCommand, PodmanArgvExactly) {
   r.image_cache = "/var/cache/pilot/podman";
   r.containers_conf = "/etc/slurm-pilot/containers.conf";
   r.name = "pilot-7-single-reference-0";
+  r.cgroup_parent = "/slurm/uid_1000/job_7/step_0/task_0";
   r.site_args = {"--shm-size=8g"};
   auto c = BuildContainerCommand(r, {"PATH=/usr/bin:/bin"});
   ASSERT_TRUE(c.ok()) << c.status().ToString();
@@ -51,6 +52,7 @@ TEST(ContainerCommand, PodmanArgvExactly) {
                                          "--security-opt=no-new-privileges",
                                          "--cap-drop=all",
                                          "--workdir=/work/job/7",
+                                         "--cgroup-parent=/slurm/uid_1000/job_7/step_0/task_0",
                                          "--name=pilot-7-single-reference-0",
                                          "--env",
                                          "PILOT_STAGE",
@@ -178,6 +180,11 @@ TEST(ContainerCommand, RefusesATagAndHostileValues) {
     r = Sample(rt);
     r.command.clear();
     EXPECT_FALSE(BuildContainerCommand(r, {}).ok()) << rt;
+    for (const char* parent : {"relative", "/a/../b", "/a,b"}) {
+      r = Sample(rt);
+      r.cgroup_parent = parent;
+      EXPECT_FALSE(BuildContainerCommand(r, {}).ok()) << rt << " " << parent;
+    }
   }
   ContainerRun r = Sample("docker");
   auto c = BuildContainerCommand(r, {});

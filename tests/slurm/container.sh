@@ -53,15 +53,16 @@ YML
   fail "docker-registry did not start: $(cat "$ROOTDIR/registry.log")"
 }
 
-# Builds the image (busybox and a file only it has) and pushes it; prints
-# the manifest's digest as the registry serves it.
-push_image() {  # push_image REPO:TAG
+# Builds the image (busybox and a file only it has, holding MARK) and
+# pushes it; prints the manifest's digest as the registry serves it.
+push_image() {  # push_image REPO:TAG [MARK]
   local root=$ROOTDIR/rootfs
   mkdir -p "$root/bin" "$root/etc" "$root/tmp"
   cp /bin/busybox "$root/bin/busybox"
   ln -sf busybox "$root/bin/sh"
-  ln -sf busybox "$root/bin/cat"
-  echo "inside-the-image" >"$root/etc/pilot-image"
+  local tool
+  for tool in cat grep sed tr ls; do ln -sf busybox "$root/bin/$tool"; done
+  echo "${2:-inside-the-image}" >"$root/etc/pilot-image"
   tar -C "$root" -cf "$ROOTDIR/rootfs.tar" .
   podman --root "$ROOTDIR/build" import "$ROOTDIR/rootfs.tar" "localhost/$1" >/dev/null
   podman --root "$ROOTDIR/build" push --tls-verify=false "localhost/$1" "$REG/$1" >/dev/null 2>&1 ||
@@ -91,9 +92,12 @@ container_toml() {  # container_toml FILE DIR IMAGE
 }
 
 # The image runs: the digest that ran is read back and equals the pinned
-# one, the program saw the image's own file, and only the checkpoint check
-# (no optimizer state from a shell program) fails; an image the registry does not
-# have is a NO-GO that names it, and the node stays idle.
+# one, the program saw the image's own file and none of the node's root
+# folder, its cgroup is made inside the job's, and only the checkpoint check
+# (no optimizer state from a shell program) fails; a tag moved while a
+# pilot runs leaves the pinned digest running and is reported; a bind the
+# site does not allow is refused at submission; an image the registry does
+# not have is a NO-GO that names it, and the node stays idle.
 case_podman() {
   local t0=$SECONDS dir digest job res
   command -v podman >/dev/null || fail "podman is not installed (scripts/setup)"
@@ -114,8 +118,15 @@ case_podman() {
     fail "not started by digest: $(json "$res" 'd["program"]["container"]["image"]')"
   [[ $(check_named "$job" container) == pass ]] || fail "container check: $(reason_of "$job")"
   [[ $(check_named "$job" restore) == pass ]] || fail "restore: $(reason_of "$job")"
-  [[ $(json "$res" "d['program']['processes'][0]['stderr_tail']") == *inside-the-image* ]] ||
-    fail "the program did not see the image's own file"
+  local seen
+  seen=$(json "$res" "d['program']['processes'][0]['stderr_tail']")
+  [[ $seen == *inside-the-image* ]] || fail "the program did not see the image's own file: $seen"
+  # The node's own folders stay outside (the image has no /usr), and the
+  # container's cgroup is made inside the job's, not under podman's parent.
+  grep -q "^root: bin " <<<"$seen" && ! grep -q "^root: .* usr " <<<"$seen" ||
+    fail "the program saw the node's root folder: $seen"
+  grep -q "^cgroup .*/libpod-" <<<"$seen" && ! grep -q "libpod_parent" <<<"$seen" ||
+    fail "the container's cgroup is not inside the job's: $seen"
   # A shell program writes no optimizer state in a format the epilog reads
   # (torch.save, DCP), so that check alone fails; every other one holds.
   local fails
@@ -123,6 +134,36 @@ case_podman() {
   [[ $fails == checkpoint ]] || fail "job $job: failing checks '$fails': $(reason_of "$job")"
   reason_of "$job" | grep -q "no optimizer state" || fail "checkpoint: $(reason_of "$job")"
   note "podman: ran $digest, container check pass ($((SECONDS - t0)) s so far)"
+
+  # The tag moves while a pilot runs (its reference process waits for it):
+  # the pinned digest still ran, and the verdict says the tag moved.
+  program_toml "$dir/moving.toml" ctr "$dir" 1 "[\"/bin/sh\", \"$dir/loss.sh\"]" \
+    'loss_pattern = "loss=([0-9.]+)"' "env = { WAIT_FOR = \"$dir/tag-moved\" }" "[container]" \
+    "image = \"$REG/pilot/ctr:v1\"" 'runtime = "podman"'
+  job=$(as_user sbatch --parsable -o "$TMP/slurm-%j.out" --pilot="$dir/moving.toml" --wrap true)
+  wait_for_file "$STATE/jobs/$job/lock.json" 120
+  local moved
+  moved=$(push_image pilot/ctr:v1 "a-later-image")
+  [[ $moved == sha256:* && $moved != "$digest" ]] || fail "the tag did not move: $moved"
+  as_user touch "$dir/tag-moved"
+  wait_verdict "$job"
+  res=$STATE/jobs/$job/results.json
+  [[ $(json "$res" 'd["program"]["container"]["digest"]') == "$digest" ]] ||
+    fail "job $job: not the pinned digest ran: $(json "$res" 'd["program"].get("container")')"
+  [[ $(check_named "$job" container) == pass ]] || fail "job $job: container: $(reason_of "$job")"
+  [[ $(check_named "$job" container_tag) == warn ]] &&
+    check_detail "$job" container_tag | grep -q "moved during the job; the pilot ran the pinned $digest" ||
+    fail "job $job: the moved tag is not reported: $(check_detail "$job" container_tag)"
+  note "podman: the tag moved to $moved during job $job; the pinned $digest ran"
+
+  # A bind the site does not allow is refused at submission, at its line.
+  local out
+  program_toml "$dir/etc.toml" ctr "$dir" 1 "[\"/bin/sh\", \"$dir/loss.sh\"]" \
+    'loss_pattern = "loss=([0-9.]+)"' "[container]" "image = \"$REG/pilot/ctr:v1\"" 'runtime = "podman"' \
+    'mounts = ["/etc:/host-etc"]'
+  out=$(as_user sbatch --parsable --pilot="$dir/etc.toml" --wrap true 2>&1) && fail "a bind of /etc was submitted: $out"
+  grep -q "$dir/etc.toml:[0-9]*: container.mounts: \"/etc\" is outside the folders this cluster allows" <<<"$out" ||
+    fail "the refusal does not name the mount: $out"
 
   local missing
   missing=$REG/pilot/ctr@sha256:$(printf '0%.0s' {1..64})

@@ -11,8 +11,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "job/subprocess.h"
+#include "supervisor/cgroup.h"
 #include "supervisor/program/container.h"
 #include "supervisor/program/group.h"
 
@@ -81,6 +83,7 @@ TEST(ProgramPodman, APhaseRunsInThePinnedImageAsTheJobsUser) {
   RankLaunch r;
   r.argv = {"/bin/sh", "-c",
             "busybox cat /etc/pilot-image >&2; busybox id -u >&2; echo \"$SECRET\" > out; "
+            "busybox cat /proc/self/cgroup > cgroup; "
             "for i in 1 2 3; do echo \"iter $i: loss=$i.5\"; done"};
   r.env = {"SECRET=a,b\nc", "PATH=/node/only", "LD_PRELOAD=/node/only.so"};
   ASSERT_TRUE(WrapInContainer(setup, "", &r).ok());
@@ -105,6 +108,15 @@ TEST(ProgramPodman, APhaseRunsInThePinnedImageAsTheJobsUser) {
   std::string secret;
   std::getline(std::ifstream(work / "out"), secret, '\0');
   EXPECT_EQ(secret, "a,b\nc\n");
+  // The container's group is made under this process's (the job's), never
+  // under podman's own parent outside it.
+  std::ifstream cgroup(work / "cgroup");
+  const std::string inside((std::istreambuf_iterator<char>(cgroup)), std::istreambuf_iterator<char>());
+  const std::string parent = ContainerCgroupParent();
+  if (!parent.empty()) {
+    EXPECT_NE(inside.find(parent + "/libpod-"), std::string::npos) << parent << "\n" << inside;
+  }
+  EXPECT_EQ(inside.find("libpod_parent"), std::string::npos) << inside;
 
   const ProgramContainer back = ReadBackContainer(setup);
   EXPECT_EQ(back.digest, digest) << back.problem;
