@@ -1,8 +1,9 @@
 #!/bin/sh
 # A protocol-only program for the container case: busybox sh in an image
 # the test builds, reporting through program.loss_pattern on stdout
-# ("iter N: loss=X"). It saves a one-tensor safetensors file at step K and,
-# resumed, reads it and starts at K+1. It prints the file only the image
+# ("iter N: loss=X"). It saves a one-tensor safetensors file at step K,
+# with the torch.save state (model and optimizer) the image carries, and,
+# resumed, reads them and starts at K+1. It prints the file only the image
 # has, which proves where it ran, what it sees of the node, and its cgroup.
 steps=${PILOT_STEPS:-10}
 k=${PILOT_CHECKPOINT_STEP:-5}
@@ -23,6 +24,7 @@ fi
 first=1
 if [ -n "$PILOT_RESUME_DIR" ]; then
   cat "$PILOT_RESUME_DIR/model.safetensors" >/dev/null || exit 3
+  if [ -f /ckpt/state.pt ]; then cat "$PILOT_RESUME_DIR/state.pt" >/dev/null || exit 3; fi
   first=$((k + 1))
 fi
 i=$first
@@ -36,6 +38,9 @@ while [ "$i" -le "$steps" ]; do
       printf '%s' "$header"
       printf '\000\000\200\077'
     } >"$PILOT_CHECKPOINT_DIR/model.safetensors"
+    # The model's and optimizer's state as torch.save wrote it, where the
+    # image carries one (the test makes it with the node's torch).
+    if [ -f /ckpt/state.pt ]; then cp /ckpt/state.pt "$PILOT_CHECKPOINT_DIR/state.pt"; fi
   fi
   i=$((i + 1))
 done
