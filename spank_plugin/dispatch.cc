@@ -187,10 +187,15 @@ char** g_av = nullptr;
 
 // --pilot-run (or PILOT_RUN): recorded for the prolog (job control
 // environment) and the job's tasks (its environment). A pilot is never
-// itself a bound run.
+// itself a bound run. A job that names none does not inherit the variable
+// from the job it is submitted in (a long run that submits its sequel):
+// its tasks would be refused for a check its prolog never made.
 int RecordRun(spank_t sp, bool pilot) {
   const char* run = g_run_given ? g_run : std::getenv(pilot::job::kUserPilotRun);
-  if (run == nullptr || *run == '\0') return 0;
+  if (run == nullptr || *run == '\0') {
+    unsetenv(pilot::job::kEnvPilotRun);
+    return 0;
+  }
   if (!g_run_given && !ValidRun(run, "PILOT_RUN")) return -1;
   if (pilot) {
     slurm_error("pilot: --pilot-run: a pilot job (--pilot) cannot itself run under another pilot's grant");

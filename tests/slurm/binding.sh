@@ -39,7 +39,8 @@ run_field() { json "$STATE/runs/$1.json" "$2"; }
 # unchanged run in the reservation runs to COMPLETED; after the pinned
 # script is edited the same job's task is refused before it runs, with the
 # file named, the node idle and `pilot verdict` listing both runs; another
-# user's job that names the pilot is refused by the node.
+# user's job that names the pilot is refused by the node; a job that only
+# inherits the variable from a bound run runs.
 case_grant_run() {
   local t0=$SECONDS other dir job out ok bad stranger
   grep -q '^JobSubmitPlugins=lua' "$SLURM_CONF" ||
@@ -119,6 +120,17 @@ case_grant_run() {
   [[ $(job_state "$stranger") == FAILED ]] || fail "job $stranger: $(job_state "$stranger")"
   [[ $(run_field "$stranger" '"; ".join(d["reasons"])') == "job $job was granted to $TEST_USER, not to $other" ]] ||
     fail "job $stranger: $(cat "$STATE/runs/$stranger.json")"
+  wait_node_idle
+
+  # A job submitted from inside a bound run (its sequel) inherits
+  # SLURM_PILOT_RUN but names no pilot: it runs, unchecked and unrefused.
+  local sequel
+  sequel=$(as_user env SLURM_PILOT_RUN="$job" sbatch --parsable -o "$TMP/sequel-%j.out" --wait \
+    --wrap 'echo the sequel ran') || true
+  sequel=${sequel%%$'\n'*}
+  [[ $(job_state "$sequel") == COMPLETED ]] && grep -q "the sequel ran" "$TMP/sequel-$sequel.out" ||
+    fail "job $sequel: $(job_state "$sequel"): $(cat "$TMP/sequel-$sequel.out" 2>&1)"
+  [[ ! -e $STATE/runs/$sequel.json ]] || fail "job $sequel was checked as a bound run"
   wait_node_idle
   note "grant_run took $((SECONDS - t0)) s"
 }
