@@ -107,10 +107,7 @@ Result<Json> JsonWithCheck(const StoredVerdict& sv, const SignatureCheck& sig,
   check["file"] = sv.path;
   j["signature_check"] = std::move(check);
   Json list = Json::array();
-  for (const job::RunRecord& r : runs) {
-    PILOT_ASSIGN_OR_RETURN(Json one, ParseJsonText(job::RunRecordToJson(r), "run record"));
-    list.push_back(std::move(one));
-  }
+  for (const job::RunRecord& r : runs) list.push_back(job::RunRecordJson(r));
   j["runs"] = std::move(list);
   return j;
 }

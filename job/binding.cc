@@ -69,8 +69,8 @@ std::vector<std::string> IdentityDifferences(const std::vector<std::string>& pil
   return out;
 }
 
-std::string RunRecordToJson(const RunRecord& r) {
-  Json j = {{"schema", kRunSchema},
+Json RunRecordJson(const RunRecord& r) {
+  return {{"schema", kRunSchema},
             {"job_id", r.job_id},
             {"pilot_job", r.pilot_job},
             {"user", r.user},
@@ -81,8 +81,9 @@ std::string RunRecordToJson(const RunRecord& r) {
             {"identity", {{"sha256", r.identity_sha256}, {"lines", r.identity_lines}}},
             {"piloted_sha256", r.piloted_sha256},
             {"checked_at", r.checked_at}};
-  return DumpJson(j, 2) + "\n";
 }
+
+std::string RunRecordToJson(const RunRecord& r) { return DumpJson(RunRecordJson(r), 2) + "\n"; }
 
 Result<RunRecord> ParseRunRecord(std::string_view text, const std::string& label) {
   PILOT_ASSIGN_OR_RETURN(Json j, ParseJsonText(text, label, 1 << 20));

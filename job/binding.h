@@ -19,7 +19,8 @@
 // the hub revisions. The node count is not compared here: the grant's
 // bound on it is the submit check's.
 //
-// Thread-safety: pure functions, except ReadRunRecord (one file read).
+// Thread-safety: pure functions, except RunRefusal and RunsOfPilot (file
+// reads).
 #pragma once
 
 #include <sys/types.h>
@@ -29,6 +30,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/base/json_util.h"
 #include "core/base/status.h"
 
 namespace pilot::job {
@@ -53,7 +55,9 @@ struct RunRecord {
   std::string checked_at;      // RFC 3339 UTC
 };
 
-// Pretty JSON ending in a newline, and its strict reading. Errors: kCorrupt.
+// The record as a JSON value, as pretty JSON ending in a newline, and its
+// strict reading. Errors: kCorrupt.
+Json RunRecordJson(const RunRecord& r);
 std::string RunRecordToJson(const RunRecord& r);
 Result<RunRecord> ParseRunRecord(std::string_view text, const std::string& label);
 

@@ -170,13 +170,7 @@ class Pinner {
 
     std::optional<Config> cfg = CopyConfig(paths.config);
     PinSeed(cfg);
-    if (cfg) {
-      PinContainer(cfg->container.image.empty() ? job_.container_image : cfg->container.image);
-      PinFiles(*cfg);
-      PinProgram(*cfg);
-    } else {
-      PinContainer(job_.container_image);
-    }
+    PinIdentityParts(cfg);
     PinVersions();
     PinGpus();
     lock_.identity = RunIdentity(lock_);
@@ -203,16 +197,7 @@ class Pinner {
     }
     lock_.config.path = job_.config_path;
     lock_.config.sha256_copied = Sha256Hex(*text);
-    Result<Config> cfg = ParseConfig(*text, job_.config_path,
-                                     job::JobConfigOptions(job_, user_.as.user, user_.home));
-    if (!cfg.ok()) {
-      Problem("config_invalid", cfg.status().Message());
-      PinContainer(job_.container_image);
-      return lock_;
-    }
-    PinContainer(cfg->container.image.empty() ? job_.container_image : cfg->container.image);
-    PinFiles(*cfg);
-    PinProgram(*cfg);
+    PinIdentityParts(ParseJobConfig(*text));
     return lock_;
   }
 
@@ -452,13 +437,33 @@ class Pinner {
                   lock_.config.sha256_submitted.substr(0, 12) + "... at submit, " +
                   lock_.config.sha256_copied.substr(0, 12) + "... at start)");
     }
-    LoadOptions lo = job::JobConfigOptions(job_, user_.as.user, user_.home);
-    Result<Config> cfg = ParseConfig(*text, job_.config_path, lo);
+    return ParseJobConfig(*text);
+  }
+
+  // The config's text read as the job's (its user's $HOME, the job's
+  // variables); nullopt, with the problem recorded, when it does not parse.
+  std::optional<Config> ParseJobConfig(const std::string& text) {
+    Result<Config> cfg = ParseConfig(text, job_.config_path,
+                                     job::JobConfigOptions(job_, user_.as.user, user_.home));
     if (!cfg.ok()) {
       Problem("config_invalid", cfg.status().Message());
       return std::nullopt;
     }
     return std::move(cfg).value();
+  }
+
+  // What the run identity holds beside the config's bytes: the container
+  // (the config's image, else pyxis' --container-image), the model and
+  // data files, the program's pins. One place for a pilot's prolog and a
+  // long job's binding check, so that both pin the same way.
+  void PinIdentityParts(const std::optional<Config>& cfg) {
+    if (!cfg) {
+      PinContainer(job_.container_image);
+      return;
+    }
+    PinContainer(cfg->container.image.empty() ? job_.container_image : cfg->container.image);
+    PinFiles(*cfg);
+    PinProgram(*cfg);
   }
 
   void PinSeed(const std::optional<Config>& cfg) {

@@ -9,7 +9,9 @@
 namespace pilot {
 namespace {
 
+// "FILE:LINE: key", or the key alone for a config not read from a file.
 std::string Where(const Config& c, const std::string& key) {
+  if (c.path.empty()) return key;
   auto s = c.sources.find(key);
   const int line = s != c.sources.end() && s->second.line > 0 ? s->second.line : 1;
   return c.path + ":" + std::to_string(line) + ": " + key;

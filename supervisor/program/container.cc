@@ -6,6 +6,7 @@
 
 #include "core/base/strings.h"
 #include "core/config/mounts.h"
+#include "core/config/site_check.h"
 #include "launch/container.h"
 #include "supervisor/cgroup.h"
 #include "supervisor/workload_env.h"
@@ -58,12 +59,9 @@ std::string ContainerProblem(const Config& cfg, const Lock& lock, const Policy& 
                              bool across_nodes) {
   const std::string& rt = cfg.container.runtime;
   if (rt == launch::kRuntimeNone) return "";
-  const auto& allowed = policy.container.allowed_runtimes;
-  if (std::find(allowed.begin(), allowed.end(), rt) == allowed.end()) {
-    return "container.runtime " + Quote(rt) +
-           " is not allowed on this cluster (pilot.conf "
-           "[container] allowed_runtimes: " +
-           Join(allowed, ", ") + ")";
+  // What the site allows, as the submission checked it.
+  if (Status site = CheckConfigAgainstSite(cfg, policy.container); !site.ok()) {
+    return site.Message();
   }
   if (rt != launch::kRuntimePodman) {
     return "container.runtime " + Quote(rt) +
@@ -75,19 +73,6 @@ std::string ContainerProblem(const Config& cfg, const Lock& lock, const Policy& 
     return "container " + Quote(cfg.container.image) +
            " was not pinned to a digest by the "
            "prolog, so there is no image to run";
-  }
-  for (const std::string& text : cfg.container.mounts) {
-    Result<Mount> m = ParseMount(text);
-    if (!m.ok()) return "container.mounts: " + m.status().detail();
-    if (!MountSourceAllowed(m->source, policy.container.allowed_mounts)) {
-      return "container.mounts: " + Quote(m->source) +
-             " is outside the folders this cluster "
-             "allows (pilot.conf [container] allowed_mounts: " +
-             (policy.container.allowed_mounts.empty()
-                  ? std::string("none")
-                  : Join(policy.container.allowed_mounts, ", ")) +
-             ")";
-    }
   }
   return "";
 }
