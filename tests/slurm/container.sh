@@ -2,7 +2,7 @@
 # A user's program in the pinned image, run by podman, on the local cluster
 # ([container] runtime, pilot.toml(5); spank_pilot(8), CONTAINERS).
 #
-#   container.sh CASE   CASE: podman
+#   container.sh CASE   CASE: podman | podman_python
 #
 # The image is built here from Debian's busybox-static (podman import),
 # pushed to a local docker-registry over its HTTP API (podman push), and
@@ -53,18 +53,9 @@ YML
   fail "docker-registry did not start: $(cat "$ROOTDIR/registry.log")"
 }
 
-# Builds the image (busybox and a file only it has, holding MARK) and
-# pushes it; prints the manifest's digest as the registry serves it.
-push_image() {  # push_image REPO:TAG [MARK]
-  local root=$ROOTDIR/rootfs
-  mkdir -p "$root/bin" "$root/etc" "$root/tmp"
-  cp /bin/busybox "$root/bin/busybox"
-  ln -sf busybox "$root/bin/sh"
-  local tool
-  for tool in cat grep sed tr ls; do ln -sf busybox "$root/bin/$tool"; done
-  echo "${2:-inside-the-image}" >"$root/etc/pilot-image"
-  # A checkpoint the program saves as its own: torch.save of a model and its
-  # AdamW state after one step, made once with the node's torch.
+# A checkpoint the programs save as their own: torch.save of a model and its
+# AdamW state after one step, made once with the node's torch.
+make_state() {
   if [[ ! -f $ROOTDIR/state.pt ]]; then
     /usr/bin/python3 -c 'import sys, torch
 torch.manual_seed(0)
@@ -75,10 +66,58 @@ o.step()
 torch.save({"model": m.state_dict(), "optimizer": o.state_dict()}, sys.argv[1])' "$ROOTDIR/state.pt" ||
       fail "cannot make the checkpoint with the node's torch"
   fi
+}
+
+# Builds the image (busybox and a file only it has, holding MARK) and
+# pushes it; prints the manifest's digest as the registry serves it.
+push_image() {  # push_image REPO:TAG [MARK]
+  local root=$ROOTDIR/rootfs
+  mkdir -p "$root/bin" "$root/etc" "$root/tmp"
+  cp /bin/busybox "$root/bin/busybox"
+  ln -sf busybox "$root/bin/sh"
+  local tool
+  for tool in cat grep sed tr ls; do ln -sf busybox "$root/bin/$tool"; done
+  echo "${2:-inside-the-image}" >"$root/etc/pilot-image"
+  make_state
   mkdir -p "$root/ckpt"
   cp "$ROOTDIR/state.pt" "$root/ckpt/state.pt"
-  tar -C "$root" -cf "$ROOTDIR/rootfs.tar" .
-  podman --root "$ROOTDIR/build" import "$ROOTDIR/rootfs.tar" "localhost/$1" >/dev/null
+  push_root "$root" "$1"
+}
+
+# An image of Debian's python3 without torch: the interpreter, the shared
+# libraries it and its compiled modules load, its standard library, and a
+# distribution only the image has (pilot-image-marker 3.1.4); the same
+# file and checkpoint as push_image's. Prints the manifest's digest.
+push_python_image() {  # push_python_image REPO:TAG
+  local root=$ROOTDIR/pyroot lib
+  mkdir -p "$root/usr/bin" "$root/etc" "$root/tmp" "$root/ckpt" \
+    "$root/usr/lib/python3/dist-packages/pilot_image_marker-3.1.4.dist-info"
+  cp /usr/bin/python3.11 "$root/usr/bin/python3.11"
+  ln -sf python3.11 "$root/usr/bin/python3"
+  tar -C / --exclude=__pycache__ --exclude='usr/lib/python3.11/test' \
+    --exclude='usr/lib/python3.11/config-*' --exclude='usr/lib/python3.11/idlelib' \
+    --exclude='usr/lib/python3.11/tkinter' --exclude='usr/lib/python3.11/ensurepip' \
+    --exclude='usr/lib/python3.11/lib2to3' --exclude='usr/lib/python3.11/pydoc_data' \
+    -cf - usr/lib/python3.11 | tar -C "$root" -xf -
+  # (The loader's own line, /lib64/ld-linux-x86-64.so.2, is one of them.)
+  for lib in $(ldd /usr/bin/python3.11 /usr/lib/python3.11/lib-dynload/*.so 2>/dev/null |
+    sed -n 's/.*=> \(\/[^ ]*\) .*/\1/p; s/^[[:space:]]*\(\/[^ ]*\) .*/\1/p' | sort -u); do
+    mkdir -p "$root$(dirname "$lib")"
+    cp -L "$lib" "$root$lib"
+  done
+  printf 'Metadata-Version: 2.1\nName: pilot-image-marker\nVersion: 3.1.4\n' \
+    >"$root/usr/lib/python3/dist-packages/pilot_image_marker-3.1.4.dist-info/METADATA"
+  echo "inside-the-python-image" >"$root/etc/pilot-image"
+  make_state
+  cp "$ROOTDIR/state.pt" "$root/ckpt/state.pt"
+  push_root "$root" "$1"
+}
+
+push_root() {  # push_root ROOTFS REPO:TAG: prints the manifest's digest
+  tar -C "$1" -cf "$ROOTDIR/rootfs.tar" .
+  shift
+  podman --root "$ROOTDIR/build" import "$ROOTDIR/rootfs.tar" "localhost/$1" >/dev/null 2>&1 ||
+    fail "podman import of $1 failed"
   podman --root "$ROOTDIR/build" push --tls-verify=false "localhost/$1" "$REG/$1" >/dev/null 2>&1 ||
     fail "podman push to $REG failed"
   curl -fsI -H 'Accept: application/vnd.oci.image.manifest.v1+json' \
@@ -190,6 +229,42 @@ case_podman() {
   [[ $why == *pilot/ctr* ]] || fail "the NO-GO does not name the image: $why"
   [[ $(node_state) == idle* ]] || fail "node not idle: $(node_state)"
   note "podman: missing image NO-GO ($(reason_of "$job" | head -n1)), node idle; the case took $((SECONDS - t0)) s"
+}
+
+# A Python program in an image of Debian's python3 without torch, two
+# ranks, each its own container, reporting through the probe's socket bound
+# in: what the probe saw is the image's interpreter and distributions (one
+# only the image has, none of the node's torch), not the node's; GO.
+case_podman_python() {
+  local t0=$SECONDS dir digest job res env
+  command -v podman >/dev/null || fail "podman is not installed (scripts/setup)"
+  start_registry
+  digest=$(push_python_image pilot/py:v1)
+  [[ $digest == sha256:* ]] || fail "no digest from the registry: $digest"
+  allow_podman
+  dir=$(user_copy "$SRC/tests/slurm/container" py)
+  program_toml "$dir/py.toml" py "$dir" 2 "[\"/usr/bin/python3\", \"$dir/probe_program.py\"]" \
+    "[container]" "image = \"$REG/pilot/py:v1\"" 'runtime = "podman"'
+  job=$(submit_wait --pilot="$dir/py.toml")
+  wait_verdict "$job"
+  res=$STATE/jobs/$job/results.json
+  [[ $(json "$res" 'd["program"]["container"]["digest"]') == "$digest" ]] ||
+    fail "digest read back: $(json "$res" 'd["program"].get("container")') $(reason_of "$job")"
+  env=$(json "$res" 'json.dumps(d["program"].get("environment"))')
+  [[ $(json "$res" 'd["program"]["environment"]["distributions"].get("pilot-image-marker")') == 3.1.4 ]] ||
+    fail "the probe did not see the image's distributions: $env"
+  [[ $(json "$res" '"torch" in d["program"]["environment"]["distributions"]') == False &&
+     -z $(json "$res" 'd["program"]["environment"]["torch"]') ]] ||
+    fail "the probe saw the node's torch: $env"
+  [[ $(json "$res" 'd["program"]["environment"]["python"]') == "$(/usr/bin/python3 -c 'import platform; print(platform.python_version())')" ]] ||
+    fail "python version: $env"
+  local seen ranks
+  seen=$(json "$res" "'\n'.join(p['stderr_tail'] for p in d['program']['processes'])")
+  [[ $seen == *inside-the-python-image* ]] || fail "the program did not see the image's own file: $seen"
+  ranks=$(json "$res" "sorted({(p['stage'], p['rank']) for p in d['program']['processes']})")
+  [[ $ranks == *"('node', 1)"* ]] || fail "not two ranks in the node stage: $ranks"
+  [[ $(decision "$job") == GO ]] || fail "job $job: $(decision "$job"): $(reason_of "$job")"
+  note "podman_python: ranks $ranks in $digest, distributions seen: $(json "$res" 'len(d["program"]["environment"]["distributions"])'): GO ($((SECONDS - t0)) s)"
 }
 
 run_case "$@"
