@@ -177,4 +177,21 @@ ProgramContainer ReadBackContainer(const ContainerSetup& setup) {
   return out;
 }
 
+std::string ContainerStartFailure(const std::vector<ProgramProcess>& processes) {
+  for (const ProgramProcess& p : processes) {
+    if (p.signal != 0 || p.exit_code < 125 || p.exit_code > 127) continue;
+    std::string said;
+    for (std::string_view line : SplitLines(p.stderr_tail)) {
+      line = Trim(line);
+      if (StartsWith(line, "Error:") || StartsWith(line, "Error ")) said = std::string(line);
+    }
+    const char* what = p.exit_code == 125   ? "podman could not start the image"
+                       : p.exit_code == 126 ? "the command in the image could not be run"
+                                            : "the image has no such command";
+    return p.stage + " " + p.process + " rank " + std::to_string(p.rank) + ": " + what +
+           " (exit " + std::to_string(p.exit_code) + ")" + (said.empty() ? "" : ": " + said);
+  }
+  return "";
+}
+
 }  // namespace pilot::supervisor

@@ -61,4 +61,11 @@ Status WrapInContainer(const ContainerSetup& setup, const std::string& name, Ran
 // inspect, as root, 60 s at most).
 ProgramContainer ReadBackContainer(const ContainerSetup& setup);
 
+// Why the runtime did not start the program, from the first process whose
+// exit status is podman's own (125: podman itself failed, as a pull of an
+// image the registry does not have; 126: the command in the image could not
+// be run; 127: the image has no such command), with the last "Error:" line
+// of its standard error; "" when no process ended so.
+std::string ContainerStartFailure(const std::vector<ProgramProcess>& processes);
+
 }  // namespace pilot::supervisor

@@ -131,7 +131,14 @@ class ProgramPilot {
       const int node_rc = Node();
       if (rc == kExitOk) rc = node_rc;
     }
-    if (container_) program_.container = ReadBackContainer(*container_);
+    if (container_) {
+      program_.container = ReadBackContainer(*container_);
+      // An image that never started is named by what podman said of it.
+      if (program_.container->digest.empty()) {
+        const std::string why = ContainerStartFailure(program_.processes);
+        if (!why.empty()) program_.container->problem = why + "; " + program_.container->problem;
+      }
+    }
     res_.program = program_;
     return rc;
   }

@@ -227,6 +227,8 @@ case_podman() {
   local why
   why=$(reason_of "$job")
   [[ $why == *pilot/ctr* ]] || fail "the NO-GO does not name the image: $why"
+  [[ $(check_detail "$job" container) == *"podman could not start the image (exit 125): Error:"*"manifest unknown"* ]] ||
+    fail "the container check does not say the pull failed: $(check_detail "$job" container)"
   [[ $(node_state) == idle* ]] || fail "node not idle: $(node_state)"
   note "podman: missing image NO-GO ($(reason_of "$job" | head -n1)), node idle; the case took $((SECONDS - t0)) s"
 }

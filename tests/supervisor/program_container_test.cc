@@ -100,5 +100,35 @@ TEST(ProgramContainer, WrapsOneProcessInPodman) {
   EXPECT_TRUE(Has(r.env, "CUDA_VISIBLE_DEVICES=0,1"));
 }
 
+// Proves: an image that never started (podman's own exit status 125, as
+// a pull of a digest the registry does not have) is named by podman's last
+// "Error:" line and the process that hit it; a program's own exit status
+// (1, or a signal) is not taken for podman's.
+TEST(ProgramContainer, StartFailureNamesWhatPodmanSaid) {
+  ProgramProcess ok;
+  ok.stage = "single";
+  ok.process = "reference";
+  ok.exit_code = 1;
+  ok.stderr_tail = "Error: the program's own\n";
+  ProgramProcess pull = ok;
+  pull.rank = 1;
+  pull.exit_code = 125;
+  pull.stderr_tail =
+      "Trying to pull reg.io/t/torch@sha256:00...\n"
+      "Error: initializing source docker://reg.io/t/torch@sha256:00: manifest unknown\n";
+  EXPECT_EQ(ContainerStartFailure({ok}), "");
+  EXPECT_EQ(ContainerStartFailure({ok, pull}),
+            "single reference rank 1: podman could not start the image (exit 125): Error: "
+            "initializing source docker://reg.io/t/torch@sha256:00: manifest unknown");
+  ProgramProcess killed = pull;
+  killed.signal = 9;
+  EXPECT_EQ(ContainerStartFailure({killed}), "");
+  ProgramProcess missing = ok;
+  missing.exit_code = 127;
+  missing.stderr_tail = "";
+  EXPECT_EQ(ContainerStartFailure({missing}),
+            "single reference rank 0: the image has no such command (exit 127)");
+}
+
 }  // namespace
 }  // namespace pilot::supervisor
