@@ -6,7 +6,12 @@
 # checkpoint is verified as the epilog's verify step does, and pilot-epilog
 # decides, signs and stores the verdict, which `pilot verdict` prints:
 #   hf_trainer      examples/hf_trainer.py (transformers Trainer, bf16, saves
-#                   every K steps, an evaluation every 5): GO
+#                   every K steps, an evaluation every 5; training.deterministic,
+#                   without which its GPU kernels make two runs differ and the
+#                   difference grows past the tolerance): GO
+#   hf_trainer_nondeterministic
+#                   the same without training.deterministic: NO-GO naming it
+#                   (when the drift passes the tolerance, as it did each time)
 #   lightning       bench/programs/lightning_gpt.py (Lightning, bf16-mixed,
 #                   two micro-batches a step): GO
 #   leaky           bench/programs/leaky_gpt.py (a plain loop through
@@ -78,6 +83,7 @@ step_timeout = 120
 steps = $steps
 warmup_steps = 2
 device = "cuda"
+deterministic = ${DETERMINISTIC:-false}
 [checkpoint]
 at_step = $at
 [eval]
@@ -157,9 +163,18 @@ PY
 gpt=(--layers 6 --d-model 512 --heads 8 --vocab 32768 --seq-len 1024 --micro-batch 8)
 
 hf_trainer() {
-  program_toml hf_trainer 30 10 python3 "$PWD/examples/hf_trainer.py" "${gpt[@]}" --bf16 \
-    --eval-steps 5 --output-dir "$work/hf-out"
+  DETERMINISTIC=true program_toml hf_trainer 30 10 python3 "$PWD/examples/hf_trainer.py" "${gpt[@]}" \
+    --bf16 --eval-steps 5 --output-dir "$work/hf-out"
   pilot hf_trainer 11 GO ""
+}
+
+# The same Trainer without training.deterministic: its GPU kernels (cuDNN's
+# attention backward) make the resumed losses drift from the reference's
+# whatever the restore did; the verdict says so (NO-GO naming the setting).
+hf_trainer_nondeterministic() {
+  program_toml hf_trainer_nd 30 10 python3 "$PWD/examples/hf_trainer.py" "${gpt[@]}" \
+    --bf16 --eval-steps 5 --output-dir "$work/hf-nd-out"
+  pilot hf_trainer_nd 15 NO-GO "training.deterministic"
 }
 
 lightning() {
@@ -181,9 +196,9 @@ hf_lost_warmup() {
   pilot hf_lost_warmup 14 NO-GO "learning rate|lr|schedul"
 }
 
-# PILOT_BENCH_PROGRAMS: which, in that order (default all four).
+# PILOT_BENCH_PROGRAMS: which, in that order (default all five).
 t_all=$SECONDS
-for p in ${PILOT_BENCH_PROGRAMS:-hf_trainer lightning leaky hf_lost_warmup}; do
+for p in ${PILOT_BENCH_PROGRAMS:-hf_trainer hf_trainer_nondeterministic lightning leaky hf_lost_warmup}; do
   "$p"
 done
 log "all in $((SECONDS - t_all)) s"

@@ -201,11 +201,38 @@ def _hook_torch():
             pass
 
 
+_deterministic_set = False
+
+
+def _deterministic():
+    """training.deterministic (PILOT_DETERMINISTIC=1): once torch is imported,
+    ask it for deterministic kernels, as a program of its own would
+    (torch.use_deterministic_algorithms: an operation without a deterministic
+    implementation stops the program with torch's error, which the verdict
+    names, where only a warning would leave cuDNN's attention backward
+    nondeterministic; cuDNN's deterministic choice, no benchmarking), so that
+    a resumed process computes what the reference did. The pilot sets
+    CUBLAS_WORKSPACE_CONFIG, which cuBLAS reads when CUDA starts."""
+    global _deterministic_set
+    if _deterministic_set or os.environ.get("PILOT_DETERMINISTIC") != "1":
+        return
+    torch = sys.modules.get("torch")
+    if torch is None or not hasattr(torch, "use_deterministic_algorithms"):
+        return
+    _deterministic_set = True
+    _guard(lambda: torch.use_deterministic_algorithms(True))
+    cudnn = getattr(getattr(torch, "backends", None), "cudnn", None)
+    if cudnn is not None:
+        _guard(lambda: setattr(cudnn, "deterministic", True))
+        _guard(lambda: setattr(cudnn, "benchmark", False))
+
+
 def _watch():
     """Start watching, inside a pilot: torch's mixed precision once torch is
-    imported, and the first states of Python's and numpy's global random
-    generators in this process (both are seeded from the OS when a program
-    leaves them alone, so their digests differ between any two processes)."""
+    imported (and its deterministic kernels when the pilot asks for them), and
+    the first states of Python's and numpy's global random generators in this
+    process (both are seeded from the OS when a program leaves them alone, so
+    their digests differ between any two processes)."""
     p = _state()
     if "rng.python" not in p.rng_first:
         p.rng_first["rng.python"] = _guard(lambda: _digest(random.getstate())[0])
@@ -213,6 +240,7 @@ def _watch():
         p.rng_first["rng.numpy"] = _guard(
             lambda: _digest(sys.modules["numpy"].random.get_state())[0])
     _hook_torch()
+    _deterministic()
 
 
 def _number(value):

@@ -500,6 +500,11 @@ class ProgramPilot {
       }
     }
     for (const std::string& h : hints) out += "; " + h;
+    if (device_ == "cuda" && !cfg_.training.deterministic) {
+      out += "; hint: without training.deterministic the program's GPU kernels may compute a "
+             "step differently in two runs, and the difference grows step by step: set it to "
+             "tell a restore that differs from a run that does not repeat itself";
+    }
     if (saves_.rewritten) {
       out += "; every checkpoint file changed after the reference passed step " +
              std::to_string(cfg_.checkpoint.at_step) +
@@ -762,6 +767,14 @@ std::vector<std::string> ProgramEnv(const ProgramEnvInput& in) {
     SetEnvValue(&env, "PILOT_CHECKPOINT_STEP", std::to_string(in.cfg->checkpoint.at_step));
     SetEnvValue(&env, "PILOT_SEQ_LEN", std::to_string(in.cfg->run.seq_len));
     SetEnvValue(&env, "PILOT_MICRO_BATCH", std::to_string(in.cfg->run.micro_batch));
+    if (in.cfg->training.deterministic) {
+      // The probe asks torch for deterministic kernels; cuBLAS needs its
+      // workspace fixed before CUDA starts (unless the job fixed one).
+      SetEnvValue(&env, "PILOT_DETERMINISTIC", "1");
+      if (in.device == "cuda" && EnvValue(env, "CUBLAS_WORKSPACE_CONFIG").empty()) {
+        SetEnvValue(&env, "CUBLAS_WORKSPACE_CONFIG", ":4096:8");
+      }
+    }
   }
   SetEnvValue(&env, "PILOT_CHECKPOINT_DIR", in.checkpoint_dir);
   if (!in.resume_dir.empty()) SetEnvValue(&env, "PILOT_RESUME_DIR", in.resume_dir);

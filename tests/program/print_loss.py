@@ -5,7 +5,8 @@ It neither imports slurm_pilot nor opens PILOT_METRICS: each optimizer step
 prints one line "iter N: loss=X lr=Y". It honours PILOT_STEPS,
 PILOT_CHECKPOINT_STEP, PILOT_CHECKPOINT_DIR and PILOT_RESUME_DIR itself; a
 resumed run's first line is step K+1. X is printed in full (repr), so a
-resumed run's losses can be compared bitwise.
+resumed run's losses can be compared bitwise. PRINT_LOSS_FAULT=rng_not_restored
+leaves the resumed run's torch generator as seeded (its dropout then differs).
 """
 
 import math
@@ -52,7 +53,8 @@ def main():
         model.load_state_dict(ck["model"])
         opt.load_state_dict(ck["optimizer"])
         sched.load_state_dict(ck["scheduler"])
-        torch.set_rng_state(ck["torch_rng"])
+        if os.environ.get("PRINT_LOSS_FAULT") != "rng_not_restored":  # a test's fault
+            torch.set_rng_state(ck["torch_rng"])
         random.setstate((ck["py_rng"][0], tuple(ck["py_rng"][1]), ck["py_rng"][2]))
         first = ck["step"] + 1
 

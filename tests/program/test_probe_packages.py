@@ -1,10 +1,14 @@
-"""The probe's "packages" lines: installed distributions and loaded native extensions.
+"""What a process ran with: the probe's "packages" lines (installed
+distributions and loaded native extensions), and its deterministic kernels.
 
 What no other test proves: that a process's distributions reach the
 supervisor whole, in lines under the protocol's limit, once per process,
 after its first step record; that the native modules it loaded are named by
 their top-level module and installing distribution, torch's and the
-standard library's left out; and that hostile names never reach a line.
+standard library's left out; that hostile names never reach a line; and that
+PILOT_DETERMINISTIC=1 (training.deterministic) turns torch's deterministic
+algorithms on as the probe is imported after torch (else at the program's
+first call of it), and nothing else does.
 Run as a script (exits 77, the skip code, when torch is not importable).
 """
 
@@ -98,6 +102,39 @@ class PackagesTest(unittest.TestCase):
         self.assertEqual(kinds[:2], ["env", "step"])
         self.assertEqual(kinds[-1], "step")
         self.assertEqual(set(kinds[2:-1]), {"packages"})
+
+
+
+class DeterminismTest(unittest.TestCase):
+    """Each case in a fresh interpreter: torch's switch is per process."""
+
+    # The probe imported first, torch after: on at the first call.
+    SHOW = ("import sys; sys.path.insert(0, sys.argv[1]); import slurm_pilot, torch; "
+            "before = torch.are_deterministic_algorithms_enabled(); slurm_pilot.steps(); "
+            "print(before, torch.are_deterministic_algorithms_enabled(), "
+            "torch.is_deterministic_algorithms_warn_only_enabled(), "
+            "torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark)")
+
+    def run_probe(self, **env):
+        import subprocess
+        full = {k: v for k, v in os.environ.items() if not k.startswith("PILOT_")}
+        full.update(env)
+        out = subprocess.run([sys.executable, "-c", self.SHOW,
+                              os.path.join(os.path.dirname(os.path.dirname(HERE)), "python")],
+                             env=full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             check=True)
+        return out.stdout.split()
+
+    def test_only_when_asked_inside_a_pilot(self):
+        sink = os.path.join(tempfile.mkdtemp(prefix="probe-det-"), "metrics")
+        try:
+            self.assertEqual(self.run_probe(PILOT_METRICS=sink, PILOT_DETERMINISTIC="1"),
+                             ["False", "True", "False", "True", "False"])
+            self.assertEqual(self.run_probe(PILOT_METRICS=sink)[:2], ["False", "False"])
+            # Outside a pilot (no sink) the probe changes nothing.
+            self.assertEqual(self.run_probe(PILOT_DETERMINISTIC="1")[:2], ["False", "False"])
+        finally:
+            shutil.rmtree(os.path.dirname(sink))
 
 
 if __name__ == "__main__":

@@ -57,6 +57,7 @@ Config ProgramConfig() {
   cfg.program.env = {{"TOKENIZERS_PARALLELISM", "false"}, {"MY_FLAG", "1"}};
   cfg.training.steps = 20;
   cfg.training.alloc_conf = "expandable_segments:True";
+  cfg.training.deterministic = true;
   cfg.checkpoint.at_step = 10;
   cfg.run.seq_len = 2048;
   cfg.run.micro_batch = 4;
@@ -109,7 +110,8 @@ TEST(ProgramDoc, EveryVariableTheSupervisorSetsIsInTheEnvironmentSection) {
                         "MASTER_ADDR", "MASTER_PORT", "PILOT_STEPS", "PILOT_CHECKPOINT_STEP",
                         "PILOT_CHECKPOINT_DIR", "PILOT_RESUME_DIR", "PILOT_METRICS", "PILOT_STAGE",
                         "PILOT_PROCESS", "PILOT_DEVICE", "PILOT_SEED", "PILOT_SEQ_LEN",
-                        "PILOT_MICRO_BATCH", "PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF"}) {
+                        "PILOT_MICRO_BATCH", "PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF",
+                        "PILOT_DETERMINISTIC", "CUBLAS_WORKSPACE_CONFIG"}) {
     EXPECT_TRUE(set_by_pilot.contains(n)) << n << " is not set";
   }
   const std::set<std::string> tags = Tags("ENVIRONMENT");
@@ -200,6 +202,29 @@ TEST(ProgramEnv, ProgramEnvPythonPathKeepsTheProbeFirst) {
   cfg.program.env["PYTHONPATH"] = "src:lib";
   const std::vector<std::string> env = ProgramEnv(Input(&cfg));
   EXPECT_EQ(Value(env, "PYTHONPATH"), "/usr/share/slurm-pilot/python:src:lib");
+}
+
+// training.deterministic: the probe's switch for every process, and
+// cuBLAS's fixed workspace on a GPU unless the job fixed its own; neither
+// without it (a job's PILOT_DETERMINISTIC is the pilot's to set, never passed).
+TEST(ProgramEnv, DeterministicKernelsWhenTheConfigAsks) {
+  Config cfg = ProgramConfig();
+  ProgramEnvInput in = Input(&cfg);
+  std::vector<std::string> env = ProgramEnv(in);
+  EXPECT_EQ(Value(env, "PILOT_DETERMINISTIC"), "1");
+  EXPECT_EQ(Value(env, "CUBLAS_WORKSPACE_CONFIG"), ":4096:8");
+  in.job_env.push_back("CUBLAS_WORKSPACE_CONFIG=:16:8");
+  env = ProgramEnv(in);
+  EXPECT_EQ(Value(env, "CUBLAS_WORKSPACE_CONFIG"), ":16:8");
+  in.device = "cpu";
+  env = ProgramEnv(in);
+  EXPECT_EQ(Value(env, "PILOT_DETERMINISTIC"), "1");
+  cfg.training.deterministic = false;
+  in.device = "cuda";
+  in.job_env = {"PILOT_DETERMINISTIC=1"};
+  env = ProgramEnv(in);
+  EXPECT_EQ(Value(env, "PILOT_DETERMINISTIC"), "(unset)");
+  EXPECT_EQ(Value(env, "CUBLAS_WORKSPACE_CONFIG"), "(unset)");
 }
 
 }  // namespace

@@ -196,6 +196,30 @@ TEST_F(ProgramPilotTest, LossPatternStandsInForMetrics) {
   EXPECT_FALSE(results_.node.has_value());  // one rank: no node stage
 }
 
+// Proves: a restore that differs on a GPU without training.deterministic
+// says that the program's kernels may not repeat themselves, and names the
+// setting; with it, the hint is not given. (print_loss.py runs on the CPU
+// whatever PILOT_DEVICE says; the pilot takes the config's device.)
+TEST_F(ProgramPilotTest, ADifferingRestoreOnAGpuNamesDeterministicKernels) {
+  const std::string body =
+      "[program]\ncommand = [" + kPython + ", \"print_loss.py\"]\nstep_timeout = 30\n"
+      "loss_pattern = \"loss=([0-9.eE+-]+)\"\nenv = { PRINT_LOSS_FAULT = \"rng_not_restored\" }\n"
+      "[training]\nsteps = 8\ndevice = \"cuda\"\nwarmup_steps = 1\nDET\n[checkpoint]\nat_step = 4\n"
+      "[parallel]\nnproc = 1\n";
+  const std::string hint = "hint: without training.deterministic the program's GPU kernels";
+  for (const bool deterministic : {false, true}) {
+    std::string text = body;
+    text.replace(text.find("DET"), 3, std::string("deterministic = ") + (deterministic ? "true" : "false"));
+    fs::remove_all(dir_ + "/jobs/1");  // a fresh job folder for each
+    fs::create_directories(dir_ + "/jobs/1/work");
+    EXPECT_NE(Run(text, "single"), 0) << Problems();
+    ASSERT_TRUE(results_.single);
+    EXPECT_FALSE(results_.single->restore.equal);
+    EXPECT_EQ(results_.single->restore.detail.find(hint) != std::string::npos, !deterministic)
+        << results_.single->restore.detail;
+  }
+}
+
 TEST_F(ProgramPilotTest, ALauncherNoneProgramStartsItsOwnWorkers) {
   const std::string body =
       "[program]\ncommand = [" + kPython + ", \"spawner.py\"]\nstep_timeout = 60\n"
