@@ -68,7 +68,11 @@ std::string ContainerProblem(const Config& cfg, const Lock& lock, const Policy& 
            ": the supervisor runs programs in podman only so "
            "far";
   }
-  if (across_nodes) return "container.runtime \"podman\" runs the ranks of one node only so far";
+  if (across_nodes) {
+    return "container.runtime \"podman\" runs the ranks of one node only so far: on the job's other "
+           "nodes podman would have to start as root, which no step of the job can "
+           "(spank_pilot(8), CONTAINERS)";
+  }
   if (lock.container.method != "registry" || launch::DigestOf(lock.container.pinned).empty()) {
     return "container " + Quote(cfg.container.image) +
            " was not pinned to a digest by the "
