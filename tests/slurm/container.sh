@@ -98,6 +98,7 @@ push_python_image() {  # push_python_image REPO:TAG
     --exclude='usr/lib/python3.11/config-*' --exclude='usr/lib/python3.11/idlelib' \
     --exclude='usr/lib/python3.11/tkinter' --exclude='usr/lib/python3.11/ensurepip' \
     --exclude='usr/lib/python3.11/lib2to3' --exclude='usr/lib/python3.11/pydoc_data' \
+    --exclude='usr/lib/python3.11/dist-packages' \
     -cf - usr/lib/python3.11 | tar -C "$root" -xf -
   # (The loader's own line, /lib64/ld-linux-x86-64.so.2, is one of them.)
   for lib in $(ldd /usr/bin/python3.11 /usr/lib/python3.11/lib-dynload/*.so 2>/dev/null |
