@@ -34,10 +34,14 @@
 //   5. tests/core/decide/decide_test.cc: a verdict where it passes and one
 //      where it fails (or warns or skips), and what the decision becomes.
 //
-// Thread-safety: constants and compile-time functions.
+// Thread-safety: constants and pure functions.
 #pragma once
 
+#include <string>
 #include <string_view>
+#include <utility>
+
+#include "core/records/verdict.h"
 
 namespace pilot {
 
@@ -133,6 +137,13 @@ consteval std::string_view CheckName(std::string_view name) {
     if (c.name == name) return c.name;
   }
   throw "not a check of kChecks (core/decide/checks.h)";
+}
+
+// A verdict check; `name` is CheckName()'s.
+inline Check MakeCheck(std::string_view name, CheckStatus st, std::string measured,
+                       std::string threshold, std::string detail, VerifiedBy by) {
+  return Check{std::string(name), st, std::move(measured), std::move(threshold),
+               std::move(detail), by};
 }
 
 }  // namespace pilot

@@ -29,13 +29,6 @@ __attribute__((format(printf, 1, 2))) std::string Fmt(const char* fmt, ...) {
 
 std::string Sci(double v) { return Fmt("%.3g", v); }
 
-// `name` is CheckName()'s: a name of kChecks.
-Check MakeCheck(std::string_view name, CheckStatus st, std::string measured, std::string threshold,
-                std::string detail, VerifiedBy by) {
-  return Check{std::string(name), st, std::move(measured), std::move(threshold),
-               std::move(detail), by};
-}
-
 // "SIGKILL (9)" for the signals a pilot's process meets, "signal N" else.
 std::string SignalName(int sig) {
   static const std::pair<int, const char*> kNames[] = {{1, "SIGHUP"},   {2, "SIGINT"},   {6, "SIGABRT"},

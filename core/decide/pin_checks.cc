@@ -9,14 +9,6 @@
 namespace pilot {
 namespace {
 
-// `name` is CheckName()'s: a name of kChecks. (Not MakeCheck: decide.cc has one, and
-// a unity build may compile both files as one.)
-Check PinCheck(std::string_view name, CheckStatus st, std::string measured, std::string threshold,
-               std::string detail, VerifiedBy by) {
-  return Check{std::string(name), st, std::move(measured), std::move(threshold),
-               std::move(detail), by};
-}
-
 // The versions the ranks of one run must share on every node.
 constexpr const char* kSharedVersions[] = {"runner", "libtorch", "cuda_runtime", "cuda_driver",
                                            "cudnn",  "nccl",     "rocm"};
@@ -62,24 +54,24 @@ void CheckPinning(const DecideInput& in, std::vector<Check>* out) {
   if (in.lock.problems.empty()) {
     std::string pinned =
         in.lock.container.method == "none" ? "no container" : in.lock.container.digest;
-    out->push_back(PinCheck(CheckName("pinning"), CheckStatus::kPass,
-                            std::to_string(in.lock.files.size()) + " files, " + pinned,
-                            "no problems", "config, seeds, container, files and versions pinned",
-                            VerifiedBy::kProlog));
+    out->push_back(MakeCheck(CheckName("pinning"), CheckStatus::kPass,
+                             std::to_string(in.lock.files.size()) + " files, " + pinned,
+                             "no problems", "config, seeds, container, files and versions pinned",
+                             VerifiedBy::kProlog));
     return;
   }
   for (const auto& p : in.lock.problems) {
-    out->push_back(PinCheck(CheckName("pinning"), CheckStatus::kFail, p.code, "no problems",
-                            p.detail, VerifiedBy::kProlog));
+    out->push_back(MakeCheck(CheckName("pinning"), CheckStatus::kFail, p.code, "no problems",
+                             p.detail, VerifiedBy::kProlog));
   }
 }
 
 void CheckConfig(const DecideInput& in, std::vector<Check>* out) {
   const LockConfig& c = in.lock.config;
   auto fail = [&](std::string measured, std::string detail) {
-    out->push_back(PinCheck(CheckName("config_unchanged"), CheckStatus::kFail, std::move(measured),
-                            "sha256 at submit = copy = run", std::move(detail),
-                            VerifiedBy::kProlog));
+    out->push_back(MakeCheck(CheckName("config_unchanged"), CheckStatus::kFail, std::move(measured),
+                             "sha256 at submit = copy = run", std::move(detail),
+                             VerifiedBy::kProlog));
   };
   if (c.sha256_submitted.empty() || c.sha256_copied.empty()) {
     return fail("not recorded", "the config's sha256 was not recorded at submit and copy");
@@ -96,9 +88,9 @@ void CheckConfig(const DecideInput& in, std::vector<Check>* out) {
     return fail("runner used " + in.results->config_sha256.substr(0, 12),
                 "the runner ran a different config than the one pinned");
   }
-  out->push_back(PinCheck(CheckName("config_unchanged"), CheckStatus::kPass,
-                          c.sha256_copied.substr(0, 12), "sha256 at submit = copy = run",
-                          "config unchanged since submit", VerifiedBy::kProlog));
+  out->push_back(MakeCheck(CheckName("config_unchanged"), CheckStatus::kPass,
+                           c.sha256_copied.substr(0, 12), "sha256 at submit = copy = run",
+                           "config unchanged since submit", VerifiedBy::kProlog));
 }
 
 // The program's pins at job start against those at submit (lock.h).
@@ -106,25 +98,26 @@ void CheckPins(const DecideInput& in, std::vector<Check>* out) {
   const Lock& l = in.lock;
   const std::string want = "at submit = at job start";
   if (l.pins.empty() && (!l.pins_submitted || l.pins_submitted->empty())) {
-    out->push_back(PinCheck(CheckName("pins_unchanged"), CheckStatus::kSkip, "nothing pinned", want,
-                            "no program.pin file or hub revision to compare", VerifiedBy::kProlog));
+    out->push_back(MakeCheck(CheckName("pins_unchanged"), CheckStatus::kSkip, "nothing pinned",
+                             want, "no program.pin file or hub revision to compare",
+                             VerifiedBy::kProlog));
     return;
   }
   if (!l.pins_submitted) {
-    out->push_back(PinCheck(CheckName("pins_unchanged"), CheckStatus::kFail, "not recorded", want,
-                            "the pins were not recorded at submit, so a change since cannot be "
-                            "ruled out",
-                            VerifiedBy::kProlog));
+    out->push_back(MakeCheck(CheckName("pins_unchanged"), CheckStatus::kFail, "not recorded", want,
+                             "the pins were not recorded at submit, so a change since cannot be "
+                             "ruled out",
+                             VerifiedBy::kProlog));
     return;
   }
   const std::vector<std::string> moved = MovedPins(*l.pins_submitted, PinSummary(l.pins));
   for (const std::string& m : moved) {
-    out->push_back(PinCheck(CheckName("pins_unchanged"), CheckStatus::kFail,
-                            m.substr(0, m.find(':')), want,
-                            "moved between submit and job start: " + m, VerifiedBy::kProlog));
+    out->push_back(MakeCheck(CheckName("pins_unchanged"), CheckStatus::kFail,
+                             m.substr(0, m.find(':')), want,
+                             "moved between submit and job start: " + m, VerifiedBy::kProlog));
   }
   if (moved.empty()) {
-    out->push_back(PinCheck(
+    out->push_back(MakeCheck(
         CheckName("pins_unchanged"), CheckStatus::kPass, std::to_string(l.pins.size()) + " pinned",
         want, "program files and hub revisions unchanged since submit", VerifiedBy::kProlog));
   }
@@ -134,7 +127,7 @@ void CheckContainerTag(const DecideInput& in, std::vector<Check>* out) {
   const LockContainer& c = in.lock.container;
   if (in.container_digest_now.empty() || c.method != "registry") return;
   bool same = in.container_digest_now == c.digest;
-  out->push_back(PinCheck(
+  out->push_back(MakeCheck(
       CheckName("container_tag"), same ? CheckStatus::kPass : CheckStatus::kWarn,
       in.container_digest_now, "= " + c.digest,
       same ? "the tag still points at the pinned image"
@@ -160,10 +153,10 @@ void CheckContainerRan(const DecideInput& in, std::vector<Check>* out) {
     detail = "the image that ran, " + ran.digest + ", is not the pinned " +
              (pinned.empty() ? std::string("(none)") : pinned);
   }
-  out->push_back(PinCheck(CheckName("container"), same ? CheckStatus::kPass : CheckStatus::kFail,
-                          ran.digest.empty() ? "not read back" : ran.digest,
-                          "= " + (pinned.empty() ? std::string("(not pinned)") : pinned), detail,
-                          VerifiedBy::kSupervisor));
+  out->push_back(MakeCheck(CheckName("container"), same ? CheckStatus::kPass : CheckStatus::kFail,
+                           ran.digest.empty() ? "not read back" : ran.digest,
+                           "= " + (pinned.empty() ? std::string("(not pinned)") : pinned), detail,
+                           VerifiedBy::kSupervisor));
 }
 
 // A job of several nodes: every node must have pinned what the first
@@ -175,9 +168,9 @@ void CheckNodesPinned(const DecideInput& in, std::vector<Check>* out) {
   const std::string nodes = std::to_string(in.lock.job.nodes) + " nodes";
   if (in.other_nodes.empty()) {
     out->push_back(
-        PinCheck(CheckName("nodes_pinned"), CheckStatus::kSkip, nodes, want,
-                 "the other nodes' pins are in their own state directories: not compared here",
-                 VerifiedBy::kProlog));
+        MakeCheck(CheckName("nodes_pinned"), CheckStatus::kSkip, nodes, want,
+                  "the other nodes' pins are in their own state directories: not compared here",
+                  VerifiedBy::kProlog));
     return;
   }
   std::vector<std::string> differ, missing;
@@ -190,21 +183,21 @@ void CheckNodesPinned(const DecideInput& in, std::vector<Check>* out) {
     if (!d.empty()) differ.push_back(n.node + ": " + d);
   }
   if (!differ.empty()) {
-    out->push_back(PinCheck(CheckName("nodes_pinned"), CheckStatus::kFail,
-                            nodes + ", " + std::to_string(differ.size()) + " different", want,
-                            Join(differ, "; ") +
-                                ": the run's ranks would not run the same software on the same "
-                                "hardware",
-                            VerifiedBy::kProlog));
+    out->push_back(MakeCheck(CheckName("nodes_pinned"), CheckStatus::kFail,
+                             nodes + ", " + std::to_string(differ.size()) + " different", want,
+                             Join(differ, "; ") +
+                                 ": the run's ranks would not run the same software on the same "
+                                 "hardware",
+                             VerifiedBy::kProlog));
   } else if (!missing.empty()) {
-    out->push_back(PinCheck(CheckName("nodes_pinned"), CheckStatus::kWarn,
-                            nodes + ", " + std::to_string(missing.size()) + " without a record",
-                            want, "no pins of " + Join(missing, ", "), VerifiedBy::kProlog));
+    out->push_back(MakeCheck(CheckName("nodes_pinned"), CheckStatus::kWarn,
+                             nodes + ", " + std::to_string(missing.size()) + " without a record",
+                             want, "no pins of " + Join(missing, ", "), VerifiedBy::kProlog));
   } else {
-    out->push_back(PinCheck(CheckName("nodes_pinned"), CheckStatus::kPass, nodes + ", same pins",
-                            want,
-                            "every node pinned the same versions, GPUs and container as " + first,
-                            VerifiedBy::kProlog));
+    out->push_back(MakeCheck(CheckName("nodes_pinned"), CheckStatus::kPass, nodes + ", same pins",
+                             want,
+                             "every node pinned the same versions, GPUs and container as " + first,
+                             VerifiedBy::kProlog));
   }
 }
 
