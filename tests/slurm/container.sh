@@ -140,6 +140,18 @@ image_cache = "$ROOTDIR/cache"
 EOF
 }
 
+# A case's start: the registry, its image pushed by PUSH (push_image or
+# push_python_image), podman allowed, the programs copied for the user. Sets
+# the caller's digest and dir.
+start_with_image() {  # start_with_image PUSH REPO:TAG COPY_NAME
+  command -v podman >/dev/null || fail "podman is not installed (scripts/setup)"
+  start_registry
+  digest=$("$1" "$2")
+  [[ $digest == sha256:* ]] || fail "no digest from the registry: $digest"
+  allow_podman
+  dir=$(user_copy "$SRC/tests/slurm/container" "$3")
+}
+
 container_toml() {  # container_toml FILE DIR IMAGE
   program_toml "$1" ctr "$2" 1 "[\"/bin/sh\", \"$2/loss.sh\"]" \
     'loss_pattern = "loss=([0-9.]+)"' "[container]" "image = \"$3\"" 'runtime = "podman"'
@@ -155,12 +167,7 @@ container_toml() {  # container_toml FILE DIR IMAGE
 # not have is a NO-GO that names it, and the node stays idle.
 case_podman() {
   local t0=$SECONDS dir digest job res
-  command -v podman >/dev/null || fail "podman is not installed (scripts/setup)"
-  start_registry
-  digest=$(push_image pilot/ctr:v1)
-  [[ $digest == sha256:* ]] || fail "no digest from the registry: $digest"
-  allow_podman
-  dir=$(user_copy "$SRC/tests/slurm/container" ctr)
+  start_with_image push_image pilot/ctr:v1 ctr
   container_toml "$dir/ctr.toml" "$dir" "$REG/pilot/ctr:v1"
   job=$(submit_wait --pilot="$dir/ctr.toml")
   wait_verdict "$job"
@@ -240,12 +247,7 @@ case_podman() {
 # only the image has, none of the node's torch), not the node's; GO.
 case_podman_python() {
   local t0=$SECONDS dir digest job res env
-  command -v podman >/dev/null || fail "podman is not installed (scripts/setup)"
-  start_registry
-  digest=$(push_python_image pilot/py:v1)
-  [[ $digest == sha256:* ]] || fail "no digest from the registry: $digest"
-  allow_podman
-  dir=$(user_copy "$SRC/tests/slurm/container" py)
+  start_with_image push_python_image pilot/py:v1 py
   program_toml "$dir/py.toml" py "$dir" 2 "[\"/usr/bin/python3\", \"$dir/probe_program.py\"]" \
     "[container]" "image = \"$REG/pilot/py:v1\"" 'runtime = "podman"'
   job=$(submit_wait --pilot="$dir/py.toml")
