@@ -216,8 +216,10 @@ def test_disk_file_limit():
 # ---- SIGKILL during the save ------------------------------------------------
 
 # A larger model than tiny-cpu's, so that a save lasts long enough to be hit
-# anywhere: about 3.3M parameters, three files of 13 MB.
-KILL_MODEL = {"layers": "4", "d_model": "256"}
+# anywhere: about 3.3M parameters, three files of 13 MB. Its steps are short
+# (16 tokens, not 256): what a save writes depends on the parameters only, and
+# each trial trains three runs (the pilot, verify's reading, the restore).
+KILL_MODEL = {"layers": "4", "d_model": "256", "seq_len": "16", "micro_batch": "1"}
 STEP = 3
 
 
