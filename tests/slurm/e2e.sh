@@ -120,10 +120,16 @@ case_cancelled() {
 }
 
 case_time_limit() {
-  local cfg out job
-  # A pilot far longer than its one-minute limit.
-  cfg=$(user_config long.toml 's/^steps = 12/steps = 100000/' 's/^at_step = 6/at_step = 50000/')
-  out=$(as_user sbatch --parsable --time=1 --pilot="$cfg" --pilot-stage=single \
+  local dir out job
+  # A pilot far longer than its one-minute limit: a program that reports one
+  # step and then waits, so the minute costs no CPU (a training runner ended
+  # by Slurm under the supervisor is case_cancelled's).
+  dir=$TMP/time-limit
+  mkdir -p "$dir"
+  chown "$TEST_USER" "$dir"
+  program_toml "$dir/long.toml" long "$dir" 1 '["/bin/sh", "-c", "echo loss=1.0; exec sleep 100000"]' \
+    'loss_pattern = "loss=([0-9.]+)"'
+  out=$(as_user sbatch --parsable --time=1 --pilot="$dir/long.toml" --pilot-stage=single \
           -o "$TMP/slurm-%j.out" --wrap true)
   job=${out%%;*}
   wait_verdict "$job" 240
