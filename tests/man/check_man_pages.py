@@ -21,6 +21,7 @@ Fails (exit 1, one line per problem) when
 --self-test breaks a copy of the pages in each of these ways and fails
 unless every break is caught.
 """
+import hashlib
 import json
 import os
 import re
@@ -78,10 +79,30 @@ def tp_tags(lines):
     return tags
 
 
+# The binaries do not change while the check runs (the self-test edits only
+# pages): each command runs once, each page's text is typeset once.
+_outputs = {}
+_groff = {}
+
+
 def run(command):
-    proc = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True, timeout=60)
-    return proc.returncode, proc.stdout + proc.stderr
+    key = tuple(command)
+    if key not in _outputs:
+        proc = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, timeout=60)
+        _outputs[key] = (proc.returncode, proc.stdout + proc.stderr)
+    return _outputs[key]
+
+
+def groff_messages(path):
+    """groff's exit status and warnings for the page at path."""
+    with open(path, "rb") as f:
+        key = hashlib.sha256(f.read()).hexdigest()
+    if key not in _groff:
+        proc = subprocess.run(["groff", "-man", "-Tutf8", "-ww", "-z", path],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        _groff[key] = (proc.returncode, proc.stderr.strip())
+    return _groff[key]
 
 
 def check_keys(man_dir, entry, problems):
@@ -173,12 +194,9 @@ def check_groff(man_dir, problems):
     for page in sorted(os.listdir(man_dir)):
         if not PAGE_RE.match(page):
             continue
-        proc = subprocess.run(["groff", "-man", "-Tutf8", "-ww", "-z",
-                               os.path.join(man_dir, page)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        message = proc.stderr.strip()
-        if proc.returncode != 0 or message:
-            problems.append(f"{page}: groff: {message or 'exit status %d' % proc.returncode}")
+        rc, message = groff_messages(os.path.join(man_dir, page))
+        if rc != 0 or message:
+            problems.append(f"{page}: groff: {message or 'exit status %d' % rc}")
 
 
 def check_all(checks, quiet=False):
