@@ -11,7 +11,10 @@ if(TARGET pilot-runner)
                      ${CMAKE_CURRENT_BINARY_DIR}/node-work ${name})
     set_tests_properties(runner.node_${name} PROPERTIES LABELS "runner;sanitize" TIMEOUT 600)
   endforeach()
+  # node_equivalence compares node_ddp's and node_sharded's losses with one process's.
+  set_tests_properties(runner.node_ddp runner.node_sharded PROPERTIES FIXTURES_SETUP runner_node_runs)
+  set_tests_properties(runner.node_equivalence PROPERTIES FIXTURES_REQUIRED runner_node_runs)
   # Seconds under the sanitizer (COST: CMakeLists.txt here says why).
   set_tests_properties(runner.node_equivalence_variants PROPERTIES COST 150)
-  set_tests_properties(runner.node_equivalence PROPERTIES COST 75)
+  set_tests_properties(runner.node_equivalence PROPERTIES COST 30)
 endif()
