@@ -85,10 +85,11 @@ case_grant_run() {
   grep -q "not granted to $other" <<<"$out" || fail "another user: $out"
 
   # The piloted run.
-  ok=$(as_user sbatch --parsable -o "$TMP/long-%j.out" --wait --time=10-0 --reservation="$RESV" \
+  ok=$(as_user sbatch --parsable -o "$TMP/long-%j.out" --time=10-0 --reservation="$RESV" \
     --pilot-run="$job" --wrap 'echo the long run ran') || true
   ok=${ok%%$'\n'*}
   [[ $ok =~ ^[0-9]+$ ]] || fail "the piloted run was not submitted: $ok"
+  wait_job "$ok"
   [[ $(job_state "$ok") == COMPLETED ]] || fail "job $ok: $(job_state "$ok"): $(cat "$TMP/long-$ok.out")"
   grep -q "the long run ran" "$TMP/long-$ok.out" || fail "job $ok: its command did not run"
   [[ $(run_field "$ok" 'd["decision"]') == admitted ]] || fail "run record: $(cat "$STATE/runs/$ok.json")"
@@ -96,10 +97,11 @@ case_grant_run() {
 
   # The same run after the pinned script changed.
   echo "# edited after the pilot" >>"$dir/tiny.py"
-  bad=$(as_user sbatch --parsable -o "$TMP/long-%j.out" --wait --time=10-0 --reservation="$RESV" \
+  bad=$(as_user sbatch --parsable -o "$TMP/long-%j.out" --time=10-0 --reservation="$RESV" \
     --pilot-run="$job" --wrap 'echo the long run ran') || true
   bad=${bad%%$'\n'*}
   [[ $bad =~ ^[0-9]+$ ]] || fail "the edited run was not submitted: $bad"
+  wait_job "$bad"
   [[ $(job_state "$bad") == FAILED ]] || fail "job $bad: $(job_state "$bad")"
   ! grep -q "the long run ran" "$TMP/long-$bad.out" || fail "job $bad: its command ran"
   grep -q "pilot: job $bad: refused: not the run piloted by job $job: pin tiny.py: sha256:" "$TMP/long-$bad.out" ||
@@ -114,9 +116,10 @@ case_grant_run() {
   scontrol delete reservation "$RESV" >/dev/null
   RESV=""
   stranger=$(cd "$TMP" && runuser -u "$other" -- env SLURM_CONF="$SLURM_CONF" sbatch --parsable \
-    -o "$TMP/stranger-%j.out" --wait --time=10 --pilot-run="$job" --wrap 'echo the stranger ran' 2>&1) || true
+    -o "$TMP/stranger-%j.out" --time=10 --pilot-run="$job" --wrap 'echo the stranger ran' 2>&1) || true
   stranger=${stranger%%$'\n'*}
   [[ $stranger =~ ^[0-9]+$ ]] || fail "another user's job was not submitted: $stranger"
+  wait_job "$stranger"
   [[ $(job_state "$stranger") == FAILED ]] || fail "job $stranger: $(job_state "$stranger")"
   [[ $(run_field "$stranger" '"; ".join(d["reasons"])') == "job $job was granted to $TEST_USER, not to $other" ]] ||
     fail "job $stranger: $(cat "$STATE/runs/$stranger.json")"
@@ -125,9 +128,11 @@ case_grant_run() {
   # A job submitted from inside a bound run (its sequel) inherits
   # SLURM_PILOT_RUN but names no pilot: it runs, unchecked and unrefused.
   local sequel
-  sequel=$(as_user env SLURM_PILOT_RUN="$job" sbatch --parsable -o "$TMP/sequel-%j.out" --wait \
+  sequel=$(as_user env SLURM_PILOT_RUN="$job" sbatch --parsable -o "$TMP/sequel-%j.out" \
     --wrap 'echo the sequel ran') || true
   sequel=${sequel%%$'\n'*}
+  [[ $sequel =~ ^[0-9]+$ ]] || fail "the sequel was not submitted: $sequel"
+  wait_job "$sequel"
   [[ $(job_state "$sequel") == COMPLETED ]] && grep -q "the sequel ran" "$TMP/sequel-$sequel.out" ||
     fail "job $sequel: $(job_state "$sequel"): $(cat "$TMP/sequel-$sequel.out" 2>&1)"
   [[ ! -e $STATE/runs/$sequel.json ]] || fail "job $sequel was checked as a bound run"

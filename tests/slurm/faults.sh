@@ -347,11 +347,12 @@ case_space_grabber() {
 
   # Still grabbing: the next pilot gets a clear refusal, never its command.
   rm -f "$DELAY"
-  out=$(as_other sbatch --parsable --wait -o "$TMP/other/slurm-%j.out" --pilot="$cfg" --pilot-stage=single \
+  out=$(as_other sbatch --parsable -o "$TMP/other/slurm-%j.out" --pilot="$cfg" --pilot-stage=single \
           --wrap "touch $TMP/other/next-command-ran") || true
   next=${out%%$'\n'*}
   next=${next%%;*}
   [[ $next =~ ^[0-9]+$ ]] || fail "the next pilot was not submitted: $out"
+  wait_job "$next"
   [[ ! -e $TMP/other/next-command-ran ]] || fail "job $next ran the batch command in place of the pilot"
   grep -qE "pilot: job $next: (pilot refused|no lock for this pilot job)" "$TMP/other/slurm-$next.out" ||
     fail "job $next's output does not say why: $(cat "$TMP/other/slurm-$next.out")"

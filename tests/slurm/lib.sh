@@ -88,7 +88,7 @@ wait_for_file() {  # wait_for_file PATH SECONDS
   fail "$1 did not appear within $2 s"
 }
 
-# The epilog runs after sbatch --wait returns: wait for the verdict file.
+# The verdict file, which the epilog writes (and then posts).
 wait_verdict() {  # wait_verdict JOB [SECONDS]
   wait_for_file "$STATE/verdicts/$1.json" "${2:-180}"
   sleep 0.3  # the rename is atomic; this lets the epilog finish posting
@@ -104,12 +104,33 @@ run_case() {  # run_case "$@"
   echo "PASS: $1"
 }
 
+# Waits until job JOB has ended, its epilog included (squeue shows its final
+# state, or no longer knows it), looking four times a second. (sbatch --wait
+# looks after 2, 10, 42 s and every 32 s after that here, where MinJobAge is
+# long: a job of 15 s kept each case waiting 27 s more.)
+wait_job() {  # wait_job JOB [SECONDS]
+  local i state=""
+  for ((i = 0; i < ${2:-900} * 4; i++)); do
+    if ! state=$(squeue -h -j "$1" -t all -o %T 2>&1); then
+      [[ $state == *"Invalid job id"* ]] && return 0  # purged: long ended
+      state="(squeue: $state)"  # slurmctld away for a moment: look again
+    fi
+    case $state in
+      COMPLETED | CANCELLED | FAILED | TIMEOUT | NODE_FAIL | PREEMPTED | BOOT_FAIL | DEADLINE | OUT_OF_MEMORY | "")
+        return 0 ;;
+    esac
+    sleep 0.25
+  done
+  fail "job $1 did not end within ${2:-900} s (state $state)"
+}
+
 # Submits with sbatch as the user and waits for the job; prints the job id.
 submit_wait() {  # submit_wait SBATCH_ARGS...
   local out
-  out=$(as_user sbatch --parsable -o "$TMP/slurm-%j.out" --wait "$@" --wrap true) || true
+  out=$(as_user sbatch --parsable -o "$TMP/slurm-%j.out" "$@" --wrap true) || true
   out=${out%%$'\n'*}
   [[ $out =~ ^[0-9]+ ]] || fail "sbatch did not submit: $out"
+  wait_job "${out%%;*}"
   echo "${out%%;*}"
 }
 
