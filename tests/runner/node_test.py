@@ -124,9 +124,11 @@ def test_equivalence():
 def test_equivalence_variants():
     # Sharded blocks are gathered again for the recomputation, and every
     # accumulated micro-batch is reduce-scattered: both must keep the losses
-    # of one process, for both model families.
+    # of one process, for both model families. Six steps: every step runs
+    # the same code, and a sharding error shows from the first.
     for kind, extra in (("gpt", ()), ("llama", ("model.kind=\"llama\"",))):
-        sets = ("training.activation_checkpointing=true", "run.grad_accum=2") + extra
+        sets = ("training.activation_checkpointing=true", "run.grad_accum=2", "training.steps=6",
+                "checkpoint.at_step=3") + extra
         one, _ = node_run(f"eqv-{kind}-1", "ddp", 1, sets=sets)
         sh, _ = node_run(f"eqv-{kind}-sharded", "sharded", 2, sets=sets)
         a, c = node_stage(one)["losses"], node_stage(sh)["losses"]
