@@ -109,11 +109,12 @@ run_case() {  # run_case "$@"
 # looks after 2, 10, 42 s and every 32 s after that here, where MinJobAge is
 # long: a job of 15 s kept each case waiting 27 s more.)
 wait_job() {  # wait_job JOB [SECONDS]
-  local i state=""
+  local i state="" err="$TMP/wait_job.$1.err"
   for ((i = 0; i < ${2:-900} * 4; i++)); do
-    if ! state=$(squeue -h -j "$1" -t all -o %T 2>&1); then
-      [[ $state == *"Invalid job id"* ]] && return 0  # purged: long ended
-      state="(squeue: $state)"  # slurmctld away for a moment: look again
+    # squeue's stderr apart: a warning on a call that succeeded is no state.
+    if ! state=$(squeue -h -j "$1" -t all -o %T 2>"$err"); then
+      grep -q "Invalid job id" "$err" && return 0  # purged: long ended
+      state="(squeue: $(head -c 300 "$err"))"  # slurmctld away for a moment: look again
     fi
     case $state in
       COMPLETED | CANCELLED | FAILED | TIMEOUT | NODE_FAIL | PREEMPTED | BOOT_FAIL | DEADLINE | OUT_OF_MEMORY | "")
