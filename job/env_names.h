@@ -43,6 +43,20 @@ inline constexpr char kEnvPilotRun[] = "SLURM_PILOT_RUN";
 inline constexpr char kEnvActive[] = "SLURM_PILOT_ACTIVE";
 inline constexpr char kEnvInstance[] = "SLURM_PILOT_INSTANCE";
 
+// Set by pilot-supervisor on the srun step that runs a program's ranks
+// across nodes in its pinned image ([container] runtime = "podman"): in each
+// task of that step the plugin hands the task to `pilot-supervisor
+// --container-task` (root), which runs it under podman. The image must be
+// the one root's record of the job on that node pinned, a bind a folder of
+// the job's user or the probe's, a mount one the site allows, each checked
+// there (spank_pilot(8), CONTAINERS); so a user who sets these in a step of
+// their own gets no more than their command in the pilot's image, as
+// themselves. Newline-separated lists.
+inline constexpr char kEnvContainerImage[] = "SLURM_PILOT_CONTAINER_IMAGE";    // REPO@sha256:HEX
+inline constexpr char kEnvContainerBinds[] = "SLURM_PILOT_CONTAINER_BINDS";    // folders, same path inside
+inline constexpr char kEnvContainerMounts[] = "SLURM_PILOT_CONTAINER_MOUNTS";  // container.mounts
+inline constexpr char kEnvContainerWorkdir[] = "SLURM_PILOT_CONTAINER_WORKDIR";
+
 // The prefix slurmd puts before names of the job control environment when
 // it hands them to the prolog and epilog, and the names they read.
 inline constexpr char kJobControlPrefix[] = "SPANK_";

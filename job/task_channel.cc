@@ -10,23 +10,23 @@ namespace pilot::job {
 namespace {
 constexpr char kStdioTag = 'S';
 constexpr char kStatusTag = 'X';
-}  // namespace
+constexpr char kStdioEnvTag = 'E';
+constexpr size_t kMaxFds = 4;
 
-Status SendStdio(int socket_fd) {
-  char tag = kStdioTag;
+// Sends `fds` with a one-byte tag.
+Status SendTagged(int socket_fd, char tag, const int* fds, size_t count) {
   iovec iov{&tag, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(3 * sizeof(int))] = {};
+  alignas(cmsghdr) char control[CMSG_SPACE(kMaxFds * sizeof(int))] = {};
   msghdr msg{};
   msg.msg_iov = &iov;
   msg.msg_iovlen = 1;
   msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
+  msg.msg_controllen = CMSG_SPACE(count * sizeof(int));
   cmsghdr* c = CMSG_FIRSTHDR(&msg);
   c->cmsg_level = SOL_SOCKET;
   c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(3 * sizeof(int));
-  const int fds[3] = {0, 1, 2};
-  std::memcpy(CMSG_DATA(c), fds, sizeof(fds));
+  c->cmsg_len = CMSG_LEN(count * sizeof(int));
+  std::memcpy(CMSG_DATA(c), fds, count * sizeof(int));
   ssize_t n;
   do {
     n = ::sendmsg(socket_fd, &msg, MSG_NOSIGNAL);
@@ -35,10 +35,11 @@ Status SendStdio(int socket_fd) {
   return Status::Ok();
 }
 
-Result<std::array<int, 3>> ReceiveStdio(int socket_fd) {
+// Receives `count` descriptors sent with `tag`.
+Status ReceiveTagged(int socket_fd, char want, int* fds, size_t count) {
   char tag = 0;
   iovec iov{&tag, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(3 * sizeof(int))] = {};
+  alignas(cmsghdr) char control[CMSG_SPACE(kMaxFds * sizeof(int))] = {};
   msghdr msg{};
   msg.msg_iov = &iov;
   msg.msg_iovlen = 1;
@@ -48,16 +49,47 @@ Result<std::array<int, 3>> ReceiveStdio(int socket_fd) {
   do {
     n = ::recvmsg(socket_fd, &msg, MSG_CMSG_CLOEXEC);
   } while (n < 0 && errno == EINTR);
-  if (n != 1 || tag != kStdioTag) {
-    return Status::IoError("supervisor channel", n == 0 ? "the task went away" : "no stdio received");
+  cmsghdr* c = n == 1 ? CMSG_FIRSTHDR(&msg) : nullptr;
+  const bool fds_came = c != nullptr && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS;
+  if (n != 1 || tag != want || !fds_came || c->cmsg_len != CMSG_LEN(count * sizeof(int))) {
+    // Descriptors that came with the wrong message are not kept open.
+    if (fds_came) {
+      const size_t got = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+      for (size_t i = 0; i < got && i < kMaxFds; ++i) {
+        int fd = -1;
+        std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+        if (fd >= 0) ::close(fd);
+      }
+    }
+    return Status::IoError("supervisor channel", n == 0   ? "the task went away"
+                                                 : n != 1 ? std::string("receive: ") + std::strerror(errno)
+                                                          : "not the descriptors expected");
   }
-  cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  if (c == nullptr || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
-      c->cmsg_len != CMSG_LEN(3 * sizeof(int))) {
-    return Status::IoError("supervisor channel", "no stdio descriptors received");
-  }
+  std::memcpy(fds, CMSG_DATA(c), count * sizeof(int));
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status SendStdio(int socket_fd) {
+  const int fds[3] = {0, 1, 2};
+  return SendTagged(socket_fd, kStdioTag, fds, 3);
+}
+
+Result<std::array<int, 3>> ReceiveStdio(int socket_fd) {
   std::array<int, 3> fds{};
-  std::memcpy(fds.data(), CMSG_DATA(c), sizeof(int) * 3);
+  PILOT_RETURN_IF_ERROR(ReceiveTagged(socket_fd, kStdioTag, fds.data(), 3));
+  return fds;
+}
+
+Status SendStdioAndEnv(int socket_fd, int env_fd) {
+  const int fds[4] = {0, 1, 2, env_fd};
+  return SendTagged(socket_fd, kStdioEnvTag, fds, 4);
+}
+
+Result<std::array<int, 4>> ReceiveStdioAndEnv(int socket_fd) {
+  std::array<int, 4> fds{};
+  PILOT_RETURN_IF_ERROR(ReceiveTagged(socket_fd, kStdioEnvTag, fds.data(), 4));
   return fds;
 }
 

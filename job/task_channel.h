@@ -26,6 +26,13 @@ Status SendStdio(int socket_fd);
 // Errors: kIoError (the peer went away or sent no descriptors).
 Result<std::array<int, 3>> ReceiveStdio(int socket_fd);
 
+// A task run in a container on its node (spank_pilot(8), CONTAINERS) sends
+// its stdio and, fourth, a descriptor holding its environment as
+// slurmstepd made it for the task (NUL-separated NAME=value entries): the
+// ranks' variables are set after the privileged hook. Errors as above.
+Status SendStdioAndEnv(int socket_fd, int env_fd);
+Result<std::array<int, 4>> ReceiveStdioAndEnv(int socket_fd);
+
 // The supervisor's status, 0-255.
 Status SendExitStatus(int socket_fd, int status);
 // Waits for it; nullopt when the peer closed its end without one.

@@ -219,7 +219,7 @@ class Pinner {
   Status RunOnOtherNode(const job::StateLayout& layout, const std::string& first) {
     FillJob();
     PinSeed(std::nullopt);  // the config is the first node's to read
-    PinContainer(job_.container_image);
+    PinContainer(OtherNodeImage());
     PinVersions();
     PinGpus();
     lock_.created = FormatRfc3339(deps_.now_unix());
@@ -231,6 +231,19 @@ class Pinner {
         "; the pilot runs on the first, " + first +
         (s.ok() ? "; this node pinned into " + file : "; cannot record this node: " + s.Message()));
     return Status::Ok();
+  }
+
+  // The image another node pins: the config's (read as the user, and only
+  // the text submitted), else pyxis' --container-image. A task of the
+  // pilot's srun step on this node runs in no other
+  // (supervisor/program/container_task.h).
+  std::string OtherNodeImage() {
+    if (job_.config_path.empty() || job_.config_sha256.empty()) return job_.container_image;
+    Result<std::string> text = ReadConfigAsUser(job_.config_path);
+    if (!text.ok() || Sha256Hex(*text) != job_.config_sha256) return job_.container_image;
+    Result<Config> cfg = ParseConfig(*text, job_.config_path,
+                                     job::JobConfigOptions(job_, user_.as.user, user_.home));
+    return cfg.ok() && !cfg->container.image.empty() ? cfg->container.image : job_.container_image;
   }
 
   void FillJob() {

@@ -33,6 +33,7 @@ struct PluginState {
   bool out_given = false;          // --pilot-out given
   bool replace_task = false;       // remote: this task hands over to the supervisor
   int channel_fd = -1;             // remote: the task's end of the supervisor channel
+  bool container_task = false;     // remote: the supervisor runs this task in the image
   std::string deferred_error;      // remote: reported from task_init
 };
 PluginState& State();

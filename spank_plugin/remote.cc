@@ -26,6 +26,14 @@
 // user, stdio ready, the task placed in the step's groups): send stdio to
 // the supervisor and wait for its exit status, which becomes the task's.
 // The user's command never runs.
+//
+// A task of the supervisor's srun step across nodes in a container (its
+// environment holds SLURM_PILOT_CONTAINER_IMAGE, job/env_names.h), on any
+// node of a pilot job, is handed over the same way to `pilot-supervisor
+// --container-task`, which runs its command under podman: task_init sends
+// it the task's stdio and, with them, the task's environment, since the
+// rank's variables are set only after the privileged hook
+// (supervisor/program/container_task.h checks what it asks for).
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -85,9 +93,10 @@ int JobEnvFile(spank_t sp) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != task) _exit(127);
   int c = fcntl(channel, F_DUPFD, 10);
-  int e = fcntl(env_fd, F_DUPFD, 10);
-  if (c < 0 || e < 0 || dup2(c, kChannelFd) < 0 || dup2(e, kJobEnvFd) < 0) _exit(127);
-  for (int fd = kJobEnvFd + 1; fd < 4096; ++fd) close(fd);
+  int e = env_fd < 0 ? -1 : fcntl(env_fd, F_DUPFD, 10);
+  if (c < 0 || dup2(c, kChannelFd) < 0) _exit(127);
+  if (env_fd >= 0 && (e < 0 || dup2(e, kJobEnvFd) < 0)) _exit(127);
+  for (int fd = env_fd < 0 ? kChannelFd + 1 : kJobEnvFd + 1; fd < 4096; ++fd) close(fd);
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -100,6 +109,56 @@ int JobEnvFile(spank_t sp) {
   char* envp[] = {path, lang, nullptr};
   execve(argv[0], argv.data(), envp);
   _exit(127);
+}
+
+// A task of the supervisor's srun step across nodes in a container
+// (job/env_names.h: kEnvContainerImage): hands it to `pilot-supervisor
+// --container-task` (root), which runs its command under podman once
+// task_init has sent it the task's stdio and environment.
+int StartContainerTask(spank_t sp, PluginState& st, uint32_t job_id, uint32_t task_id, uid_t uid,
+                       gid_t gid, const char* node) {
+  int argc = 0;
+  char** argv = nullptr;
+  if (spank_get_item(sp, S_JOB_ARGV, &argc, &argv) != ESPANK_SUCCESS || argc < 1) {
+    st.deferred_error = "container task: the task has no command";
+    return 0;
+  }
+  uint32_t step_id = 0;
+  spank_get_item(sp, S_JOB_STEPID, &step_id);
+  std::vector<std::string> args = {st.args.supervisor, "--container-task",
+                                   "--job",            std::to_string(job_id),
+                                   "--uid",            std::to_string(uid),
+                                   "--gid",            std::to_string(gid),
+                                   "--policy",         st.args.policy,
+                                   "--state-dir",      st.args.state_dir,
+                                   "--step",           std::to_string(step_id),
+                                   "--task",           std::to_string(task_id),
+                                   "--channel",        std::to_string(kChannelFd)};
+  if (node != nullptr && *node != '\0') {
+    args.push_back("--node");
+    args.push_back(node);
+  }
+  args.push_back("--");
+  for (int i = 0; i < argc; ++i) args.push_back(argv[i]);
+  int pair[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
+    st.deferred_error = std::string("container task: socketpair: ") + std::strerror(errno);
+    return 0;
+  }
+  const pid_t self = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) {
+    st.deferred_error = std::string("container task: fork: ") + std::strerror(errno);
+    close(pair[0]);
+    close(pair[1]);
+    return 0;
+  }
+  if (pid == 0) ExecSupervisor(args, pair[1], -1, self);
+  close(pair[1]);
+  st.channel_fd = pair[0];
+  st.replace_task = true;
+  st.container_task = true;
+  return 0;
 }
 
 }  // namespace
@@ -137,14 +196,20 @@ int RemoteTaskInitPrivileged(spank_t sp) {
     st.deferred_error = decided.message;
     return 0;
   }
-  if (decided.role == TaskRole::kOwnCommand || task_id != 0) return 0;
+  // A task of the pilot's own srun step across nodes in the pinned image.
+  const bool in_image = !JobEnv(sp, job::kEnvContainerImage).empty();
+  if (decided.role == TaskRole::kOwnCommand || task_id != 0) {
+    return in_image ? StartContainerTask(sp, st, job_id, task_id, uid, gid, node) : 0;
+  }
   const Lock* lock = &decided.lock;
   job::JobPaths paths = layout.Job(job_id);
 
   int fd = open(paths.started.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
                 0644);
   if (fd < 0) {
-    if (errno == EEXIST) return 0;  // an earlier step ran this instance's pilot
+    if (errno == EEXIST) {  // an earlier step ran this instance's pilot
+      return in_image ? StartContainerTask(sp, st, job_id, task_id, uid, gid, node) : 0;
+    }
     st.deferred_error = "cannot claim " + paths.started + ": " + std::strerror(errno);
     return 0;
   }
@@ -193,7 +258,6 @@ int RemoteTaskInitPrivileged(spank_t sp) {
 }
 
 int RemoteTaskInit(spank_t sp) {
-  (void)sp;
   PluginState& st = State();
   if (!st.deferred_error.empty()) {
     // Errors from the privileged hook surface here, where Slurm reports them
@@ -209,7 +273,17 @@ int RemoteTaskInit(spank_t sp) {
   // supervisor's. Cancellation reaches the supervisor (and, through it, the
   // workload) directly; this process outlives it to report its status.
   for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2}) signal(sig, SIG_IGN);
-  Status sent = job::SendStdio(st.channel_fd);
+  Status sent = Status::Ok();
+  if (st.container_task) {
+    // The task's environment as slurmstepd made it by now (its rank's
+    // variables included), for the command in the image.
+    const int env_fd = JobEnvFile(sp);
+    sent = env_fd < 0 ? Status::IoError("container task", "cannot write the task's environment")
+                      : job::SendStdioAndEnv(st.channel_fd, env_fd);
+    if (env_fd >= 0) close(env_fd);
+  } else {
+    sent = job::SendStdio(st.channel_fd);
+  }
   if (!sent.ok()) {
     std::fprintf(stderr, "pilot: %s\n", sent.Message().c_str());
     _exit(4);

@@ -13,6 +13,9 @@ const char kUsage[] =
     "usage: pilot-supervisor --job ID --uid UID --gid GID [--policy FILE] [--state-dir DIR]\n"
     "                        [--runner PATH] [--stage single|node|all] [--out DIR] [--cwd DIR]\n"
     "                        [--channel FD] [--job-env FD]\n"
+    "       pilot-supervisor --container-task --job ID --uid UID --gid GID [--policy FILE]\n"
+    "                        [--state-dir DIR] [--node NAME] [--step N] [--task N]\n"
+    "                        [--channel FD] -- COMMAND...\n"
     "Started by the spank_pilot plugin in a pilot job's task; see pilot-supervisor(8).\n";
 
 namespace {
@@ -41,6 +44,15 @@ Result<CommandLine> ParseCommandLine(int argc, char** argv) {
     if (a == "--version") {
       c.version = true;
       return c;
+    }
+    if (a == "--container-task") {
+      c.container_task = true;
+      continue;
+    }
+    if (a == "--") {
+      if (!c.container_task) return Status::Invalid(a, "only --container-task takes a command");
+      c.command.assign(argv + i + 1, argv + argc);
+      break;
     }
     if (i + 1 >= argc) return Status::Invalid(a, "needs a value").WithHint("pilot-supervisor --help");
     const std::string v = argv[++i];
@@ -71,6 +83,15 @@ Result<CommandLine> ParseCommandLine(int argc, char** argv) {
       PILOT_RETURN_IF_ERROR(path(&c.out));
     } else if (a == "--cwd") {
       PILOT_RETURN_IF_ERROR(path(&c.cwd));
+    } else if (a == "--step") {
+      PILOT_ASSIGN_OR_RETURN(c.step_id, Number(a, v, 0, 4294967295));
+    } else if (a == "--task") {
+      PILOT_ASSIGN_OR_RETURN(c.task_id, Number(a, v, 0, 4294967295));
+    } else if (a == "--node") {
+      if (v.empty() || v.find('/') != std::string::npos || v[0] == '.') {
+        return Status::Invalid(a, "not a node name: \"" + v + "\"");
+      }
+      c.node = v;
     } else if (a == "--stage") {
       if (v != "single" && v != "node" && v != "all") {
         return Status::Invalid(a, "must be single, node or all, got \"" + v + "\"");
@@ -83,7 +104,33 @@ Result<CommandLine> ParseCommandLine(int argc, char** argv) {
   if (c.job_id < 0 || c.uid < 0 || c.gid < 0) {
     return Status::Invalid("pilot-supervisor", "--job, --uid and --gid are required");
   }
+  if (c.container_task && c.command.empty()) {
+    return Status::Invalid("--container-task", "needs the task's command after --");
+  }
   return c;
+}
+
+Result<std::vector<std::string>> ReadEnvEntries(int fd) {
+  std::string text;
+  char buf[65536];
+  if (lseek(fd, 0, SEEK_SET) < 0) return Status::IoError("--job-env", std::strerror(errno));
+  for (;;) {
+    const ssize_t n = read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::IoError("--job-env", std::strerror(errno));
+    if (n == 0) break;
+    text.append(buf, static_cast<size_t>(n));
+    if (text.size() > (64u << 20)) return Status::Invalid("--job-env", "larger than 64 MiB");
+  }
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\0') {
+      if (i > start) out.push_back(text.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  return out;
 }
 
 Status Prepare(const CommandLine& cl, char** own_env, SuperviseOptions* o) {
@@ -109,25 +156,8 @@ Status Prepare(const CommandLine& cl, char** own_env, SuperviseOptions* o) {
   }
   o->job_env.clear();
   if (cl.job_env >= 0) {
-    std::string text;
-    char buf[65536];
-    if (lseek(cl.job_env, 0, SEEK_SET) < 0) return Status::IoError("--job-env", std::strerror(errno));
-    for (;;) {
-      const ssize_t n = read(cl.job_env, buf, sizeof(buf));
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return Status::IoError("--job-env", std::strerror(errno));
-      if (n == 0) break;
-      text.append(buf, static_cast<size_t>(n));
-      if (text.size() > (64u << 20)) return Status::Invalid("--job-env", "larger than 64 MiB");
-    }
+    PILOT_ASSIGN_OR_RETURN(o->job_env, ReadEnvEntries(cl.job_env));
     close(cl.job_env);
-    size_t start = 0;
-    for (size_t i = 0; i < text.size(); ++i) {
-      if (text[i] == '\0') {
-        if (i > start) o->job_env.push_back(text.substr(start, i - start));
-        start = i + 1;
-      }
-    }
   } else {
     for (char** e = own_env; e != nullptr && *e != nullptr; ++e) o->job_env.emplace_back(*e);
   }

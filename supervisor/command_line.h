@@ -4,6 +4,13 @@
 //   pilot-supervisor --job ID --uid UID --gid GID [--policy FILE]
 //                    [--state-dir DIR] [--runner PATH] [--stage STAGE]
 //                    [--out DIR] [--cwd DIR] [--channel FD] [--job-env FD]
+//   pilot-supervisor --container-task --job ID --uid UID --gid GID
+//                    [--policy FILE] [--state-dir DIR] [--node NAME]
+//                    [--step N] [--task N] [--channel FD] -- COMMAND...
+//
+// --container-task: one task of a program's srun step across nodes, run in
+// the pinned image (supervisor/program/container_task.h); its stdio and
+// environment come over --channel.
 //
 // --channel: the task's end of the socket pair (job/task_channel.h); -1 =
 // none (stdio as inherited). --job-env: a descriptor holding the job's
@@ -17,6 +24,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/base/status.h"
 #include "supervisor/supervise.h"
@@ -37,13 +45,23 @@ struct CommandLine {
   std::string cwd = "/";
   int channel = -1;
   int job_env = -1;
+  bool container_task = false;
+  std::string node;
+  int64_t step_id = -1;
+  int64_t task_id = -1;
+  std::vector<std::string> command;  // --container-task: after --
   bool help = false;
   bool version = false;
 };
 
 // Errors (kInvalid): unknown flag, missing value, a number that is not
-// one, a relative path, an unknown stage, --job/--uid/--gid missing.
+// one, a relative path, an unknown stage, --job/--uid/--gid missing, a
+// container task without its command, a command without --container-task.
 Result<CommandLine> ParseCommandLine(int argc, char** argv);
+
+// The entries of an environment held in `fd` (NUL-separated NAME=value,
+// read from its start). Errors: kIoError, kInvalid past 64 MiB.
+Result<std::vector<std::string>> ReadEnvEntries(int fd);
 
 // Policy (the named file, else the build's default), the user from the
 // password database, the job's environment. Errors: the policy's, kInvalid

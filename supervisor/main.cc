@@ -18,6 +18,7 @@
 #include "supervisor/cgroup.h"
 #include "supervisor/command_line.h"
 #include "supervisor/process.h"
+#include "supervisor/program/container_task.h"
 #include "supervisor/supervise.h"
 
 extern char** environ;
@@ -25,6 +26,50 @@ extern char** environ;
 namespace {
 
 void OnStop(int) { pilot::supervisor::RequestStop(); }
+
+// --container-task: the task's stdio and environment from the channel,
+// then its command in the pinned image (supervisor/program/container_task.h).
+int ContainerTask(const pilot::supervisor::CommandLine& cl) {
+  using namespace pilot::supervisor;
+  signal(SIGPIPE, SIG_IGN);
+  signal(SIGHUP, SIG_IGN);
+  std::vector<std::string> env;
+  if (cl.channel >= 0) {
+    pilot::Result<std::array<int, 4>> fds = pilot::job::ReceiveStdioAndEnv(cl.channel);
+    if (!fds.ok()) return 4;
+    for (int i = 0; i < 3; ++i) {
+      dup2((*fds)[static_cast<size_t>(i)], i);
+      close((*fds)[static_cast<size_t>(i)]);
+    }
+    pilot::Result<std::vector<std::string>> read = ReadEnvEntries((*fds)[3]);
+    close((*fds)[3]);
+    if (read.ok()) env = std::move(read).value();
+    JoinCgroupOf(getppid());
+  } else {
+    for (char** e = environ; e != nullptr && *e != nullptr; ++e) env.emplace_back(*e);
+  }
+  SuperviseOptions o;
+  pilot::Status prepared = Prepare(cl, environ, &o);
+  int rc = 1;
+  if (!prepared.ok()) {
+    std::fprintf(stderr, "pilot: %s\n", prepared.ToString().c_str());
+  } else if (!o.run_as) {
+    std::fprintf(stderr, "pilot: container task: runs as root only\n");
+  } else {
+    ContainerTaskInput in;
+    in.job_id = cl.job_id;
+    in.step_id = cl.step_id;
+    in.task_id = cl.task_id;
+    in.node = cl.node;
+    in.run_as = *o.run_as;
+    in.policy = &o.policy;
+    in.env = std::move(env);
+    in.command = cl.command;
+    rc = RunContainerTask(in);
+  }
+  if (cl.channel >= 0) (void)pilot::job::SendExitStatus(cl.channel, rc);
+  return rc;
+}
 
 int Main(int argc, char** argv) {
   using namespace pilot::supervisor;
@@ -41,6 +86,7 @@ int Main(int argc, char** argv) {
     std::printf("%s", kUsage);
     return 0;
   }
+  if (cl->container_task) return ContainerTask(*cl);
   struct sigaction sa {};
   sa.sa_handler = OnStop;
   sigaction(SIGTERM, &sa, nullptr);

@@ -7,6 +7,7 @@
 #include "core/base/strings.h"
 #include "core/config/mounts.h"
 #include "core/config/site_check.h"
+#include "job/env_names.h"
 #include "launch/container.h"
 #include "supervisor/cgroup.h"
 #include "supervisor/workload_env.h"
@@ -55,8 +56,7 @@ std::string RootProgram(const std::string& name) {
 
 }  // namespace
 
-std::string ContainerProblem(const Config& cfg, const Lock& lock, const Policy& policy,
-                             bool across_nodes) {
+std::string ContainerProblem(const Config& cfg, const Lock& lock, const Policy& policy) {
   const std::string& rt = cfg.container.runtime;
   if (rt == launch::kRuntimeNone) return "";
   // What the site allows, as the submission checked it.
@@ -67,11 +67,6 @@ std::string ContainerProblem(const Config& cfg, const Lock& lock, const Policy& 
     return "container.runtime " + Quote(rt) +
            ": the supervisor runs programs in podman only so "
            "far";
-  }
-  if (across_nodes) {
-    return "container.runtime \"podman\" runs the ranks of one node only so far: on the job's other "
-           "nodes podman would have to start as root, which no step of the job can "
-           "(spank_pilot(8), CONTAINERS)";
   }
   if (lock.container.method != "registry" || launch::DigestOf(lock.container.pinned).empty()) {
     return "container " + Quote(cfg.container.image) +
@@ -97,6 +92,14 @@ std::vector<Mount> ContainerMounts(const std::vector<std::string>& paths, const 
     if (m.ok()) add(*m);
   }
   return out;
+}
+
+void MarkContainerStep(const ContainerSetup& setup, const Config& cfg,
+                       std::vector<std::string>* env) {
+  SetEnvValue(env, job::kEnvContainerImage, setup.image);
+  SetEnvValue(env, job::kEnvContainerWorkdir, setup.workdir);
+  SetEnvValue(env, job::kEnvContainerBinds, Join(setup.task_binds, "\n"));
+  SetEnvValue(env, job::kEnvContainerMounts, Join(cfg.container.mounts, "\n"));
 }
 
 Status WrapInContainer(const ContainerSetup& setup, const std::string& name, RankLaunch* r) {

@@ -12,7 +12,9 @@
 //
 // Only podman is run by the supervisor today; pyxis and Apptainer are
 // refused with a sentence naming them (their argv is built and unit
-// tested, not exercised end to end).
+// tested, not exercised end to end). Ranks across nodes run one srun step
+// whose tasks each node's plugin hands to a root process that runs them
+// in the image (container_task.h).
 //
 // Thread-safety: the supervisor's single thread (RunCommand forks).
 #pragma once
@@ -39,14 +41,23 @@ struct ContainerSetup {
   const ContainerPolicy* site = nullptr;
   std::optional<job::RunAs> run_as;
   std::string workdir;
+  // Across nodes: what each task of the srun step asks its node to bind
+  // (container_task.h): the work folder, the probe and the working folder
+  // (the metrics socket's folder is the first node's, and unused there).
+  std::vector<std::string> task_binds;
 };
 
 // "" when the program can run in `cfg`'s runtime here, else the sentence
 // that says why not (program.problems, the verdict names it): a runtime
 // the site does not allow, one the supervisor does not run, a mount
 // outside allowed_mounts, an image the prolog did not pin by digest.
-std::string ContainerProblem(const Config& cfg, const Lock& lock, const Policy& policy,
-                             bool across_nodes);
+std::string ContainerProblem(const Config& cfg, const Lock& lock, const Policy& policy);
+
+// The variables that mark the srun step of ranks across nodes to be run in
+// the image, task by task, on every node (job/env_names.h,
+// container_task.h), set in `env`.
+void MarkContainerStep(const ContainerSetup& setup, const Config& cfg,
+                       std::vector<std::string>* env);
 
 // The binds every process gets: `paths` (work folder, metrics folder,
 // probe, working folder; each once, "" skipped) read-write, then

@@ -148,9 +148,7 @@ class ProgramPilot {
   // image here and sets up container_; false (the reason a problem and the
   // single stage's failure) when it cannot.
   bool PrepareContainer(const std::string& gpus) {
-    const std::string why =
-        ContainerProblem(cfg_, *in_.lock, in_.opts->policy,
-                         AcrossNodes() && cfg_.program.launcher != "none");
+    const std::string why = ContainerProblem(cfg_, *in_.lock, in_.opts->policy);
     if (!why.empty()) {
       Problem(why);
       SingleStage s;
@@ -178,6 +176,9 @@ class ProgramPilot {
       if (!path.empty() && ::access(path.c_str(), F_OK) == 0) own.push_back(path);
     }
     c.mounts = ContainerMounts(own, cfg_);
+    for (const std::string& path : own) {
+      if (path != metrics_dir_) c.task_binds.push_back(path);
+    }
     for (std::string_view g : SplitList(gpus)) c.gpus.emplace_back(g);
     container_ = std::move(c);
     Log("container: " + container_->runtime + " " + container_->image);
@@ -270,7 +271,10 @@ class ProgramPilot {
       if (world > 1 && EnvValue(in_.opts->job_env, "OMP_NUM_THREADS").empty()) {
         SetEnvValue(&r.env, "OMP_NUM_THREADS", "1");  // as torchrun: ranks share the cores
       }
-      if (container_) {
+      if (container_ && across) {
+        // Each task is put into the image on its own node (container_task.h).
+        MarkContainerStep(*container_, cfg_, &r.env);
+      } else if (container_) {
         const std::string name = "pilot-" + std::to_string(in_.lock->job.id) + "-" +
                                  in_.lock->instance.substr(0, 8) + "-" + stage + "-" + process + "-" +
                                  std::to_string(rank);

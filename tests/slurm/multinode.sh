@@ -32,7 +32,15 @@
 # epilog makes a NO-GO saying the pilot was ended, pn1 is idle, and pn2
 # returns when its slurmd does (nothing of ours drained either).
 #
-#   multinode.sh cluster|pilots|rank_killed|program|work_not_shared|slurmd_stopped
+# container: the program of the container cases (tests/slurm/container/
+# loss.sh) in an image pushed to a registry on the cluster's bridge, four
+# ranks over both nodes through one srun step, each task handed by the
+# plugin on its own node to root's `pilot-supervisor --container-task` and
+# run by podman by digest as the user: GO, the pinned digest read back, the
+# ranks on pn1 and on pn2 saw the image's own file and none of the node's
+# folders, pn2's prolog pinned the same digest; both nodes idle.
+#
+#   multinode.sh cluster|pilots|rank_killed|program|work_not_shared|slurmd_stopped|container
 #                                                   (environment as for e2e.sh)
 set -euo pipefail
 SRC=${PILOT_SOURCE_DIR:?}
@@ -298,6 +306,52 @@ case_program() {
   note "program: job $job NO-GO $((SECONDS - t0)) s after the kill: $got"
 }
 
+case_container() {
+  up_two_nodes
+  command -v podman >/dev/null || fail "podman is not installed (scripts/setup)"
+  local bridge addr dir digest job res got t0
+  bridge=pb$(printf '%s' "$PILOT_CLUSTER_DIR" | sha256sum | cut -c1-6)
+  addr=$(ip -o -4 addr show dev "$bridge" | awk '{print $4}' | cut -d/ -f1)
+  [[ -n $addr ]] || fail "no address on the bridge $bridge"
+  PORT=${PILOT_MN_REGISTRY_PORT:-5001}
+  REG=$addr:$PORT
+  ROOTDIR=$(mktemp -d /tmp/pilot-ctr.XXXXXX)
+  # shellcheck source=tests/slurm/image_lib.sh
+  source "$SRC/tests/slurm/image_lib.sh"
+  trap 'image_cleanup; cleanup; keep_logs; "$LOCAL_SLURM" down --purge >/dev/null 2>&1 || true' EXIT
+  start_registry
+  digest=$(push_image pilot/mn:v1)
+  [[ $digest == sha256:* ]] || fail "no digest from the registry: $digest"
+  allow_podman
+  sed -i "s|^insecure = \[|insecure = [\"$REG\", |" "$POLICY"
+  dir=$(user_copy "$SRC/tests/slurm/container" mn-ctr)
+  program_toml "$dir/mn.toml" mn-ctr "$dir" 4 "[\"/bin/sh\", \"$dir/loss.sh\"]" \
+    'loss_pattern = "loss=([0-9.]+)"' "[container]" "image = \"$REG/pilot/mn:v1\"" 'runtime = "podman"'
+  sed -i 's/^gpus_per_node = 2$/gpus_per_node = 2\nnodes = 2/' "$dir/mn.toml"
+  t0=$SECONDS
+  job=$(submit_wait -N2 --ntasks-per-node=2 --pilot="$dir/mn.toml")
+  wait_verdict "$job"
+  res=$STATE/jobs/$job/results.json
+  [[ $(decision "$job") == GO ]] || fail "job $job: $(decision "$job"): $(verdict_text "$job")"
+  [[ $(json "$res" 'd["program"]["container"]["digest"]') == "$digest" ]] ||
+    fail "job $job: digest read back: $(json "$res" 'd["program"].get("container")')"
+  got=$(json "$res" '" ".join(str(x) for x in [d["stages"]["node"]["launcher"], [str(r["rank"]) + ":" + r["host"] for r in d["stages"]["node"]["ranks"]]])')
+  [[ $got == "srun ['0:pn1', '1:pn1', '2:pn2', '3:pn2']" ]] || fail "job $job: stages.node: $got"
+  # Each rank said, from inside, that it saw the image's own file and the
+  # image's root folder (no /usr: the node's stays outside).
+  got=$(json "$res" '"\n".join(p["stderr_tail"] for p in d["program"]["processes"] if p["stage"] == "node")')
+  local rank
+  for rank in 0 1 2 3; do
+    grep -Eq "^ *$rank: inside-the-image\$" <<<"$got" || fail "job $job: rank $rank did not see the image: $got"
+    grep -Eq "^ *$rank: root: bin " <<<"$got" && ! grep -Eq "^ *$rank: root: .* usr " <<<"$got" ||
+      fail "job $job: rank $rank saw the node's root folder: $got"
+  done
+  [[ $(json "$STATE/jobs/$job/nodes/pn2.json" 'd["container"]["digest"]') == "$digest" ]] ||
+    fail "job $job: pn2's record: $(json "$STATE/jobs/$job/nodes/pn2.json" 'd["container"]')"
+  nodes_idle "after container job $job"
+  note "container: job $job GO in $((SECONDS - t0)) s: 4 ranks on pn1 and pn2 in $digest"
+}
+
 case_work_not_shared() {
   up_two_nodes
   local cfg job got t0 pid
@@ -348,6 +402,6 @@ case_slurmd_stopped() {
   note "slurmd_stopped: job $job NO-GO $took s after the stop: $detail; pn2 back when its slurmd was"
 }
 
-[[ $# -eq 1 ]] && declare -F "case_$1" >/dev/null || { echo "usage: $(basename "$0") cluster|pilots|rank_killed|program|work_not_shared|slurmd_stopped" >&2; exit 2; }
+[[ $# -eq 1 ]] && declare -F "case_$1" >/dev/null || { echo "usage: $(basename "$0") cluster|pilots|rank_killed|program|work_not_shared|slurmd_stopped|container" >&2; exit 2; }
 "case_$1"
 echo "PASS: $1"

@@ -28,6 +28,18 @@ TEST(SupervisorCommandLine, AllFlags) {
   EXPECT_EQ(c->out, "/o");
 }
 
+TEST(SupervisorCommandLine, ContainerTaskTakesTheCommandAfterTheSeparator) {
+  Result<CommandLine> c =
+      Parse({"--container-task", "--job", "42", "--uid", "1000", "--gid", "100", "--node", "pn2",
+             "--step", "3", "--task", "5", "--channel", "3", "--", "/bin/sh", "-c", "--job 1"});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE(c->container_task);
+  EXPECT_EQ(c->node, "pn2");
+  EXPECT_EQ(c->step_id, 3);
+  EXPECT_EQ(c->task_id, 5);
+  EXPECT_EQ(c->command, (std::vector<std::string>{"/bin/sh", "-c", "--job 1"}));
+}
+
 TEST(SupervisorCommandLine, Refusals) {
   struct Case {
     std::vector<std::string> args;
@@ -40,6 +52,10 @@ TEST(SupervisorCommandLine, Refusals) {
       {{"--job", "1", "--uid", "1", "--gid", "1", "--out", "rel"}, "must be an absolute path"},
       {{"--job", "1", "--uid", "1", "--gid", "1", "--bogus", "1"}, "--bogus: unknown flag"},
       {{"--job"}, "--job: needs a value"},
+      {{"--container-task", "--job", "1", "--uid", "1", "--gid", "1"}, "needs the task's command"},
+      {{"--job", "1", "--uid", "1", "--gid", "1", "--", "x"}, "only --container-task takes a command"},
+      {{"--container-task", "--job", "1", "--uid", "1", "--gid", "1", "--node", "../x", "--", "x"},
+       "not a node name"},
   };
   for (const Case& c : cases) {
     Result<CommandLine> r = Parse(c.args);

@@ -34,31 +34,30 @@ bool Has(const std::vector<std::string>& v, const std::string& s) {
 
 TEST(ProgramContainer, ProblemsAreSentencesNamingTheSetting) {
   Fixture f;
-  EXPECT_EQ(ContainerProblem(f.cfg, f.lock, f.policy, false), "");
+  EXPECT_EQ(ContainerProblem(f.cfg, f.lock, f.policy), "");
   f.cfg.container.mounts = {"/data/set:/set:ro"};
-  EXPECT_EQ(ContainerProblem(f.cfg, f.lock, f.policy, false), "");
+  EXPECT_EQ(ContainerProblem(f.cfg, f.lock, f.policy), "");
   f.cfg.container.mounts = {"/etc"};
-  EXPECT_NE(ContainerProblem(f.cfg, f.lock, f.policy, false).find("allowed_mounts"),
+  EXPECT_NE(ContainerProblem(f.cfg, f.lock, f.policy).find("allowed_mounts"),
             std::string::npos);
   f.cfg.container.mounts.clear();
-  EXPECT_NE(ContainerProblem(f.cfg, f.lock, f.policy, true).find("one node"), std::string::npos);
   Fixture g;
   g.policy.container.allowed_runtimes = {"none"};
-  EXPECT_NE(ContainerProblem(g.cfg, g.lock, g.policy, false).find("not allowed"),
+  EXPECT_NE(ContainerProblem(g.cfg, g.lock, g.policy).find("not allowed"),
             std::string::npos);
   Fixture h;
   h.cfg.container.runtime = "apptainer";
   h.policy.container.allowed_runtimes = {"apptainer"};
-  EXPECT_NE(ContainerProblem(h.cfg, h.lock, h.policy, false).find("podman only"),
+  EXPECT_NE(ContainerProblem(h.cfg, h.lock, h.policy).find("podman only"),
             std::string::npos);
   Fixture k;
   k.lock.container.method = "none";
   k.lock.container.pinned.clear();
-  EXPECT_NE(ContainerProblem(k.cfg, k.lock, k.policy, false).find("not pinned"), std::string::npos);
+  EXPECT_NE(ContainerProblem(k.cfg, k.lock, k.policy).find("not pinned"), std::string::npos);
   Fixture n;
   n.cfg.container.runtime = "none";
   n.policy.container.allowed_runtimes = {"none"};
-  EXPECT_EQ(ContainerProblem(n.cfg, n.lock, n.policy, false), "");
+  EXPECT_EQ(ContainerProblem(n.cfg, n.lock, n.policy), "");
 }
 
 TEST(ProgramContainer, MountsOncePerPlace) {
