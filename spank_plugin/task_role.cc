@@ -6,32 +6,18 @@
 #include <cerrno>
 #include <cstring>
 
+#include "job/job_record.h"
 #include "job/reserve.h"
 
 namespace pilot::spank {
 namespace {
-
-// A record of the prolog's (`sb` its lstat, `lock` its contents): root's, a
-// plain file, naming this job and uid. Empty when it is; else what is wrong.
-std::string NotThisJobs(const struct stat& sb, const Result<Lock>& lock, int64_t job_id,
-                        uid_t uid) {
-  if (!S_ISREG(sb.st_mode) || sb.st_uid != 0) return "not a plain file of root's";
-  if (!lock.ok()) return lock.status().Message();
-  if (lock->job.id != job_id || lock->job.uid != uid) {
-    return "job " + std::to_string(lock->job.id) + ", uid " + std::to_string(lock->job.uid);
-  }
-  return "";
-}
 
 // This node holds its own record of the job: it is another node of a job
 // of several, not the one its pilot runs on.
 bool AnotherNodeOfTheJob(const job::StateLayout& layout, int64_t job_id, uid_t uid,
                          const std::string& node) {
   if (node.empty()) return false;
-  const std::string record = layout.NodeRecordFile(job_id, node);
-  struct stat sb {};
-  if (::lstat(record.c_str(), &sb) != 0) return false;
-  return NotThisJobs(sb, ReadLock(record), job_id, uid).empty();
+  return job::ReadJobRecord(layout.NodeRecordFile(job_id, node), job_id, uid).ok();
 }
 
 }  // namespace
@@ -54,7 +40,7 @@ TaskDecision DecideTask(const job::StateLayout& layout, int64_t job_id, uid_t ui
     return d;
   }
   Result<Lock> lock = ReadLock(path);
-  if (std::string wrong = NotThisJobs(sb, lock, job_id, uid); !wrong.empty()) {
+  if (std::string wrong = job::JobRecordProblem(sb, lock, job_id, uid); !wrong.empty()) {
     d.role = TaskRole::kRefuse;
     d.message = job + "the pilot lock " + path + " is not this job's (" + wrong +
                 "); not starting a pilot, nor the job's command";

@@ -43,7 +43,14 @@ int ContainerTask(const pilot::supervisor::CommandLine& cl) {
     }
     pilot::Result<std::vector<std::string>> read = ReadEnvEntries((*fds)[3]);
     close((*fds)[3]);
-    if (read.ok()) env = std::move(read).value();
+    if (!read.ok()) {
+      // Without the task's environment its rank is unknown: nothing runs.
+      std::fprintf(stderr, "pilot: container task: the task's environment: %s\n",
+                   read.status().ToString().c_str());
+      (void)pilot::job::SendExitStatus(cl.channel, 1);
+      return 1;
+    }
+    env = std::move(read).value();
     JoinCgroupOf(getppid());
   } else {
     for (char** e = environ; e != nullptr && *e != nullptr; ++e) env.emplace_back(*e);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string_view>
 
+#include "core/base/strings.h"
 #include "job/env_names.h"
 
 namespace pilot::supervisor {
@@ -86,6 +87,17 @@ void SetEnvValue(std::vector<std::string>* env, std::string_view name, std::stri
 std::string JobGpuList(const Lock& lock, const std::vector<std::string>& job_env) {
   if (lock.job.gpus) return *lock.job.gpus;
   return EnvValue(job_env, "SLURM_JOB_GPUS");
+}
+
+std::vector<std::string> SplitGpuList(std::string_view list) {
+  std::vector<std::string> out;
+  while (!Trim(list).empty()) {
+    const size_t comma = list.find(',');
+    out.emplace_back(Trim(list.substr(0, comma)));
+    if (comma == std::string_view::npos) break;
+    list.remove_prefix(comma + 1);
+  }
+  return out;
 }
 
 }  // namespace pilot::supervisor

@@ -55,5 +55,8 @@ void SetEnvValue(std::vector<std::string>* env, std::string_view name, std::stri
 // word). Only for a lock written before that field existed, the job's own
 // SLURM_JOB_GPUS, which the user's --export can set. "" = no list.
 std::string JobGpuList(const Lock& lock, const std::vector<std::string>& job_env);
+// Such a list's entries, trimmed ("0, 3" -> "0", "3"; an empty entry
+// between commas kept, for the caller to refuse); none for "".
+std::vector<std::string> SplitGpuList(std::string_view list);
 
 }  // namespace pilot::supervisor

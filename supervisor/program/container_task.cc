@@ -14,6 +14,7 @@
 
 #include "core/base/strings.h"
 #include "job/env_names.h"
+#include "job/job_record.h"
 #include "job/state_layout.h"
 #include "launch/container.h"
 #include "launch/spawn.h"
@@ -25,23 +26,6 @@ namespace {
 
 Status Refused(const std::string& what, const std::string& detail) {
   return Status::Invalid("container task: " + what, detail);
-}
-
-// A record of the job's (`path`): root's plain file naming this job and uid.
-Result<Lock> RootRecord(const std::string& path, int64_t job_id, uid_t uid) {
-  struct stat sb {};
-  if (::lstat(path.c_str(), &sb) != 0) {
-    return Status::NotFound(path, std::strerror(errno));
-  }
-  if (!S_ISREG(sb.st_mode) || sb.st_uid != 0) {
-    return Status::Invalid(path, "not a plain file of root's");
-  }
-  PILOT_ASSIGN_OR_RETURN(Lock lock, ReadLock(path));
-  if (lock.job.id != job_id || lock.job.uid != static_cast<int64_t>(uid)) {
-    return Status::Invalid(path, "a record of job " + std::to_string(lock.job.id) + ", uid " +
-                                     std::to_string(lock.job.uid));
-  }
-  return lock;
 }
 
 std::vector<std::string> Lines(const std::string& text) {
@@ -86,19 +70,6 @@ Result<std::vector<Mount>> CheckedMounts(const ContainerTaskInput& in) {
   return out;
 }
 
-std::vector<std::string> GpuList(const std::string& list) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= list.size()) {
-    size_t comma = list.find(',', start);
-    if (comma == std::string::npos) comma = list.size();
-    const std::string_view g = Trim(std::string_view(list).substr(start, comma - start));
-    if (!g.empty()) out.emplace_back(g);
-    start = comma + 1;
-  }
-  return out;
-}
-
 volatile sig_atomic_t g_child = 0;
 
 void PassOn(int sig) {
@@ -110,9 +81,9 @@ void PassOn(int sig) {
 Result<Lock> NodeRecordOfJob(const Policy& policy, int64_t job_id, uid_t uid,
                              const std::string& node) {
   const job::StateLayout layout(policy.state_dir, policy.work_root);
-  Result<Lock> lock = RootRecord(layout.Job(job_id).lock, job_id, uid);
+  Result<Lock> lock = job::ReadJobRecord(layout.Job(job_id).lock, job_id, uid);
   if (lock.ok() || lock.status().code() != Code::kNotFound || node.empty()) return lock;
-  return RootRecord(layout.NodeRecordFile(job_id, node), job_id, uid);
+  return job::ReadJobRecord(layout.NodeRecordFile(job_id, node), job_id, uid);
 }
 
 Result<RankLaunch> PlanContainerTask(const ContainerTaskInput& in) {
@@ -149,7 +120,7 @@ Result<RankLaunch> PlanContainerTask(const ContainerTaskInput& in) {
   setup.runtime = launch::kRuntimePodman;
   setup.image = image;
   setup.mounts = std::move(mounts);
-  setup.gpus = GpuList(JobGpuList(*record, in.env));
+  setup.gpus = SplitGpuList(JobGpuList(*record, in.env));
   setup.site = &in.policy->container;
   setup.run_as = in.run_as;
   setup.workdir = workdir;

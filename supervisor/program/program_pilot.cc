@@ -179,21 +179,10 @@ class ProgramPilot {
     for (const std::string& path : own) {
       if (path != metrics_dir_) c.task_binds.push_back(path);
     }
-    for (std::string_view g : SplitList(gpus)) c.gpus.emplace_back(g);
+    c.gpus = SplitGpuList(gpus);
     container_ = std::move(c);
     Log("container: " + container_->runtime + " " + container_->image);
     return true;
-  }
-
-  static std::vector<std::string_view> SplitList(std::string_view list) {
-    std::vector<std::string_view> out;
-    while (!Trim(list).empty()) {
-      const size_t comma = list.find(',');
-      out.push_back(Trim(list.substr(0, comma)));
-      if (comma == std::string_view::npos) break;
-      list.remove_prefix(comma + 1);
-    }
-    return out;
   }
 
   std::string CheckpointDir(const std::string& stage) const {

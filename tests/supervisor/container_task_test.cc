@@ -183,7 +183,7 @@ TEST_F(ContainerTaskTest, ARecordOfAnotherUserIsNotTrusted) {
   WriteNodeRecord("pn2");
   Result<RankLaunch> r = PlanContainerTask(Input("pn2"));
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().Message().find("a record of job 77, uid 4243"), std::string::npos)
+  EXPECT_NE(r.status().Message().find("pn2.json: job 77, uid 4243"), std::string::npos)
       << r.status().Message();
 }
 
