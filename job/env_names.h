@@ -44,9 +44,10 @@ inline constexpr char kEnvActive[] = "SLURM_PILOT_ACTIVE";
 inline constexpr char kEnvInstance[] = "SLURM_PILOT_INSTANCE";
 
 // Set by pilot-supervisor on the srun step that runs a program's ranks
-// across nodes in its pinned image ([container] runtime = "podman"): in each
+// across nodes in its pinned image ([container] runtime "podman" or
+// "apptainer"; pyxis's step carries pyxis's own options instead): in each
 // task of that step the plugin hands the task to `pilot-supervisor
-// --container-task` (root), which runs it under podman. The image must be
+// --container-task` (root), which runs it under the runtime. The image must be
 // the one root's record of the job on that node pinned, a bind a folder of
 // the job's user or the probe's, a mount one the site allows, each checked
 // there (spank_pilot(8), CONTAINERS); so a user who sets these in a step of
@@ -56,6 +57,7 @@ inline constexpr char kEnvContainerImage[] = "SLURM_PILOT_CONTAINER_IMAGE";    /
 inline constexpr char kEnvContainerBinds[] = "SLURM_PILOT_CONTAINER_BINDS";    // folders, same path inside
 inline constexpr char kEnvContainerMounts[] = "SLURM_PILOT_CONTAINER_MOUNTS";  // container.mounts
 inline constexpr char kEnvContainerWorkdir[] = "SLURM_PILOT_CONTAINER_WORKDIR";
+inline constexpr char kEnvContainerRuntime[] = "SLURM_PILOT_CONTAINER_RUNTIME";  // podman | apptainer
 
 // The prefix slurmd puts before names of the job control environment when
 // it hands them to the prolog and epilog, and the names they read.

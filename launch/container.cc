@@ -86,8 +86,10 @@ std::vector<std::string> PodmanArgv(const ContainerRun& run,
 }
 
 std::vector<std::string> ApptainerArgv(const ContainerRun& run) {
+  // --contain: a minimal /dev (GPU devices come with --nv) and empty /tmp
+  // and home: the program sees the image and the binds, not the node.
   std::vector<std::string> a = {run.program_path.empty() ? "apptainer" : run.program_path, "exec",
-                                "--cleanenv", "--pwd", run.workdir};
+                                "--cleanenv", "--contain", "--pwd", run.workdir};
   if (!run.mounts.empty()) a.insert(a.end(), {"--bind", Joined(run.mounts)});
   if (!run.gpus.empty()) a.push_back("--nv");
   a.insert(a.end(), run.site_args.begin(), run.site_args.end());
@@ -97,15 +99,27 @@ std::vector<std::string> ApptainerArgv(const ContainerRun& run) {
 }
 
 std::vector<std::string> PyxisArgv(const ContainerRun& run) {
-  std::vector<std::string> a = {"srun", "--ntasks=1", "--container-image=" + PyxisImage(run.image),
-                                "--container-workdir=" + run.workdir, "--no-container-remap-root"};
-  if (!run.mounts.empty()) a.push_back("--container-mounts=" + Joined(run.mounts));
-  a.insert(a.end(), run.site_args.begin(), run.site_args.end());
+  // One task on one node, sharing the job's CPUs and GPUs with the other
+  // processes of the phase (each rank is its own step).
+  std::vector<std::string> a = {run.program_path.empty() ? "srun" : run.program_path, "--overlap",
+                                "--nodes=1", "--ntasks=1"};
+  if (!run.node.empty()) a.push_back("--nodelist=" + run.node);
+  const std::vector<std::string> flags = PyxisFlags(run);
+  a.insert(a.end(), flags.begin(), flags.end());
   a.insert(a.end(), run.command.begin(), run.command.end());
   return a;
 }
 
 }  // namespace
+
+std::vector<std::string> PyxisFlags(const ContainerRun& run) {
+  std::vector<std::string> a = {"--container-image=" + PyxisImage(run.image),
+                                "--container-workdir=" + run.workdir, "--no-container-remap-root",
+                                "--no-container-mount-home"};
+  if (!run.mounts.empty()) a.push_back("--container-mounts=" + Joined(run.mounts));
+  a.insert(a.end(), run.site_args.begin(), run.site_args.end());
+  return a;
+}
 
 std::string DigestOf(const std::string& image) {
   const size_t at = image.rfind('@');
@@ -142,6 +156,11 @@ Result<ContainerCommand> BuildContainerCommand(const ContainerRun& run,
     return Bad("workdir", Quote(run.workdir) + " is not an absolute path");
   }
   if (run.command.empty()) return Bad("command", "is empty");
+  if (!std::all_of(run.node.begin(), run.node.end(), [](unsigned char c) {
+        return std::isalnum(c) || c == '-' || c == '_' || c == '.';
+      })) {
+    return Bad("node", Quote(run.node) + " is not one node's name");
+  }
   if (!run.cgroup_parent.empty() &&
       (run.cgroup_parent.front() != '/' || run.cgroup_parent.find("/..") != std::string::npos ||
        run.cgroup_parent.find_first_of("\n,") != std::string::npos)) {

@@ -11,21 +11,28 @@
 //              [site args] --entrypoint= IMAGE@sha256:HEX COMMAND...
 //              Started as root (podman drops to --user inside);
 //              CONTAINERS_CONF names the site's containers.conf.
-//   apptainer  apptainer exec --cleanenv --pwd DIR --bind SRC:DST[:ro],...
-//              [--nv] [site args] docker://IMAGE@sha256:HEX COMMAND...
-//              (or the .sif file the prolog hashed), as the user; the
-//              environment as APPTAINERENV_NAME=VALUE.
-//   pyxis      srun --ntasks=1 --container-image=REGISTRY#REPO@sha256:HEX
-//              --container-mounts=SRC:DST[:ro],... --container-workdir=DIR
-//              --no-container-remap-root [site args] COMMAND..., as the
-//              user, inside the job; the environment is srun's own.
+//   apptainer  apptainer exec --cleanenv --contain --pwd DIR
+//              --bind SRC:DST[:ro],... [--nv] [site args]
+//              docker://IMAGE@sha256:HEX COMMAND... (or the .sif file
+//              the prolog hashed), as the user; the environment as
+//              APPTAINERENV_NAME=VALUE; the job's CUDA_VISIBLE_DEVICES
+//              as it is (the host's numbering: Apptainer shares /dev).
+//   pyxis      srun --overlap --nodes=1 --ntasks=1 [--nodelist=NODE]
+//              PYXIS FLAGS COMMAND..., as the user, inside the job; the
+//              environment is srun's own, which pyxis passes on. PYXIS
+//              FLAGS (PyxisFlags, also those of a step across nodes):
+//              --container-image=REGISTRY#REPO@sha256:HEX
+//              --container-workdir=DIR --no-container-remap-root
+//              --no-container-mount-home --container-mounts=SRC:DST[:ro],...
+//              [site args].
 //
 // Never by tag: `image` must carry its digest (the lock's pinned
 // reference) or be a local file. Environment values never appear on the
 // command line (a program's secrets would be in /proc/PID/cmdline for
 // every user of the node, and a newline or comma would split them): the
 // returned env carries them. Podman and Apptainer are given the job's
-// GPUs only; pyxis's step gets what Slurm confines it to.
+// GPUs only; Apptainer's and pyxis's processes get what Slurm confines the
+// job (or step) to.
 //
 // Pure; thread-safe. Only podman is exercised end to end here (pyxis and
 // Apptainer are not packaged for Debian 12: spank_pilot(8)).
@@ -63,6 +70,7 @@ struct ContainerRun {
   // podman: the cgroup the container's own group is made under, so that it
   // stays inside the job's (supervisor/cgroup.h); "" = podman's default.
   std::string cgroup_parent;
+  std::string node;                    // pyxis: the node its step runs on ("" = srun's choice)
   std::vector<std::string> command;    // the program's argv
 };
 
@@ -75,12 +83,16 @@ struct ContainerCommand {
 };
 
 // Errors: kInvalid naming the value: an unknown runtime, an image without
-// its digest, a relative workdir, an env entry without '=' or with a name
+// its digest, a relative workdir, a node that is not one name, an env entry without '=' or with a name
 // that is not [A-Za-z_][A-Za-z0-9_]*, a mount that ParseMount would refuse,
 // a GPU index that is not a number, an empty command.
 // `base_env`: the variables the runtime itself runs with (PATH, HOME...).
 Result<ContainerCommand> BuildContainerCommand(const ContainerRun& run,
                                                const std::vector<std::string>& base_env);
+
+// pyxis's options for a step of `run` (the part of the pyxis argv above
+// after srun's own); the step's srun and command are the caller's.
+std::vector<std::string> PyxisFlags(const ContainerRun& run);
 
 // pyxis's spelling of a registry reference: the registry host separated by
 // '#' ("reg.io:5000/a/b@sha256:.." -> "reg.io:5000#a/b@sha256:.."); a

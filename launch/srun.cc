@@ -25,6 +25,7 @@ std::vector<std::string> SrunStepArgv(const SrunStep& step) {
   a.push_back("--kill-on-bad-exit=1");
   a.push_back("--wait=60");
   if (step.label) a.push_back("--label");
+  a.insert(a.end(), step.options.begin(), step.options.end());
   a.insert(a.end(), step.command.begin(), step.command.end());
   return a;
 }

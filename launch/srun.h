@@ -25,11 +25,13 @@ struct SrunStep {
   // on); 0: as srun places them.
   int nodes = 0;
   bool label = false;                // --label: each output line starts with its task's id
+  std::vector<std::string> options;  // more of srun's, before the command (pyxis's)
   std::vector<std::string> command;  // every task's argv
 };
 
 // srun's argv: srun [--nodes=N] --ntasks=T [--ntasks-per-node=T/N
-// --distribution=block] --kill-on-bad-exit=1 --wait=60 [--label] COMMAND.
+// --distribution=block] --kill-on-bad-exit=1 --wait=60 [--label] OPTIONS
+// COMMAND.
 // A task that fails ends the step; the others get 60 s after the first
 // task ends.
 std::vector<std::string> SrunStepArgv(const SrunStep& step);

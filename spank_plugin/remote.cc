@@ -30,7 +30,7 @@
 // A task of the supervisor's srun step across nodes in a container (its
 // environment holds SLURM_PILOT_CONTAINER_IMAGE, job/env_names.h), on any
 // node of a pilot job, is handed over the same way to `pilot-supervisor
-// --container-task`, which runs its command under podman: task_init sends
+// --container-task`, which runs its command under the runtime: task_init sends
 // it the task's stdio and, with them, the task's environment, since the
 // rank's variables are set only after the privileged hook
 // (supervisor/program/container_task.h checks what it asks for).
@@ -113,7 +113,7 @@ int JobEnvFile(spank_t sp) {
 
 // A task of the supervisor's srun step across nodes in a container
 // (job/env_names.h: kEnvContainerImage): hands it to `pilot-supervisor
-// --container-task` (root), which runs its command under podman once
+// --container-task` (root), which runs its command under the runtime once
 // task_init has sent it the task's stdio and environment.
 int StartContainerTask(spank_t sp, PluginState& st, uint32_t job_id, uint32_t task_id, uid_t uid,
                        gid_t gid, const char* node) {

@@ -144,8 +144,18 @@ void CheckContainerRan(const DecideInput& in, std::vector<Check>* out) {
   const std::string& pinned = in.lock.container.digest;
   const bool same = !ran.digest.empty() && !pinned.empty() && ran.digest == pinned;
   std::string detail;
-  if (same) {
+  if (same && ran.digest_source == "reference") {
+    detail = "every process was started in " + ran.image + " (" + ran.runtime + ", by digest; " +
+             ran.runtime + " does not report the digest it ran, so it was not read back)";
+  } else if (same && ran.digest_source == "file") {
+    detail = "every process ran in " + ran.image + " (" + ran.runtime +
+             "); the file hashed again after they ran is the one the prolog pinned";
+  } else if (same) {
     detail = "every process ran in " + ran.image + " (" + ran.runtime + ")";
+  } else if (!ran.digest.empty() && ran.digest_source == "file") {
+    detail = "the image file " + ran.image + " changed while the pilot ran: it hashes to " +
+             ran.digest + " after the processes ran, the prolog pinned " +
+             (pinned.empty() ? std::string("(none)") : pinned);
   } else if (ran.digest.empty()) {
     detail = "the digest that ran was not read back from " + ran.runtime +
              (ran.problem.empty() ? "" : ": " + ran.problem);

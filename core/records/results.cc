@@ -439,6 +439,7 @@ void Fields(V& v, S& s, std::type_identity<ProgramContainer>) {
   v("runtime", s.runtime, OneOf{{"podman", "apptainer", "pyxis"}});
   v("image", s.image);
   v("digest", s.digest);
+  v("digest_source", s.digest_source, kMayBeAbsent, OneOf{{"", "runtime", "file", "reference"}});
   v("image_id", s.image_id);
   v("problem", s.problem);
 }

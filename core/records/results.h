@@ -473,7 +473,12 @@ struct PhaseBusy {
 struct ProgramContainer {
   std::string runtime;   // "podman" | "apptainer" | "pyxis"
   std::string image;     // the reference started: the lock's pinned REPO@sha256:HEX
-  std::string digest;    // read back from the runtime ("" = could not be read: see problem)
+  std::string digest;    // what ran ("" = not known: see problem)
+  // Where `digest` comes from: "runtime" (podman image inspect), "file"
+  // (the image file hashed again after the processes ran), "reference"
+  // (Apptainer and pyxis report nothing: the digest the processes were
+  // started with, not read back); "" with no digest.
+  std::string digest_source;
   std::string image_id;  // the runtime's id of that image ("" when not read)
   std::string problem;   // why the digest was not read back
   bool operator==(const ProgramContainer&) const = default;

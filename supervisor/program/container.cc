@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "core/base/crypto.h"
 #include "core/base/strings.h"
 #include "core/config/mounts.h"
 #include "core/config/site_check.h"
@@ -63,16 +64,33 @@ std::string ContainerProblem(const Config& cfg, const Lock& lock, const Policy& 
   if (Status site = CheckConfigAgainstSite(cfg, policy.container); !site.ok()) {
     return site.Message();
   }
-  if (rt != launch::kRuntimePodman) {
-    return "container.runtime " + Quote(rt) +
-           ": the supervisor runs programs in podman only so "
-           "far";
-  }
-  if (lock.container.method != "registry" || launch::DigestOf(lock.container.pinned).empty()) {
+  const LockContainer& c = lock.container;
+  const bool by_digest = c.method == "registry" && !launch::DigestOf(c.pinned).empty();
+  const bool file = c.method == "file" && !c.pinned.empty() && !c.digest.empty();
+  if (rt == launch::kRuntimePodman && file) {
     return "container " + Quote(cfg.container.image) +
-           " was not pinned to a digest by the "
-           "prolog, so there is no image to run";
+           " is a file: podman runs an image of a registry (a file needs runtime \"apptainer\" "
+           "or \"pyxis\")";
   }
+  if (!by_digest && !file) {
+    return "container " + Quote(cfg.container.image) +
+           " was not pinned to a digest by the prolog, so there is no image to run";
+  }
+  const std::string program = RuntimeProgram(rt, policy.container);
+  if (program.empty() || ::access(program.c_str(), X_OK) != 0) {
+    return "container.runtime " + Quote(rt) + ": " +
+           (rt == launch::kRuntimePyxis ? std::string("srun")
+                                        : rt == launch::kRuntimePodman ? policy.container.podman_path
+                                                                       : policy.container.apptainer_path) +
+           " is not installed on this node (pilot.conf(5), [container])";
+  }
+  return "";
+}
+
+std::string RuntimeProgram(const std::string& runtime, const ContainerPolicy& site) {
+  if (runtime == launch::kRuntimePodman) return RootProgram(site.podman_path);
+  if (runtime == launch::kRuntimeApptainer) return RootProgram(site.apptainer_path);
+  if (runtime == launch::kRuntimePyxis) return RootProgram("srun");
   return "";
 }
 
@@ -94,27 +112,59 @@ std::vector<Mount> ContainerMounts(const std::vector<std::string>& paths, const 
   return out;
 }
 
+ContainerSetup MakeContainerSetup(const Config& cfg, const Lock& lock, const Policy& policy,
+                                  const std::optional<job::RunAs>& run_as,
+                                  const std::string& workdir, const std::string& gpus,
+                                  const std::vector<std::string>& own,
+                                  const std::string& metrics_dir) {
+  ContainerSetup c;
+  c.runtime = cfg.container.runtime;
+  c.image = lock.container.pinned;
+  c.site = &policy.container;
+  c.run_as = run_as;
+  c.workdir = workdir;
+  std::vector<std::string> present;
+  for (const std::string& path : own) {
+    if (!path.empty() && ::access(path.c_str(), F_OK) == 0) present.push_back(path);
+  }
+  c.mounts = ContainerMounts(present, cfg);
+  for (const std::string& path : present) {
+    if (path != metrics_dir) c.task_binds.push_back(path);
+  }
+  c.gpus = SplitGpuList(gpus);
+  c.node = lock.job.host;
+  return c;
+}
+
 void MarkContainerStep(const ContainerSetup& setup, const Config& cfg,
                        std::vector<std::string>* env) {
+  SetEnvValue(env, job::kEnvContainerRuntime, setup.runtime);
   SetEnvValue(env, job::kEnvContainerImage, setup.image);
   SetEnvValue(env, job::kEnvContainerWorkdir, setup.workdir);
   SetEnvValue(env, job::kEnvContainerBinds, Join(setup.task_binds, "\n"));
   SetEnvValue(env, job::kEnvContainerMounts, Join(cfg.container.mounts, "\n"));
 }
 
-Status WrapInContainer(const ContainerSetup& setup, const std::string& name, RankLaunch* r) {
+namespace {
+
+// The ContainerRun of `setup` for one process whose environment is `env`
+// (its command left to the caller).
+launch::ContainerRun RunOf(const ContainerSetup& setup, const std::vector<std::string>& env) {
   launch::ContainerRun run;
   run.runtime = setup.runtime;
   run.image = setup.image;
   run.uid = setup.run_as ? setup.run_as->uid : ::getuid();
   run.gid = setup.run_as ? setup.run_as->gid : ::getgid();
   run.workdir = setup.workdir;
-  for (const std::string& kv : r->env) {
+  for (const std::string& kv : env) {
     const std::string var = kv.substr(0, kv.find('='));
     if (!NodeOnly(var)) run.env.push_back(kv);
   }
-  if (!setup.gpus.empty()) {
-    // The runtime gives the container the job's GPUs only, numbered from 0.
+  const bool podman = setup.runtime == launch::kRuntimePodman;
+  if (podman && !setup.gpus.empty()) {
+    // podman gives the container the job's GPUs only, numbered from 0.
+    // Apptainer shares the node's /dev and pyxis's step is Slurm's: there
+    // the job's own numbering stands.
     std::vector<std::string> inside;
     for (size_t i = 0; i < setup.gpus.size(); ++i) inside.push_back(std::to_string(i));
     std::erase_if(run.env,
@@ -124,32 +174,87 @@ Status WrapInContainer(const ContainerSetup& setup, const std::string& name, Ran
   run.mounts = setup.mounts;
   run.gpus = setup.gpus;
   if (setup.site != nullptr) {
-    run.site_args = setup.site->podman_args;
-    run.program_path = RootProgram(setup.site->podman_path);
-    run.image_cache = setup.site->image_cache;
-    run.containers_conf = setup.site->containers_conf;
+    run.program_path = RuntimeProgram(setup.runtime, *setup.site);
+    if (podman) {
+      run.site_args = setup.site->podman_args;
+      run.containers_conf = setup.site->containers_conf;
+    } else if (setup.runtime == launch::kRuntimeApptainer) {
+      run.site_args = setup.site->apptainer_args;
+    } else {
+      run.site_args = setup.site->pyxis_args;
+    }
+    if (setup.runtime != launch::kRuntimePyxis) run.image_cache = setup.site->image_cache;
   }
-  run.name = name;
-  run.cgroup_parent = ContainerCgroupParent();
+  if (podman) run.cgroup_parent = ContainerCgroupParent();
+  run.node = setup.node;
+  return run;
+}
+
+// What the runtime itself runs with: root's PATH, and HOME: root's for
+// podman (started as root), the user's for Apptainer and srun.
+std::vector<std::string> RuntimeEnv(const ContainerSetup& setup,
+                                    const std::vector<std::string>& env) {
+  std::string home = setup.runtime == launch::kRuntimePodman ? "/root" : EnvValue(env, "HOME");
+  if (home.empty()) home = "/";
+  return {std::string("PATH=") + kRootPath, "HOME=" + home};
+}
+
+}  // namespace
+
+Status WrapInContainer(const ContainerSetup& setup, const std::string& name, RankLaunch* r) {
+  launch::ContainerRun run = RunOf(setup, r->env);
+  if (setup.runtime == launch::kRuntimePodman) run.name = name;
   run.command = r->argv;
-  PILOT_ASSIGN_OR_RETURN(
-      launch::ContainerCommand c,
-      launch::BuildContainerCommand(run, {std::string("PATH=") + kRootPath, "HOME=/root"}));
+  PILOT_ASSIGN_OR_RETURN(launch::ContainerCommand c,
+                         launch::BuildContainerCommand(run, RuntimeEnv(setup, r->env)));
   r->argv = std::move(c.argv);
   r->env = std::move(c.env);
   r->as_root = c.as_root;
   return Status::Ok();
 }
 
-ProgramContainer ReadBackContainer(const ContainerSetup& setup) {
-  ProgramContainer out;
-  out.runtime = setup.runtime;
-  out.image = setup.image;
+Result<std::vector<std::string>> PyxisStep(const ContainerSetup& setup,
+                                           std::vector<std::string>* env) {
+  launch::ContainerRun run = RunOf(setup, *env);
+  run.command = {"true"};  // checked, not used: the step's command is the caller's
+  PILOT_ASSIGN_OR_RETURN(launch::ContainerCommand c,
+                         launch::BuildContainerCommand(run, RuntimeEnv(setup, *env)));
+  *env = std::move(c.env);
+  return launch::PyxisFlags(run);
+}
+
+namespace {
+
+// The pinned image file hashed again, as the job's user (root must not
+// read for the user what the user could not), 600 s at most.
+void ReadBackFile(const ContainerSetup& setup, ProgramContainer* out) {
+  job::CommandSpec spec;
+  spec.argv = {job::FindExecutable("sha256sum"), "--", setup.image};
+  if (spec.argv[0].empty()) {
+    out->problem = "sha256sum is not installed on this node";
+    return;
+  }
+  spec.env = {std::string("PATH=") + kRootPath};
+  spec.run_as = setup.run_as;
+  spec.timeout_seconds = 600;
+  Result<job::CommandResult> r = job::RunCommand(spec);
+  if (!r.ok() || !r->Succeeded() || r->out.size() < 64 || !IsSha256Hex(r->out.substr(0, 64))) {
+    out->problem = "the image file " + setup.image + " could not be hashed again: " +
+                   (!r.ok() ? r.status().ToString()
+                            : !Trim(r->err).empty() ? std::string(Trim(r->err))
+                                                    : r->Describe(spec.timeout_seconds));
+    return;
+  }
+  out->digest = "sha256:" + r->out.substr(0, 64);
+  out->digest_source = "file";
+}
+
+void ReadBackPodman(const ContainerSetup& setup, ProgramContainer* out) {
   const std::string podman =
       setup.site ? RootProgram(setup.site->podman_path) : RootProgram("podman");
   if (podman.empty()) {
-    out.problem = "podman is not installed on this node";
-    return out;
+    out->problem = "podman is not installed on this node";
+    return;
   }
   job::CommandSpec spec;
   spec.argv = {podman};
@@ -165,36 +270,84 @@ ProgramContainer ReadBackContainer(const ContainerSetup& setup) {
   spec.timeout_seconds = 60;
   Result<job::CommandResult> r = job::RunCommand(spec);
   if (!r.ok()) {
-    out.problem = "podman image inspect: " + r.status().ToString();
-    return out;
+    out->problem = "podman image inspect: " + r.status().ToString();
+    return;
   }
   if (!r->Succeeded()) {
     const std::vector<std::string_view> lines = SplitLines(Trim(r->err));
-    out.problem = "podman image inspect " + setup.image + ": " + r->Describe(spec.timeout_seconds) +
-                  (lines.empty() ? "" : ": " + std::string(lines.back()));
-    return out;
+    out->problem = "podman image inspect " + setup.image + ": " +
+                   r->Describe(spec.timeout_seconds) +
+                   (lines.empty() ? "" : ": " + std::string(lines.back()));
+    return;
   }
   const std::vector<std::string> fields = Fields(Trim(r->out), ' ');
   if (fields.size() != 2 || launch::DigestOf("x@" + fields[0]).empty()) {
-    out.problem = "podman image inspect printed " + Quote(Trim(r->out).substr(0, 200));
-    return out;
+    out->problem = "podman image inspect printed " + Quote(Trim(r->out).substr(0, 200));
+    return;
   }
-  out.digest = fields[0];
-  out.image_id = fields[1];
+  out->digest = fields[0];
+  out->image_id = fields[1];
+  out->digest_source = "runtime";
+}
+
+// The stderr line in which the runtime said why it did not start, or "".
+std::string RuntimeSaid(const std::string& runtime, const std::string& tail) {
+  std::string said;
+  for (std::string_view line : SplitLines(tail)) {
+    line = Trim(line);
+    const bool is = runtime == launch::kRuntimePodman
+                        ? StartsWith(line, "Error:") || StartsWith(line, "Error ")
+                    : runtime == launch::kRuntimeApptainer
+                        ? StartsWith(line, "FATAL:")
+                        : (line.find("pyxis:") != std::string_view::npos &&
+                           line.find("error") != std::string_view::npos) ||
+                              line.find("unrecognized option '--container") !=
+                                  std::string_view::npos;
+    if (is) said = std::string(line);
+  }
+  return said;
+}
+
+}  // namespace
+
+ProgramContainer ReadBackContainer(const ContainerSetup& setup,
+                                   const std::vector<ProgramProcess>& processes) {
+  ProgramContainer out;
+  out.runtime = setup.runtime;
+  out.image = setup.image;
+  if (StartsWith(setup.image, "/")) {
+    ReadBackFile(setup, &out);
+  } else if (setup.runtime == launch::kRuntimePodman) {
+    ReadBackPodman(setup, &out);
+  } else if (std::none_of(processes.begin(), processes.end(),
+                          [](const ProgramProcess& p) { return p.records > 0; })) {
+    out.problem = "no process " + setup.runtime + " started reported a step";
+  } else {
+    // Neither Apptainer nor pyxis tells what it ran: the digest is the one
+    // the processes were started with, and it was not read back.
+    out.digest = launch::DigestOf(setup.image);
+    out.digest_source = "reference";
+  }
   return out;
 }
 
-std::string ContainerStartFailure(const std::vector<ProgramProcess>& processes) {
+std::string ContainerStartFailure(const std::string& runtime,
+                                  const std::vector<ProgramProcess>& processes) {
   for (const ProgramProcess& p : processes) {
-    if (p.signal != 0 || p.exit_code < 125 || p.exit_code > 127) continue;
-    std::string said;
-    for (std::string_view line : SplitLines(p.stderr_tail)) {
-      line = Trim(line);
-      if (StartsWith(line, "Error:") || StartsWith(line, "Error ")) said = std::string(line);
+    if (p.signal != 0 || p.exit_code == 0) continue;
+    const std::string said = RuntimeSaid(runtime, p.stderr_tail);
+    std::string what;
+    if (runtime == launch::kRuntimePodman) {
+      if (p.exit_code < 125 || p.exit_code > 127) continue;
+      what = p.exit_code == 125   ? "podman could not start the image"
+             : p.exit_code == 126 ? "the command in the image could not be run"
+                                  : "the image has no such command";
+    } else {
+      // Apptainer and srun exit with the program's status too: only a
+      // process that reported nothing and whose runtime said why.
+      if (p.records > 0 || said.empty()) continue;
+      what = runtime + " could not start the image";
     }
-    const char* what = p.exit_code == 125   ? "podman could not start the image"
-                       : p.exit_code == 126 ? "the command in the image could not be run"
-                                            : "the image has no such command";
     return p.stage + " " + p.process + " rank " + std::to_string(p.rank) + ": " + what +
            " (exit " + std::to_string(p.exit_code) + ")" + (said.empty() ? "" : ": " + said);
   }

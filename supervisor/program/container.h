@@ -10,11 +10,13 @@
 // folder bound at the same paths, the job's user and group, the job's
 // GPUs only (renumbered from 0 inside, as CUDA_VISIBLE_DEVICES says).
 //
-// Only podman is run by the supervisor today; pyxis and Apptainer are
-// refused with a sentence naming them (their argv is built and unit
-// tested, not exercised end to end). Ranks across nodes run one srun step
-// whose tasks each node's plugin hands to a root process that runs them
-// in the image (container_task.h).
+// podman starts as root and drops to the user inside; Apptainer runs as
+// the user; pyxis is an srun step of the job (one per process), as the
+// user. Ranks across nodes run one srun step: pyxis's with pyxis's options,
+// podman's and Apptainer's tasks each handed by its node's plugin to a root
+// process that runs it in the image (container_task.h). Only podman is
+// exercised end to end (pyxis and Apptainer are not packaged for Debian
+// 12; their argv is unit tested).
 //
 // Thread-safety: the supervisor's single thread (RunCommand forks).
 #pragma once
@@ -45,13 +47,32 @@ struct ContainerSetup {
   // (container_task.h): the work folder, the probe and the working folder
   // (the metrics socket's folder is the first node's, and unused there).
   std::vector<std::string> task_binds;
+  std::string node;  // pyxis: the node of the single stage's steps ("" = srun's choice)
 };
 
 // "" when the program can run in `cfg`'s runtime here, else the sentence
 // that says why not (program.problems, the verdict names it): a runtime
-// the site does not allow, one the supervisor does not run, a mount
-// outside allowed_mounts, an image the prolog did not pin by digest.
+// the site does not allow or that is not installed, a mount outside
+// allowed_mounts, an image the prolog did not pin by digest (or, for
+// Apptainer and pyxis, by a file's SHA-256).
 std::string ContainerProblem(const Config& cfg, const Lock& lock, const Policy& policy);
+
+// The runtime's program as the site names it, looked up in root's PATH
+// (srun for pyxis); "" when not found.
+std::string RuntimeProgram(const std::string& runtime, const ContainerPolicy& site);
+
+// The setup of a pilot whose config and lock passed ContainerProblem: the
+// pinned image, the job's GPUs (`gpus`, a CUDA_VISIBLE_DEVICES list), the
+// lock's host for pyxis, and the binds: `own` (the work folder, the
+// metrics folder, the probe, the working folder; one that does not exist
+// is left out, as podman refuses a bind without its source) then
+// container.mounts; each node of a step across nodes binds `own` less
+// `metrics_dir`.
+ContainerSetup MakeContainerSetup(const Config& cfg, const Lock& lock, const Policy& policy,
+                                  const std::optional<job::RunAs>& run_as,
+                                  const std::string& workdir, const std::string& gpus,
+                                  const std::vector<std::string>& own,
+                                  const std::string& metrics_dir);
 
 // The variables that mark the srun step of ranks across nodes to be run in
 // the image, task by task, on every node (job/env_names.h,
@@ -68,15 +89,28 @@ std::vector<Mount> ContainerMounts(const std::vector<std::string>& paths, const 
 // image. Errors: kInvalid from launch::BuildContainerCommand.
 Status WrapInContainer(const ContainerSetup& setup, const std::string& name, RankLaunch* r);
 
-// Reads the image's digest and id back from the runtime (podman image
-// inspect, as root, 60 s at most).
-ProgramContainer ReadBackContainer(const ContainerSetup& setup);
+// pyxis across nodes: the options of the ranks' srun step (before its
+// command), and `env` made the step's (node-only variables out, root's
+// PATH). Errors: kInvalid from launch::BuildContainerCommand.
+Result<std::vector<std::string>> PyxisStep(const ContainerSetup& setup,
+                                           std::vector<std::string>* env);
 
-// Why the runtime did not start the program, from the first process whose
-// exit status is podman's own (125: podman itself failed, as a pull of an
-// image the registry does not have; 126: the command in the image could not
-// be run; 127: the image has no such command), with the last "Error:" line
-// of its standard error; "" when no process ended so.
-std::string ContainerStartFailure(const std::vector<ProgramProcess>& processes);
+// What ran, after the processes did: a registry image under podman read
+// back with podman image inspect (as root, 60 s at most); an image file
+// hashed again as the user; under Apptainer and pyxis, which report
+// nothing, the digest the processes were started with, once one of
+// `processes` reported a step.
+ProgramContainer ReadBackContainer(const ContainerSetup& setup,
+                                   const std::vector<ProgramProcess>& processes);
+
+// Why `runtime` did not start the program, from the first process that
+// ended so: podman's own exit status (125: podman itself failed, as a pull
+// of an image the registry does not have; 126: the command in the image
+// could not be run; 127: the image has no such command) with its last
+// "Error:" line; for Apptainer and pyxis, a process that reported no step
+// and whose standard error holds Apptainer's "FATAL:" line or pyxis's
+// error (srun's, when pyxis is not installed). "" when none ended so.
+std::string ContainerStartFailure(const std::string& runtime,
+                                  const std::vector<ProgramProcess>& processes);
 
 }  // namespace pilot::supervisor

@@ -88,25 +88,35 @@ Result<Lock> NodeRecordOfJob(const Policy& policy, int64_t job_id, uid_t uid,
 
 Result<RankLaunch> PlanContainerTask(const ContainerTaskInput& in) {
   const std::string image = EnvValue(in.env, job::kEnvContainerImage);
-  const auto& allowed = in.policy->container.allowed_runtimes;
-  if (std::find(allowed.begin(), allowed.end(), launch::kRuntimePodman) == allowed.end()) {
-    return Refused("runtime", "this node's pilot.conf does not allow podman (allowed_runtimes)");
+  std::string runtime = EnvValue(in.env, job::kEnvContainerRuntime);
+  if (runtime.empty()) runtime = launch::kRuntimePodman;
+  if (runtime != launch::kRuntimePodman && runtime != launch::kRuntimeApptainer) {
+    return Refused("runtime", Quote(runtime) + " is not one a task is handed over for (podman, "
+                                               "apptainer)");
   }
+  const auto& allowed = in.policy->container.allowed_runtimes;
+  if (std::find(allowed.begin(), allowed.end(), runtime) == allowed.end()) {
+    return Refused("runtime",
+                   "this node's pilot.conf does not allow " + runtime + " (allowed_runtimes)");
+  }
+  const std::string where = in.node.empty() ? "this node" : in.node;
   Result<Lock> record = NodeRecordOfJob(*in.policy, in.job_id, in.run_as.uid, in.node);
   if (!record.ok()) {
-    return Refused("record", "no record of job " + std::to_string(in.job_id) + " on " +
-                                 (in.node.empty() ? "this node" : in.node) + ": " +
-                                 record.status().Message());
+    return Refused("record", "no record of job " + std::to_string(in.job_id) + " on " + where +
+                                 ": " + record.status().Message());
   }
-  if (record->container.method != "registry" ||
-      launch::DigestOf(record->container.pinned).empty()) {
-    return Refused("image", "the prolog of " + (in.node.empty() ? "this node" : in.node) +
-                                " pinned no image by digest for job " + std::to_string(in.job_id));
+  const LockContainer& pinned = record->container;
+  const bool by_digest =
+      pinned.method == "registry" && !launch::DigestOf(pinned.pinned).empty();
+  const bool file = runtime == launch::kRuntimeApptainer && pinned.method == "file" &&
+                    !pinned.pinned.empty() && !pinned.digest.empty();
+  if (!by_digest && !file) {
+    return Refused("image", "the prolog of " + where + " pinned no image by digest for job " +
+                                std::to_string(in.job_id));
   }
-  if (image != record->container.pinned) {
-    return Refused("image", Quote(image) + " is not the image the prolog of " +
-                                (in.node.empty() ? "this node" : in.node) + " pinned, " +
-                                Quote(record->container.pinned) +
+  if (image != pinned.pinned) {
+    return Refused("image", Quote(image) + " is not the image the prolog of " + where +
+                                " pinned, " + Quote(pinned.pinned) +
                                 " (a tag that moved between the nodes' prologs)");
   }
   PILOT_ASSIGN_OR_RETURN(std::vector<Mount> mounts, CheckedMounts(in));
@@ -117,7 +127,7 @@ Result<RankLaunch> PlanContainerTask(const ContainerTaskInput& in) {
   if (in.command.empty()) return Refused("command", "is empty");
 
   ContainerSetup setup;
-  setup.runtime = launch::kRuntimePodman;
+  setup.runtime = runtime;
   setup.image = image;
   setup.mounts = std::move(mounts);
   setup.gpus = SplitGpuList(JobGpuList(*record, in.env));
@@ -149,8 +159,10 @@ int RunContainerTask(const ContainerTaskInput& in) {
     return 1;
   }
   if (child == 0) {
-    // podman itself runs as root (as_root) and drops to the user inside.
-    BecomeWorkloadChild(std::nullopt, ::getppid());
+    // podman itself runs as root (as_root) and drops to the user inside;
+    // Apptainer runs as the user.
+    BecomeWorkloadChild(plan->as_root ? std::nullopt : std::optional<job::RunAs>(in.run_as),
+                        ::getppid());
     const std::string why = launch::ExecSearchingPath(plan->argv, plan->env);
     std::fprintf(stderr, "pilot: container task: %s\n", why.c_str());
     _exit(127);

@@ -2,11 +2,13 @@
 // (`pilot-supervisor --container-task`, spank_pilot(8), CONTAINERS).
 //
 // podman starts as root, and a step of the user's job cannot run as root
-// on the job's other nodes. So the supervisor marks the step
+// on the job's other nodes; Apptainer runs as the user but must be given
+// each task's own variables (its --cleanenv drops the rest), and the image
+// checked against this node's pin. So the supervisor marks the step
 // (job/env_names.h: kEnvContainerImage and friends), the plugin hands each
 // of its tasks, on every node, to this root process (the socket pair of
 // job/task_channel.h: the task's stdio and its environment as slurmstepd
-// made it), and this process runs the task's command under podman as
+// made it), and this process runs the task's command under the runtime as
 // launch/container.h spells it, with the task's stdio, as the job's user.
 //
 // Nothing that decides what runs as root is taken from the task without a
@@ -14,8 +16,11 @@
 //   - the job: its lock (the first node) or this node's prolog record
 //     (STATE/nodes/JOBID/NODE.json), root's plain file naming this job and
 //     uid;
-//   - the image: the one that record pinned, by digest, and only it;
-//   - the runtime: podman, allowed by the site's policy;
+//   - the image: the one that record pinned, by digest (Apptainer: or the
+//     image file by its SHA-256), and only it;
+//   - the runtime: podman or Apptainer, as the step names it
+//     (kEnvContainerRuntime; podman when absent), allowed by the site's
+//     policy;
 //   - binds at the same path: a folder the job's user owns (no link on the
 //     way), or the probe's folder; a mount of container.mounts: one the
 //     site's allowed_mounts allows;
@@ -65,9 +70,9 @@ Result<RankLaunch> PlanContainerTask(const ContainerTaskInput& in);
 Result<Lock> NodeRecordOfJob(const Policy& policy, int64_t job_id, uid_t uid,
                              const std::string& node);
 
-// Plans and runs the task; its exit status (podman's, which is the
+// Plans and runs the task; its exit status (the runtime's, which is the
 // command's; 128+N for a signal; 1 with a `pilot:` line on stderr when the
-// task may not run). SIGTERM and SIGINT are passed on to podman.
+// task may not run). SIGTERM and SIGINT are passed on to the runtime.
 int RunContainerTask(const ContainerTaskInput& in);
 
 }  // namespace pilot::supervisor

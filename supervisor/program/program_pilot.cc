@@ -18,6 +18,7 @@
 #include "core/records/hostlist.h"
 #include "core/records/python_error.h"
 #include "job/safe_read.h"
+#include "launch/container.h"
 #include "launch/launcher.h"
 #include "launch/rank_env.h"
 #include "launch/spawn.h"
@@ -132,10 +133,10 @@ class ProgramPilot {
       if (rc == kExitOk) rc = node_rc;
     }
     if (container_) {
-      program_.container = ReadBackContainer(*container_);
-      // An image that never started is named by what podman said of it.
+      program_.container = ReadBackContainer(*container_, program_.processes);
+      // An image that never started is named by what its runtime said.
       if (program_.container->digest.empty()) {
-        const std::string why = ContainerStartFailure(program_.processes);
+        const std::string why = ContainerStartFailure(container_->runtime, program_.processes);
         if (!why.empty()) program_.container->problem = why + "; " + program_.container->problem;
       }
     }
@@ -162,27 +163,37 @@ class ProgramPilot {
       res_.single = s;
       return false;
     }
-    ContainerSetup c;
-    c.runtime = cfg_.container.runtime;
-    c.image = in_.lock->container.pinned;
-    c.site = &in_.opts->policy.container;
-    c.run_as = in_.opts->run_as;
-    c.workdir = program_.workdir;
-    // The pilot's own folders; one that does not exist (no probe installed)
-    // is not bound, since podman refuses a bind without its source.
-    std::vector<std::string> own;
-    for (const std::string& path :
-         {in_.out, metrics_dir_, ResolveProbePath(in_.opts->policy), program_.workdir}) {
-      if (!path.empty() && ::access(path.c_str(), F_OK) == 0) own.push_back(path);
-    }
-    c.mounts = ContainerMounts(own, cfg_);
-    for (const std::string& path : own) {
-      if (path != metrics_dir_) c.task_binds.push_back(path);
-    }
-    c.gpus = SplitGpuList(gpus);
+    ContainerSetup c = MakeContainerSetup(
+        cfg_, *in_.lock, in_.opts->policy, in_.opts->run_as, program_.workdir, gpus,
+        {in_.out, metrics_dir_, ResolveProbePath(in_.opts->policy), program_.workdir},
+        metrics_dir_);
     container_ = std::move(c);
     Log("container: " + container_->runtime + " " + container_->image);
     return true;
+  }
+
+  // The argv of the one srun step that runs `world` ranks over the job's
+  // nodes: each task sets torchrun's variables from srun's and, without a
+  // loss pattern, writes its records on its stdout (srun --label names the
+  // rank). In an image, pyxis's options on the step, or the step marked
+  // for each node's plugin (container_task.h); `env` is the step's.
+  std::vector<std::string> AcrossNodesStep(int world, std::vector<std::string>* env) {
+    launch::SrunStep step;
+    step.tasks = world;
+    step.nodes = static_cast<int>(hosts_.size());
+    step.label = true;
+    step.command = launch::TorchrunTaskCommand(cfg_.program.command);
+    if (container_ && container_->runtime == launch::kRuntimePyxis) {
+      Result<std::vector<std::string>> flags = PyxisStep(*container_, env);
+      if (!flags.ok()) {
+        Problem(flags.status().ToString());
+        return {"/bin/false"};  // the phase fails on its own exit status
+      }
+      step.options = *std::move(flags);
+    } else if (container_) {
+      MarkContainerStep(*container_, cfg_, env);
+    }
+    return launch::SrunStepArgv(step);
   }
 
   std::string CheckpointDir(const std::string& stage) const {
@@ -225,18 +236,6 @@ class ProgramPilot {
       RankLaunch r;
       r.rank = rank;
       r.argv = cfg_.program.command;
-      if (across) {
-        // One srun step over the job's nodes; each task sets torchrun's
-        // variables from srun's and, without a loss pattern, writes its
-        // records on its stdout (srun --label names the rank).
-        r.srun_tasks = world;
-        launch::SrunStep step;
-        step.tasks = world;
-        step.nodes = static_cast<int>(hosts_.size());
-        step.label = true;
-        step.command = launch::TorchrunTaskCommand(cfg_.program.command);
-        r.argv = launch::SrunStepArgv(step);
-      }
       ProgramEnvInput e;
       e.base_env = in_.base_env;
       e.job_env = in_.opts->job_env;
@@ -260,9 +259,9 @@ class ProgramPilot {
       if (world > 1 && EnvValue(in_.opts->job_env, "OMP_NUM_THREADS").empty()) {
         SetEnvValue(&r.env, "OMP_NUM_THREADS", "1");  // as torchrun: ranks share the cores
       }
-      if (container_ && across) {
-        // Each task is put into the image on its own node (container_task.h).
-        MarkContainerStep(*container_, cfg_, &r.env);
+      if (across) {
+        r.srun_tasks = world;
+        r.argv = AcrossNodesStep(world, &r.env);
       } else if (container_) {
         const std::string name = "pilot-" + std::to_string(in_.lock->job.id) + "-" +
                                  in_.lock->instance.substr(0, 8) + "-" + stage + "-" + process + "-" +

@@ -103,6 +103,7 @@ TEST(ContainerCommand, ApptainerArgvExactly) {
       "apptainer",
       "exec",
       "--cleanenv",
+      "--contain",
       "--pwd",
       "/work/job/7",
       "--bind",
@@ -128,14 +129,19 @@ TEST(ContainerCommand, ApptainerArgvExactly) {
 TEST(ContainerCommand, PyxisArgvExactly) {
   ContainerRun r = Sample(kRuntimePyxis);
   r.site_args = {"--container-env=NCCL_DEBUG"};
+  r.node = "gpu07";
   auto c = BuildContainerCommand(r, {});
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   const std::vector<std::string> want = {
       "srun",
+      "--overlap",
+      "--nodes=1",
       "--ntasks=1",
+      "--nodelist=gpu07",
       std::string("--container-image=reg.example:5000#team/torch@") + kDigest,
       "--container-workdir=/work/job/7",
       "--no-container-remap-root",
+      "--no-container-mount-home",
       "--container-mounts=/work/job/7:/work/job/7,/opt/probe:/opt/probe:ro",
       "--container-env=NCCL_DEBUG",
       "python3",
@@ -144,6 +150,10 @@ TEST(ContainerCommand, PyxisArgvExactly) {
       "1e-3"};
   EXPECT_EQ(c->argv, want);
   EXPECT_TRUE(Has(c->env, "SECRET=a,b\nc"));
+  // The options of a step across nodes are the same, less srun's own.
+  EXPECT_EQ(PyxisFlags(r), std::vector<std::string>(want.begin() + 5, want.end() - 4));
+  r.node = "gpu07,gpu08";
+  EXPECT_FALSE(BuildContainerCommand(r, {}).ok());
 }
 
 TEST(ContainerCommand, PyxisImageNamesTheRegistryWithAHash) {

@@ -62,7 +62,7 @@ case_podman() {
   res=$STATE/jobs/$job/results.json
   [[ $(json "$STATE/jobs/$job/lock.json" 'd["container"]["digest"]') == "$digest" ]] ||
     fail "lock: $(json "$STATE/jobs/$job/lock.json" 'd["container"]')"
-  [[ $(json "$res" 'd["program"]["container"]["digest"]') == "$digest" ]] ||
+  [[ $(json "$res" 'd["program"]["container"]["digest"] + " " + d["program"]["container"]["digest_source"]') == "$digest runtime" ]] ||
     fail "digest read back: $(json "$res" 'd["program"].get("container")') $(reason_of "$job")"
   [[ $(json "$res" 'd["program"]["container"]["image"]') == "$REG/pilot/ctr@$digest" ]] ||
     fail "not started by digest: $(json "$res" 'd["program"]["container"]["image"]')"

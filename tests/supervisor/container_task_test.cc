@@ -1,5 +1,5 @@
 // supervisor/program/container_task.h: what a task of the srun step across
-// nodes may run as root's podman, checked against root's record of the job
+// nodes may run as root's podman or as the user's Apptainer, checked against root's record of the job
 // on the node: the pinned image only, binds of the user's own folders or
 // the probe's, mounts the site allows, the record's GPUs.
 #include "supervisor/program/container_task.h"
@@ -119,6 +119,56 @@ TEST_F(ContainerTaskTest, RunsTheTaskInThePinnedImageWithTheRecordsGpus) {
   EXPECT_TRUE(Has(r->env, "CUDA_VISIBLE_DEVICES=0,1"));
   for (const std::string& kv : r->env)
     EXPECT_EQ(kv.find("SLURM_PILOT_CONTAINER_"), std::string::npos) << kv;
+}
+
+// Proves: a step marked for Apptainer runs the task as the user (not as
+// root) under the site's apptainer, with the task's variables passed as
+// APPTAINERENV_* and the node's GPUs in the node's numbering; an image
+// file pinned by its SHA-256 serves Apptainer, never podman; pyxis, whose
+// steps carry their own options, and a runtime the site does not allow are
+// refused.
+TEST_F(ContainerTaskTest, RunsAnApptainerTaskAsTheUser) {
+  policy_.container.allowed_runtimes = {"none", "apptainer"};
+  policy_.container.apptainer_path = "/bin/true";
+  WriteNodeRecord("pn2");
+  ContainerTaskInput in = Input("pn2");
+  SetVar(&in, job::kEnvContainerRuntime, "apptainer");
+  Result<RankLaunch> r = PlanContainerTask(in);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_FALSE(r->as_root);
+  EXPECT_EQ(r->argv.front(), "/bin/true");
+  EXPECT_TRUE(Has(r->argv, "--bind"));
+  EXPECT_TRUE(Has(r->argv, "--nv"));
+  EXPECT_TRUE(Has(r->argv, std::string("docker://") + kImage));
+  EXPECT_TRUE(Has(r->env, "APPTAINERENV_SLURM_PROCID=2"));
+  EXPECT_TRUE(Has(r->env, "APPTAINERENV_CUDA_VISIBLE_DEVICES=0,1"));
+
+  // The same step where the site allows podman only.
+  policy_.container.allowed_runtimes = {"none", "podman"};
+  r = PlanContainerTask(in);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().Message().find("does not allow apptainer"), std::string::npos)
+      << r.status().Message();
+  SetVar(&in, job::kEnvContainerRuntime, "pyxis");
+  policy_.container.allowed_runtimes = {"none", "pyxis"};
+  r = PlanContainerTask(in);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().Message().find("is not one a task is handed over for"), std::string::npos)
+      << r.status().Message();
+
+  // An image file: Apptainer's when it is the pinned one.
+  policy_.container.allowed_runtimes = {"none", "podman", "apptainer"};
+  lock_.container.method = "file";
+  lock_.container.pinned = "/images/torch.sif";
+  lock_.container.digest = std::string("sha256:") + std::string(64, 'a');
+  WriteNodeRecord("pn2");
+  SetVar(&in, job::kEnvContainerRuntime, "apptainer");
+  SetVar(&in, job::kEnvContainerImage, "/images/torch.sif");
+  r = PlanContainerTask(in);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(Has(r->argv, "/images/torch.sif"));
+  SetVar(&in, job::kEnvContainerRuntime, "podman");
+  EXPECT_FALSE(PlanContainerTask(in).ok());
 }
 
 TEST_F(ContainerTaskTest, TheLockServesOnTheFirstNode) {

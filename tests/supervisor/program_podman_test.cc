@@ -118,8 +118,9 @@ TEST(ProgramPodman, APhaseRunsInThePinnedImageAsTheJobsUser) {
   }
   EXPECT_EQ(inside.find("libpod_parent"), std::string::npos) << inside;
 
-  const ProgramContainer back = ReadBackContainer(setup);
+  const ProgramContainer back = ReadBackContainer(setup, {});
   EXPECT_EQ(back.digest, digest) << back.problem;
+  EXPECT_EQ(back.digest_source, "runtime");
   EXPECT_FALSE(back.image_id.empty());
 
   Sh({"/usr/bin/podman", "--root", store.string(), "rmi", "-af"}, env);

@@ -568,6 +568,31 @@ TEST(Decide, ContainerThatRanMustBeThePinnedOne) {
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->status, CheckStatus::kFail);
   EXPECT_NE(c->detail.find("exit 125"), std::string::npos) << c->detail;
+
+  // Started by digest under pyxis, which reports nothing: a pass that says
+  // the digest was not read back.
+  in.results->program->container->runtime = "pyxis";
+  in.results->program->container->digest = pinned;
+  in.results->program->container->digest_source = "reference";
+  in.results->program->container->problem.clear();
+  c = Find(Decide(in, TestPolicy(), Catalog(), kNow), "container");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->status, CheckStatus::kPass);
+  EXPECT_NE(c->detail.find("not read back"), std::string::npos) << c->detail;
+
+  // An image file that changed while the pilot ran, hashed again after.
+  in.results->program->container->runtime = "apptainer";
+  in.results->program->container->image = "/images/torch.sif";
+  in.results->program->container->digest = other;
+  in.results->program->container->digest_source = "file";
+  const Verdict changed = Decide(in, TestPolicy(), Catalog(), kNow);
+  EXPECT_EQ(changed.decision, Decision::kNoGo);
+  c = Find(changed, "container");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->status, CheckStatus::kFail);
+  EXPECT_NE(c->detail.find("changed while the pilot ran"), std::string::npos) << c->detail;
+  EXPECT_NE(c->detail.find(other), std::string::npos) << c->detail;
+  EXPECT_NE(c->detail.find(pinned), std::string::npos) << c->detail;
 }
 
 TEST(Decide, NonBindingWhenSmallerShape) {
