@@ -208,6 +208,12 @@ Result<ContainerCommand> BuildContainerCommand(const ContainerRun& run,
     out.as_root = true;
     if (!run.containers_conf.empty()) SetEnvValue(&out.env, "CONTAINERS_CONF", run.containers_conf);
     out.argv = PodmanArgv(run, names_from_env, env_on_argv);
+    if (!run.name.empty()) {
+      out.remove_argv = {out.argv.front()};
+      if (!run.image_cache.empty()) out.remove_argv.insert(out.remove_argv.end(), {"--root", run.image_cache});
+      out.remove_argv.insert(out.remove_argv.end(),
+                             {"rm", "--force", "--ignore", "--time", "0", run.name});
+    }
   } else if (rt == kRuntimeApptainer) {
     if (!run.image_cache.empty()) SetEnvValue(&out.env, "APPTAINER_CACHEDIR", run.image_cache);
     out.argv = ApptainerArgv(run);

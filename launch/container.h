@@ -80,6 +80,12 @@ struct ContainerCommand {
   // the runtime needs, PATH, HOME, plus what carries the program's).
   std::vector<std::string> env;
   bool as_root = false;  // podman: started by root, the program runs as uid:gid
+  // podman, a named container: removes it whatever its state (podman rm
+  // --force --ignore --time 0 NAME), to be run (as argv is, with env) when
+  // argv was ended by a signal: a killed `podman run` leaves its container
+  // running under conmon, and a program that is the container's PID 1
+  // ignores SIGTERM unless it handles it. Empty otherwise.
+  std::vector<std::string> remove_argv;
 };
 
 // Errors: kInvalid naming the value: an unknown runtime, an image without

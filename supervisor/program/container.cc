@@ -210,6 +210,7 @@ Status WrapInContainer(const ContainerSetup& setup, const std::string& name, Ran
   r->argv = std::move(c.argv);
   r->env = std::move(c.env);
   r->as_root = c.as_root;
+  r->cleanup_argv = std::move(c.remove_argv);
   return Status::Ok();
 }
 

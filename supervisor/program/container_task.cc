@@ -71,9 +71,27 @@ Result<std::vector<Mount>> CheckedMounts(const ContainerTaskInput& in) {
 }
 
 volatile sig_atomic_t g_child = 0;
+volatile sig_atomic_t g_passed_on = 0;
 
 void PassOn(int sig) {
+  g_passed_on = 1;
   if (g_child > 0) ::kill(static_cast<pid_t>(g_child), sig);
+}
+
+// The container a killed or stopped podman left running (container.h,
+// RankLaunch::cleanup_argv), removed as root, 30 s at most.
+void RemoveLeftContainer(const RankLaunch& r) {
+  if (r.cleanup_argv.empty()) return;
+  job::CommandSpec c;
+  c.argv = r.cleanup_argv;
+  c.env = r.env;
+  c.timeout_seconds = 30;
+  Result<job::CommandResult> out = job::RunCommand(c);
+  if (!out.ok() || !out->Succeeded()) {
+    std::fprintf(stderr, "pilot: container task: %s was not removed: %s\n",
+                 c.argv.back().c_str(),
+                 out.ok() ? out->Describe(c.timeout_seconds).c_str() : out.status().ToString().c_str());
+  }
 }
 
 }  // namespace
@@ -173,10 +191,18 @@ int RunContainerTask(const ContainerTaskInput& in) {
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGINT, &sa, nullptr);
   int status = 0;
+  bool removing = false;
   while (::waitpid(child, &status, 0) < 0) {
     if (errno != EINTR) return 1;
+    // A signal was passed on: the container's PID 1 may ignore it, and
+    // the step's KillWait is short, so the container is removed at once.
+    if (g_passed_on && !removing && !plan->cleanup_argv.empty()) {
+      removing = true;
+      launch::SpawnProcess(plan->cleanup_argv.front(), plan->cleanup_argv, plan->env);
+    }
   }
   g_child = 0;
+  if (!removing && (WIFSIGNALED(status) || g_passed_on)) RemoveLeftContainer(*plan);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }

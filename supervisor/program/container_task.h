@@ -72,7 +72,9 @@ Result<Lock> NodeRecordOfJob(const Policy& policy, int64_t job_id, uid_t uid,
 
 // Plans and runs the task; its exit status (the runtime's, which is the
 // command's; 128+N for a signal; 1 with a `pilot:` line on stderr when the
-// task may not run). SIGTERM and SIGINT are passed on to the runtime.
+// task may not run). SIGTERM and SIGINT are passed on to the runtime; a
+// podman container still there after a signal (its PID 1 may ignore
+// SIGTERM) is removed before this returns.
 int RunContainerTask(const ContainerTaskInput& in);
 
 }  // namespace pilot::supervisor

@@ -21,6 +21,7 @@
 #include <set>
 
 #include "core/base/utf8.h"
+#include "job/subprocess.h"
 #include "launch/spawn.h"
 #include "launch/srun.h"
 #include "supervisor/process.h"
@@ -98,6 +99,7 @@ struct Live {
   int64_t pattern_matches = 0;
   std::map<int, int64_t> task_matches;  // an srun step's, per task
   bool reaped = false;
+  bool cleanup_started = false;  // RankLaunch::cleanup_argv, at the first SIGTERM
   Clock::time_point exited_at;
 };
 
@@ -125,6 +127,7 @@ class GroupRun {
     while (Round()) {
     }
     Finish();
+    CleanUp();
     return std::move(g_);
   }
 
@@ -591,6 +594,15 @@ class GroupRun {
       if (l.pid > 0 && !l.reaped) {
         l.result.terminated = true;
         kill(-l.pid, sig);
+        // A container's PID 1 ignores SIGTERM unless it handles it, and a
+        // job's processes may get little time after scancel's SIGTERM
+        // (KillWait): the container is removed now, at once, beside it.
+        if (sig == SIGTERM && l.launch.as_root && !l.launch.cleanup_argv.empty() &&
+            !l.cleanup_started) {
+          l.cleanup_started = true;
+          launch::SpawnProcess(l.launch.cleanup_argv.front(), l.launch.cleanup_argv,
+                               l.launch.env);
+        }
       }
     }
   }
@@ -680,6 +692,28 @@ class GroupRun {
   }
 
   // The last records, every descriptor closed, the results.
+  // A container its runtime left behind when the process was ended (a
+  // killed `podman run` leaves it running under conmon): removed before the
+  // next phase starts, so it neither keeps the GPUs nor outlives the job.
+  void CleanUp() {
+    for (Live& l : live_) {
+      if (l.launch.cleanup_argv.empty() || l.pid <= 0 || l.cleanup_started) continue;
+      if (!l.result.terminated && l.result.signal == 0) continue;
+      job::CommandSpec c;
+      c.argv = l.launch.cleanup_argv;
+      c.env = l.launch.env;
+      if (!l.launch.as_root) c.run_as = spec_.run_as;
+      c.timeout_seconds = 30;
+      Result<job::CommandResult> r = job::RunCommand(c);
+      if (!r.ok() || !r->Succeeded()) {
+        Say("pilot: program: " + c.argv.back() + " was not removed: " +
+            (r.ok() ? r->Describe(c.timeout_seconds) + ": " + r->err.substr(0, 400)
+                    : r.status().ToString()) +
+            "\n");
+      }
+    }
+  }
+
   void Finish() {
     // The last events answered, then the marks gone before anything waits
     // on the phase's processes: an open after this one is not held.

@@ -67,6 +67,12 @@ struct RankLaunch {
   // runtime that itself runs the program as the job's user (podman --user,
   // supervisor/program/container.h).
   bool as_root = false;
+  // What removes a container its runtime would leave behind
+  // (launch::ContainerCommand::remove_argv; empty: nothing): started beside
+  // the SIGTERM when the supervisor ends the process (as root, for a
+  // process started as root), else run after the process (as it was
+  // started, with env, 30 s at most) when a signal ended it.
+  std::vector<std::string> cleanup_argv;
 };
 
 struct GroupSpec {

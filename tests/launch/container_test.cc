@@ -71,6 +71,11 @@ TEST(ContainerCommand, PodmanArgvExactly) {
                                          "1e-3"};
   EXPECT_EQ(c->argv, want);
   EXPECT_TRUE(c->as_root);
+  // What removes the container, by its name, if its podman is killed.
+  EXPECT_EQ(c->remove_argv,
+            (std::vector<std::string>{"/usr/bin/podman", "--root", "/var/cache/pilot/podman", "rm",
+                                      "--force", "--ignore", "--time", "0",
+                                      "pilot-7-single-reference-0"}));
   // Values travel in podman's environment, never on its command line.
   EXPECT_TRUE(Has(c->env, "SECRET=a,b\nc"));
   EXPECT_TRUE(Has(c->env, "CONTAINERS_CONF=/etc/slurm-pilot/containers.conf"));

@@ -104,6 +104,31 @@ case_podman() {
     fail "job $job: the moved tag is not reported: $(check_detail "$job" container_tag)"
   note "podman: the tag moved to $moved during job $job; the pinned $digest ran"
 
+  # A pilot cancelled while its program runs in the image: the container
+  # goes with the job (none left in root's store, running or stopped), and
+  # the node stays up.
+  program_toml "$dir/cancel.toml" ctr "$dir" 1 "[\"/bin/sh\", \"$dir/loss.sh\"]" \
+    'loss_pattern = "loss=([0-9.]+)"' "env = { WAIT_FOR = \"$dir/never\" }" "[container]" \
+    "image = \"$REG/pilot/ctr:v1\"" 'runtime = "podman"'
+  job=$(as_user sbatch --parsable -o "$TMP/slurm-%j.out" --pilot="$dir/cancel.toml" --wrap true)
+  local i running=""
+  for ((i = 0; i < 240; i++)); do
+    running=$(CONTAINERS_CONF=$ROOTDIR/containers.conf podman --root "$ROOTDIR/cache" ps -q \
+      --filter "name=^pilot-$job-" 2>/dev/null)
+    [[ -n $running ]] && break
+    sleep 0.25
+  done
+  [[ -n $running ]] || fail "job $job: its container never ran"
+  scancel "$job"
+  wait_job "$job"
+  local left
+  left=$(CONTAINERS_CONF=$ROOTDIR/containers.conf podman --root "$ROOTDIR/cache" ps -a \
+    --filter "name=^pilot-$job-" --format '{{.Names}} {{.Status}}' 2>&1)
+  [[ -z $left ]] || fail "job $job cancelled: containers left: $left"
+  wait_node_idle
+  [[ $(node_state) == idle* ]] || fail "node not idle after job $job was cancelled: $(node_state)"
+  note "podman: job $job cancelled while its container ran: none left, node idle"
+
   # A bind the site does not allow is refused at submission, at its line.
   local out
   program_toml "$dir/etc.toml" ctr "$dir" 1 "[\"/bin/sh\", \"$dir/loss.sh\"]" \

@@ -4,13 +4,18 @@
 # (ADDRESS:PORT the registry listens on and jobs pull from), PORT and
 # ROOTDIR (root's folder for the registry, podman's stores and config) set.
 
-# podman's stores and ROOTDIR removed (rmi first: a store holds mounts).
+# podman's stores and ROOTDIR removed (containers and images first: a
+# store holds mounts). Never fails: what it cannot remove is said, and the
+# rest of the cleanup (the registry) still runs.
 image_cleanup() {
   local store
   for store in "$ROOTDIR/build" "$ROOTDIR/cache"; do
-    [[ -d $store ]] && podman --root "$store" rmi -af >/dev/null 2>&1 || true
+    if [[ -d $store ]]; then
+      CONTAINERS_CONF=$ROOTDIR/containers.conf podman --root "$store" rm -af -t 0 >/dev/null 2>&1 || true
+      podman --root "$store" rmi -af >/dev/null 2>&1 || true
+    fi
   done
-  rm -rf "$ROOTDIR"
+  rm -rf "$ROOTDIR" 2>/dev/null || note "$ROOTDIR not removed: $(mount | grep -c "$ROOTDIR") mounts left"
 }
 
 start_registry() {

@@ -350,6 +350,27 @@ case_container() {
     fail "job $job: pn2's record: $(json "$STATE/jobs/$job/nodes/pn2.json" 'd["container"]')"
   nodes_idle "after container job $job"
   note "container: job $job GO in $((SECONDS - t0)) s: 4 ranks on pn1 and pn2 in $digest"
+
+  # Cancelled while its ranks run in the image on both nodes (each waits
+  # for a file that never comes): no container is left on either node.
+  program_toml "$dir/cancel.toml" mn-ctr "$dir" 4 "[\"/bin/sh\", \"$dir/loss.sh\"]" \
+    'loss_pattern = "loss=([0-9.]+)"' "env = { WAIT_FOR = \"$dir/never\" }" "[container]" \
+    "image = \"$REG/pilot/mn:v1\"" 'runtime = "podman"'
+  sed -i 's/^gpus_per_node = 2$/gpus_per_node = 2\nnodes = 2/' "$dir/cancel.toml"
+  job=$(as_user sbatch --parsable -o "$TMP/slurm-%j.out" -N2 --ntasks-per-node=2 \
+    --pilot="$dir/cancel.toml" --pilot-stage=node --wrap true)
+  local i running=0 pods=(env CONTAINERS_CONF="$ROOTDIR/containers.conf" podman --root "$ROOTDIR/cache")
+  for ((i = 0; i < 240 && running < 4; i++)); do
+    running=$("${pods[@]}" ps -q --filter "name=^pilot-$job-" 2>/dev/null | wc -l)
+    sleep 0.25
+  done
+  [[ $running -ge 4 ]] || fail "job $job: $running of its 4 ranks' containers ran"
+  scancel "$job"
+  wait_job "$job"
+  got=$("${pods[@]}" ps -a --filter "name=^pilot-$job-" --format '{{.Names}} {{.Status}}' 2>&1)
+  [[ -z $got ]] || fail "job $job cancelled: containers left: $got"
+  nodes_idle "after container job $job was cancelled"
+  note "container: job $job cancelled while 4 ranks ran in the image: none left, nodes idle"
 }
 
 case_work_not_shared() {
