@@ -55,6 +55,31 @@ std::string RootProgram(const std::string& name) {
   return "";
 }
 
+// `path` resolved by the job's user: root must not bind a folder the user
+// could not reach (one beneath a folder closed to them, through a link the
+// user made).
+Result<std::string> ResolveAsUser(const std::string& path,
+                                  const std::optional<job::RunAs>& run_as) {
+  job::CommandSpec spec;
+  spec.argv = {job::FindExecutable("realpath"), "-e", "--", path};
+  if (spec.argv[0].empty()) return Status::NotFound("container", "realpath is not installed");
+  spec.env = {std::string("PATH=") + kRootPath, "LC_ALL=C"};
+  spec.run_as = run_as;
+  spec.timeout_seconds = 10;
+  Result<job::CommandResult> r = job::RunCommand(spec);
+  const std::string out = r.ok() ? std::string(Trim(r->out)) : "";
+  if (!r.ok() || !r->Succeeded() || out.empty() || out.front() != '/' ||
+      out.find('\n') != std::string::npos) {
+    const std::string why = !r.ok()              ? r.status().ToString()
+                            : !Trim(r->err).empty() ? std::string(Trim(r->err))
+                                                    : r->Describe(spec.timeout_seconds);
+    return Status::Invalid("container", "the working folder " + path +
+                                            " is not one the job's user can reach, so it is not "
+                                            "bound into the image: " + why);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string ContainerProblem(const Config& cfg, const Lock& lock, const Policy& policy) {
@@ -112,11 +137,13 @@ std::vector<Mount> ContainerMounts(const std::vector<std::string>& paths, const 
   return out;
 }
 
-ContainerSetup MakeContainerSetup(const Config& cfg, const Lock& lock, const Policy& policy,
-                                  const std::optional<job::RunAs>& run_as,
-                                  const std::string& workdir, const std::string& gpus,
-                                  const std::vector<std::string>& own,
-                                  const std::string& metrics_dir) {
+Result<ContainerSetup> MakeContainerSetup(const Config& cfg, const Lock& lock,
+                                          const Policy& policy,
+                                          const std::optional<job::RunAs>& run_as,
+                                          const std::string& workdir, const std::string& gpus,
+                                          const std::vector<std::string>& own,
+                                          const std::string& metrics_dir) {
+  PILOT_ASSIGN_OR_RETURN(const std::string real, ResolveAsUser(workdir, run_as));
   ContainerSetup c;
   c.runtime = cfg.container.runtime;
   c.image = lock.container.pinned;
@@ -128,6 +155,9 @@ ContainerSetup MakeContainerSetup(const Config& cfg, const Lock& lock, const Pol
     if (!path.empty() && ::access(path.c_str(), F_OK) == 0) present.push_back(path);
   }
   c.mounts = ContainerMounts(present, cfg);
+  for (Mount& m : c.mounts) {
+    if (m.destination == workdir && m.source == workdir) m.source = real;
+  }
   for (const std::string& path : present) {
     if (path != metrics_dir) c.task_binds.push_back(path);
   }

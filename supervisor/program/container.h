@@ -67,8 +67,12 @@ std::string RuntimeProgram(const std::string& runtime, const ContainerPolicy& si
 // metrics folder, the probe, the working folder; one that does not exist
 // is left out, as podman refuses a bind without its source) then
 // container.mounts; each node of a step across nodes binds `own` less
-// `metrics_dir`.
-ContainerSetup MakeContainerSetup(const Config& cfg, const Lock& lock, const Policy& policy,
+// `metrics_dir`. The working folder is the user's to name: it is resolved
+// as the job's user (`realpath -e`, 10 s at most), so root binds no folder
+// the user could not reach, and bound from where it resolves.
+// Errors: kInvalid, the detail a sentence naming the folder, when the
+// user cannot reach it.
+Result<ContainerSetup> MakeContainerSetup(const Config& cfg, const Lock& lock, const Policy& policy,
                                   const std::optional<job::RunAs>& run_as,
                                   const std::string& workdir, const std::string& gpus,
                                   const std::vector<std::string>& own,

@@ -149,7 +149,15 @@ class ProgramPilot {
   // image here and sets up container_; false (the reason a problem and the
   // single stage's failure) when it cannot.
   bool PrepareContainer(const std::string& gpus) {
-    const std::string why = ContainerProblem(cfg_, *in_.lock, in_.opts->policy);
+    std::string why = ContainerProblem(cfg_, *in_.lock, in_.opts->policy);
+    Result<ContainerSetup> c = Status::Invalid("container", why);
+    if (why.empty()) {
+      c = MakeContainerSetup(
+          cfg_, *in_.lock, in_.opts->policy, in_.opts->run_as, program_.workdir, gpus,
+          {in_.out, metrics_dir_, ResolveProbePath(in_.opts->policy), program_.workdir},
+          metrics_dir_);
+      if (!c.ok()) why = c.status().detail();
+    }
     if (!why.empty()) {
       Problem(why);
       SingleStage s;
@@ -163,11 +171,7 @@ class ProgramPilot {
       res_.single = s;
       return false;
     }
-    ContainerSetup c = MakeContainerSetup(
-        cfg_, *in_.lock, in_.opts->policy, in_.opts->run_as, program_.workdir, gpus,
-        {in_.out, metrics_dir_, ResolveProbePath(in_.opts->policy), program_.workdir},
-        metrics_dir_);
-    container_ = std::move(c);
+    container_ = *std::move(c);
     Log("container: " + container_->runtime + " " + container_->image);
     return true;
   }

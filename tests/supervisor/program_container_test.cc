@@ -272,6 +272,40 @@ TEST(ProgramContainer, StartFailureNamesWhatApptainerOrPyxisSaid) {
   EXPECT_EQ(ContainerStartFailure("pyxis", {own}), "");
 }
 
+// Proves: the working folder, the user's to name, is bound from where it
+// resolves as the job's user, and one beneath a folder closed to the user
+// (which root could reach) is refused with a sentence naming it.
+TEST(ProgramContainer, BindsTheWorkingFolderOnlyAsTheUserReachesIt) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() / ("pilot-setup-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  fs::create_directories(root / "real" / "proj");
+  fs::create_directory_symlink(root / "real", root / "link");
+  Fixture f;
+  const std::string via_link = (root / "link" / "proj").string();
+  Result<ContainerSetup> s = MakeContainerSetup(f.cfg, f.lock, f.policy, std::nullopt, via_link,
+                                                "", {via_link}, "");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_EQ(s->mounts.size(), 1u);
+  EXPECT_EQ(s->mounts[0], (Mount{(root / "real" / "proj").string(), via_link, false}));
+  EXPECT_EQ(s->workdir, via_link);
+  EXPECT_FALSE(MakeContainerSetup(f.cfg, f.lock, f.policy, std::nullopt,
+                                  (root / "missing").string(), "", {}, "")
+                   .ok());
+  if (::geteuid() == 0) {
+    fs::permissions(root / "real", fs::perms::owner_all);  // 0700, root's
+    Result<ContainerSetup> closed =
+        MakeContainerSetup(f.cfg, f.lock, f.policy, job::RunAs{65534, 65534, "nobody"},
+                           via_link, "", {via_link}, "");
+    ASSERT_FALSE(closed.ok());
+    EXPECT_NE(closed.status().detail().find("the working folder " + via_link +
+                                            " is not one the job's user can reach"),
+              std::string::npos)
+        << closed.status().detail();
+  }
+  fs::remove_all(root);
+}
+
 // Proves: an image that never started (podman's own exit status 125, as
 // a pull of a digest the registry does not have) is named by podman's last
 // "Error:" line and the process that hit it; a program's own exit status
