@@ -101,12 +101,14 @@ std::string ContainerProblem(const Config& cfg, const Lock& lock, const Policy& 
     return "container " + Quote(cfg.container.image) +
            " was not pinned to a digest by the prolog, so there is no image to run";
   }
+  // pyxis is srun's, found where the job finds srun; one that is not
+  // there is named by srun's own error when the first process starts.
+  if (rt == launch::kRuntimePyxis) return "";
   const std::string program = RuntimeProgram(rt, policy.container);
   if (program.empty() || ::access(program.c_str(), X_OK) != 0) {
     return "container.runtime " + Quote(rt) + ": " +
-           (rt == launch::kRuntimePyxis ? std::string("srun")
-                                        : rt == launch::kRuntimePodman ? policy.container.podman_path
-                                                                       : policy.container.apptainer_path) +
+           (rt == launch::kRuntimePodman ? policy.container.podman_path
+                                         : policy.container.apptainer_path) +
            " is not installed on this node (pilot.conf(5), [container])";
   }
   return "";
@@ -115,7 +117,7 @@ std::string ContainerProblem(const Config& cfg, const Lock& lock, const Policy& 
 std::string RuntimeProgram(const std::string& runtime, const ContainerPolicy& site) {
   if (runtime == launch::kRuntimePodman) return RootProgram(site.podman_path);
   if (runtime == launch::kRuntimeApptainer) return RootProgram(site.apptainer_path);
-  if (runtime == launch::kRuntimePyxis) return RootProgram("srun");
+  if (runtime == launch::kRuntimePyxis) return "srun";  // in the job's PATH (RuntimeEnv)
   return "";
 }
 
@@ -220,13 +222,17 @@ launch::ContainerRun RunOf(const ContainerSetup& setup, const std::vector<std::s
   return run;
 }
 
-// What the runtime itself runs with: root's PATH, and HOME: root's for
-// podman (started as root), the user's for Apptainer and srun.
+// What the runtime itself runs with: PATH, root's (srun's: the job's, where
+// the job finds srun, else root's; the image's own PATH stands inside), and
+// HOME: root's for podman (started as root), the user's for Apptainer and
+// srun.
 std::vector<std::string> RuntimeEnv(const ContainerSetup& setup,
                                     const std::vector<std::string>& env) {
   std::string home = setup.runtime == launch::kRuntimePodman ? "/root" : EnvValue(env, "HOME");
   if (home.empty()) home = "/";
-  return {std::string("PATH=") + kRootPath, "HOME=" + home};
+  std::string path = setup.runtime == launch::kRuntimePyxis ? EnvValue(env, "PATH") : "";
+  if (path.empty()) path = kRootPath;
+  return {"PATH=" + path, "HOME=" + home};
 }
 
 }  // namespace
@@ -331,7 +337,8 @@ std::string RuntimeSaid(const std::string& runtime, const std::string& tail) {
                     : runtime == launch::kRuntimeApptainer
                         ? StartsWith(line, "FATAL:")
                         : (line.find("pyxis:") != std::string_view::npos &&
-                           line.find("error") != std::string_view::npos) ||
+                           (line.find("error") != std::string_view::npos ||
+                            line.find("ERROR") != std::string_view::npos)) ||
                               line.find("unrecognized option '--container") !=
                                   std::string_view::npos;
     if (is) said = std::string(line);

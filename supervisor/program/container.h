@@ -52,13 +52,13 @@ struct ContainerSetup {
 
 // "" when the program can run in `cfg`'s runtime here, else the sentence
 // that says why not (program.problems, the verdict names it): a runtime
-// the site does not allow or that is not installed, a mount outside
+// the site does not allow or that is not installed (podman, Apptainer), a mount outside
 // allowed_mounts, an image the prolog did not pin by digest (or, for
 // Apptainer and pyxis, by a file's SHA-256).
 std::string ContainerProblem(const Config& cfg, const Lock& lock, const Policy& policy);
 
 // The runtime's program as the site names it, looked up in root's PATH
-// (srun for pyxis); "" when not found.
+// ("" when not found); "srun" for pyxis, looked up in the job's PATH.
 std::string RuntimeProgram(const std::string& runtime, const ContainerPolicy& site);
 
 // The setup of a pilot whose config and lock passed ContainerProblem: the

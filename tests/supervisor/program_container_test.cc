@@ -175,7 +175,8 @@ TEST(ProgramContainer, WrapsOneProcessInApptainer) {
 // the supervisor's node, sharing the job's CPUs and GPUs with the phase's
 // other steps (--overlap), in the pinned image in pyxis's spelling, with
 // the binds, the site's pyxis arguments, no remapping to root and no home;
-// the environment srun passes on is the program's less the node's.
+// the environment srun passes on is the program's less the node's (but
+// PATH, which srun itself is found in).
 TEST(ProgramContainer, WrapsOneProcessInPyxis) {
   Fixture f;
   f.policy.container.pyxis_args = {"--container-env=NCCL_DEBUG"};
@@ -185,7 +186,7 @@ TEST(ProgramContainer, WrapsOneProcessInPyxis) {
   ASSERT_TRUE(WrapInContainer(s, "unused", &r).ok());
   EXPECT_FALSE(r.as_root);
   ASSERT_FALSE(r.argv.empty());
-  EXPECT_EQ(std::filesystem::path(r.argv[0]).filename(), "srun");
+  EXPECT_EQ(r.argv[0], "srun");
   EXPECT_EQ(std::vector<std::string>(r.argv.begin() + 1, r.argv.end()),
             (std::vector<std::string>{
                 "--overlap", "--nodes=1", "--ntasks=1", "--nodelist=gpu07",
@@ -197,7 +198,8 @@ TEST(ProgramContainer, WrapsOneProcessInPyxis) {
   EXPECT_TRUE(Has(r.env, "SLURM_JOB_ID=7"));
   EXPECT_TRUE(Has(r.env, "CUDA_VISIBLE_DEVICES=2,5"));
   EXPECT_FALSE(Has(r.env, "LD_PRELOAD=/x.so"));
-  EXPECT_FALSE(Has(r.env, "PATH=/home/alice/bin:/usr/bin"));
+  // srun is the job's, found in the job's PATH (the image's stands inside).
+  EXPECT_TRUE(Has(r.env, "PATH=/home/alice/bin:/usr/bin"));
 
   // Across nodes: the same options on the ranks' step, before its command.
   std::vector<std::string> env = {"PILOT_STAGE=node", "LD_PRELOAD=/x.so"};
