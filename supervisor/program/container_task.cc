@@ -191,18 +191,24 @@ int RunContainerTask(const ContainerTaskInput& in) {
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGINT, &sa, nullptr);
   int status = 0;
-  bool removing = false;
+  pid_t removal = -1;
   while (::waitpid(child, &status, 0) < 0) {
     if (errno != EINTR) return 1;
     // A signal was passed on: the container's PID 1 may ignore it, and
     // the step's KillWait is short, so the container is removed at once.
-    if (g_passed_on && !removing && !plan->cleanup_argv.empty()) {
-      removing = true;
-      launch::SpawnProcess(plan->cleanup_argv.front(), plan->cleanup_argv, plan->env);
+    if (g_passed_on && removal < 0 && !plan->cleanup_argv.empty()) {
+      removal = launch::SpawnProcess(plan->cleanup_argv.front(), plan->cleanup_argv, plan->env);
     }
   }
   g_child = 0;
-  if (!removing && (WIFSIGNALED(status) || g_passed_on)) RemoveLeftContainer(*plan);
+  if (removal > 0) {
+    // Done before this task ends: the job is not over while it runs.
+    while (::waitpid(removal, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  }
+  // Once more after podman ended: the first removal may have met the
+  // container still starting (--ignore makes this one cheap).
+  if (WIFSIGNALED(status) || g_passed_on) RemoveLeftContainer(*plan);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }

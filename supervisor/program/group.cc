@@ -100,6 +100,8 @@ struct Live {
   std::map<int, int64_t> task_matches;  // an srun step's, per task
   bool reaped = false;
   bool cleanup_started = false;  // RankLaunch::cleanup_argv, at the first SIGTERM
+  pid_t cleanup_pid = -1;        // that removal, until reaped
+
   Clock::time_point exited_at;
 };
 
@@ -576,6 +578,7 @@ class GroupRun {
       const pid_t pid = waitpid(-1, &status, WNOHANG);
       if (pid <= 0) return;
       for (Live& l : live_) {
+        if (l.cleanup_pid == pid) l.cleanup_pid = -1;  // the removal ended
         if (l.pid != pid || l.reaped) continue;
         l.reaped = true;
         l.exited_at = Clock::now();
@@ -600,8 +603,8 @@ class GroupRun {
         if (sig == SIGTERM && l.launch.as_root && !l.launch.cleanup_argv.empty() &&
             !l.cleanup_started) {
           l.cleanup_started = true;
-          launch::SpawnProcess(l.launch.cleanup_argv.front(), l.launch.cleanup_argv,
-                               l.launch.env);
+          l.cleanup_pid = launch::SpawnProcess(l.launch.cleanup_argv.front(),
+                                               l.launch.cleanup_argv, l.launch.env);
         }
       }
     }
@@ -691,13 +694,23 @@ class GroupRun {
     g_.busy_to = t0_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(b->first));
   }
 
-  // The last records, every descriptor closed, the results.
   // A container its runtime left behind when the process was ended (a
   // killed `podman run` leaves it running under conmon): removed before the
-  // next phase starts, so it neither keeps the GPUs nor outlives the job.
+  // next phase starts and before the supervisor ends, so it neither keeps
+  // the GPUs nor outlives the job. A removal started beside the SIGTERM is
+  // waited for (30 s at most), then run once more: the first may have met
+  // the container still starting (`--ignore` makes a second one cheap).
   void CleanUp() {
     for (Live& l : live_) {
-      if (l.launch.cleanup_argv.empty() || l.pid <= 0 || l.cleanup_started) continue;
+      const Clock::time_point until = FromNow(30);
+      while (l.cleanup_pid > 0 && Clock::now() < until) {
+        const pid_t w = waitpid(l.cleanup_pid, nullptr, WNOHANG);
+        if (w == l.cleanup_pid || (w < 0 && errno != EINTR)) l.cleanup_pid = -1;
+        if (l.cleanup_pid > 0) usleep(20000);
+      }
+    }
+    for (Live& l : live_) {
+      if (l.launch.cleanup_argv.empty() || l.pid <= 0) continue;
       if (!l.result.terminated && l.result.signal == 0) continue;
       job::CommandSpec c;
       c.argv = l.launch.cleanup_argv;
@@ -714,6 +727,7 @@ class GroupRun {
     }
   }
 
+  // The last records, every descriptor closed, the results.
   void Finish() {
     // The last events answered, then the marks gone before anything waits
     // on the phase's processes: an open after this one is not held.

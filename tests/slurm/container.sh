@@ -124,7 +124,7 @@ case_podman() {
   local left
   left=$(CONTAINERS_CONF=$ROOTDIR/containers.conf podman --root "$ROOTDIR/cache" ps -a \
     --filter "name=^pilot-$job-" --format '{{.Names}} {{.Status}}' 2>&1)
-  [[ -z $left ]] || fail "job $job cancelled: containers left: $left"
+  [[ -z $left ]] || fail "job $job cancelled: containers left: $left; the job said: $(tail -n 8 "$TMP/slurm-$job.out" 2>&1)"
   wait_node_idle
   [[ $(node_state) == idle* ]] || fail "node not idle after job $job was cancelled: $(node_state)"
   note "podman: job $job cancelled while its container ran: none left, node idle"

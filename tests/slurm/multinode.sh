@@ -368,7 +368,7 @@ case_container() {
   scancel "$job"
   wait_job "$job"
   got=$("${pods[@]}" ps -a --filter "name=^pilot-$job-" --format '{{.Names}} {{.Status}}' 2>&1)
-  [[ -z $got ]] || fail "job $job cancelled: containers left: $got"
+  [[ -z $got ]] || fail "job $job cancelled: containers left: $got; the job said: $(tail -n 8 "$TMP/slurm-$job.out" 2>&1)"
   nodes_idle "after container job $job was cancelled"
   note "container: job $job cancelled while 4 ranks ran in the image: none left, nodes idle"
 }
