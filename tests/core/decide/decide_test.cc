@@ -575,7 +575,8 @@ TEST(Decide, ContainerThatRanMustBeThePinnedOne) {
   in.results->program->container->digest = pinned;
   in.results->program->container->digest_source = "reference";
   in.results->program->container->problem.clear();
-  c = Find(Decide(in, TestPolicy(), Catalog(), kNow), "container");
+  const Verdict by_reference = Decide(in, TestPolicy(), Catalog(), kNow);
+  c = Find(by_reference, "container");
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->status, CheckStatus::kPass);
   EXPECT_NE(c->detail.find("not read back"), std::string::npos) << c->detail;
