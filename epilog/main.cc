@@ -4,10 +4,10 @@
 // logged), 1 only when this node cannot serve pilot jobs (the state
 // directory cannot be made or owned).
 #include <cstdio>
-#include <exception>
 #include <optional>
 #include <string>
 
+#include "core/base/guarded_main.h"
 #include "epilog/epilog.h"
 #include "job/flags.h"
 #include "job/job_env.h"
@@ -53,16 +53,7 @@ int Main(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // A throw that escaped would end the program with a signal, and a failing
-  // epilog drains the node. Every bug exits 0 instead: the job is left
-  // without a verdict, which no `pilot grant` accepts (pilot-epilog(8)).
-  try {
-    return Main(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "pilot: epilog: internal error: %s\n", e.what());
-  } catch (...) {
-    // Not a std::exception (a thrown int, a foreign library's type).
-    std::fprintf(stderr, "pilot: epilog: internal error: unknown exception\n");
-  }
-  return 0;
+  // A failing epilog drains the node. Every bug exits 0 instead: the job is
+  // left without a verdict, which no `pilot grant` accepts (pilot-epilog(8)).
+  return pilot::GuardedMain("epilog", 0, [&] { return Main(argc, argv); });
 }

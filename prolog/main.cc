@@ -4,10 +4,10 @@
 // which is a NO-GO), 1 only when this node cannot serve pilot jobs (the
 // state directory cannot be made, owned or written for another reason).
 #include <cstdio>
-#include <exception>
 #include <optional>
 #include <string_view>
 
+#include "core/base/guarded_main.h"
 #include "job/flags.h"
 #include "job/job_env.h"
 #include "job/pins.h"
@@ -66,16 +66,7 @@ int Main(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // A throw that escaped would end the program with a signal, and a failing
-  // prolog drains the node. Every bug exits 0 instead: without a lock the
-  // epilog issues NO-GO for the job (pilot-prolog(8)).
-  try {
-    return Main(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "pilot: prolog: internal error: %s\n", e.what());
-  } catch (...) {
-    // Not a std::exception (a thrown int, a foreign library's type).
-    std::fprintf(stderr, "pilot: prolog: internal error: unknown exception\n");
-  }
-  return 0;
+  // A failing prolog drains the node. Every bug exits 0 instead: without a
+  // lock the epilog issues NO-GO for the job (pilot-prolog(8)).
+  return pilot::GuardedMain("prolog", 0, [&] { return Main(argc, argv); });
 }

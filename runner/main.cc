@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "pilot/version.h"
+#include "core/base/guarded_main.h"
 #include "core/base/json_util.h"
 #include "core/records/exit_codes.h"
 #include "runner/app/cli.h"
@@ -71,14 +72,13 @@ int Dispatch(const std::vector<std::string>& args) {
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   pilot::runner::InstallFatalSignalReport();
-  try {
-    return pilot::runner::Dispatch(args);
-  } catch (const c10::Error& e) {
-    std::fprintf(stderr, "pilot: libtorch: %s\n", e.what_without_backtrace());
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "pilot: internal error: %s\n", e.what());
-  } catch (...) {
-    std::fprintf(stderr, "pilot: internal error: unknown exception\n");
-  }
-  return pilot::kExitError;
+  return pilot::GuardedMain("", pilot::kExitError, [&] {
+    try {
+      return pilot::runner::Dispatch(args);
+    } catch (const c10::Error& e) {
+      // libtorch's own type: its message without the C++ backtrace.
+      std::fprintf(stderr, "pilot: libtorch: %s\n", e.what_without_backtrace());
+      return static_cast<int>(pilot::kExitError);
+    }
+  });
 }
