@@ -6,28 +6,6 @@
 #include "core/base/strings.h"
 
 namespace pilot {
-namespace {
-
-const char* TypeName(const toml::node& n) {
-  switch (n.type()) {
-    case toml::node_type::string:
-      return "a string";
-    case toml::node_type::integer:
-      return "an integer";
-    case toml::node_type::floating_point:
-      return "a float";
-    case toml::node_type::boolean:
-      return "a boolean";
-    case toml::node_type::array:
-      return "an array";
-    case toml::node_type::table:
-      return "a table";
-    default:
-      return "a date/time";
-  }
-}
-
-}  // namespace
 
 std::optional<toml::table> ParseToml(std::string_view text, const std::string& file,
                                      TomlSyntaxError* error) {
@@ -46,6 +24,33 @@ Result<toml::table> ParseTomlText(std::string_view text, const std::string& file
     return Status::Invalid(file + ":" + std::to_string(e.line), "syntax error: " + e.description);
   }
   return std::move(*t);
+}
+
+std::string TomlTypeName(const toml::node& n, TomlNaming naming) {
+  const bool value = naming == TomlNaming::kTypeAndValue;
+  switch (n.type()) {
+    case toml::node_type::string:
+      return value ? "string " + Quote(n.as_string()->get()) : "a string";
+    case toml::node_type::integer:
+      return value ? "integer " + std::to_string(n.as_integer()->get()) : "an integer";
+    case toml::node_type::floating_point:
+      return value ? "float " + FormatDouble(n.as_floating_point()->get()) : "a float";
+    case toml::node_type::boolean:
+      if (!value) return "a boolean";
+      return n.as_boolean()->get() ? "true" : "false";
+    case toml::node_type::array:
+      return "an array";
+    case toml::node_type::table:
+      return "a table";
+    case toml::node_type::date:
+      return value ? "a date" : "a date/time";
+    case toml::node_type::time:
+      return value ? "a time" : "a date/time";
+    case toml::node_type::date_time:
+      return value ? "a date-time" : "a date/time";
+    default:
+      return value ? "nothing" : "a date/time";
+  }
 }
 
 int TomlLine(const toml::source_region& r) { return static_cast<int>(r.begin.line); }
@@ -96,7 +101,7 @@ TomlReader& TomlReader::Str(std::string_view key, std::string* out, Need need) {
     if (auto v = n->value<std::string>(); v && n->is_string()) {
       *out = *v;
     } else {
-      Fail(key, std::string("expected a string, got ") + TypeName(*n));
+      Fail(key, std::string("expected a string, got ") + TomlTypeName(*n));
     }
   }
   return *this;
@@ -106,7 +111,7 @@ TomlReader& TomlReader::Int64(std::string_view key, int64_t* out, int64_t lo, in
                               Need need) {
   if (const toml::node* n = Get(key, need)) {
     if (!n->is_integer()) {
-      Fail(key, std::string("expected an integer, got ") + TypeName(*n));
+      Fail(key, std::string("expected an integer, got ") + TomlTypeName(*n));
       return *this;
     }
     int64_t v = n->as_integer()->get();
@@ -131,7 +136,7 @@ TomlReader& TomlReader::Num(std::string_view key, double* out, double lo, double
   if (const toml::node* n = Get(key, need)) {
     const std::optional<double> number = TomlNumber(*n);
     if (!number) {
-      Fail(key, std::string("expected a number, got ") + TypeName(*n));
+      Fail(key, std::string("expected a number, got ") + TomlTypeName(*n));
       return *this;
     }
     const double v = *number;
@@ -148,7 +153,7 @@ TomlReader& TomlReader::Num(std::string_view key, double* out, double lo, double
 TomlReader& TomlReader::Bool(std::string_view key, bool* out, Need need) {
   if (const toml::node* n = Get(key, need)) {
     if (!n->is_boolean()) {
-      Fail(key, std::string("expected a boolean, got ") + TypeName(*n));
+      Fail(key, std::string("expected a boolean, got ") + TomlTypeName(*n));
     } else {
       *out = n->as_boolean()->get();
     }
@@ -160,14 +165,14 @@ TomlReader& TomlReader::StrList(std::string_view key, std::vector<std::string>* 
   if (const toml::node* n = Get(key, need)) {
     const toml::array* a = n->as_array();
     if (a == nullptr) {
-      Fail(key, std::string("expected an array of strings, got ") + TypeName(*n));
+      Fail(key, std::string("expected an array of strings, got ") + TomlTypeName(*n));
       return *this;
     }
     std::vector<std::string> v;
     for (size_t i = 0; i < a->size(); ++i) {
       const toml::node& e = *a->get(i);
       if (!e.is_string()) {
-        Fail(key, "element " + std::to_string(i) + ": expected a string, got " + TypeName(e));
+        Fail(key, "element " + std::to_string(i) + ": expected a string, got " + TomlTypeName(e));
         return *this;
       }
       v.push_back(e.as_string()->get());
@@ -199,7 +204,7 @@ TomlReader& TomlReader::Table(std::string_view key, const std::function<void(Tom
   if (const toml::node* n = Get(key, need)) {
     const toml::table* t = n->as_table();
     if (t == nullptr) {
-      Fail(key, std::string("expected a table, got ") + TypeName(*n));
+      Fail(key, std::string("expected a table, got ") + TomlTypeName(*n));
       return *this;
     }
     TomlReader sub(*t, file_, Name(key));
@@ -216,7 +221,7 @@ TomlReader& TomlReader::EachTable(const std::function<void(const std::string&, T
     seen_.insert(name);
     const toml::table* t = v.as_table();
     if (t == nullptr) {
-      Fail(name, std::string("expected a table, got ") + TypeName(v));
+      Fail(name, std::string("expected a table, got ") + TomlTypeName(v));
       break;
     }
     TomlReader sub(*t, file_, Name(name));

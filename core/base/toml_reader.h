@@ -61,6 +61,16 @@ int TomlLine(const toml::source_region& r);
 // value of any other type.
 std::optional<double> TomlNumber(const toml::node& n);
 
+// How a message names a value: by its type alone, or by its type and, for
+// a scalar, its value.
+enum class TomlNaming { kType, kTypeAndValue };
+
+// A value's name in a message. kType: "a string", "an integer", "a float",
+// "a boolean", "an array", "a table", "a date/time" (the site's files);
+// kTypeAndValue: "string \"x\"", "integer 5", "float 1.5", "true", "false",
+// "an array", "a table", "a date", "a time", "a date-time" (pilot.toml).
+std::string TomlTypeName(const toml::node& n, TomlNaming naming = TomlNaming::kType);
+
 class TomlReader {
  public:
   enum Need { kRequired, kOptional };

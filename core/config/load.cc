@@ -37,30 +37,8 @@ using config_internal::StringKind;
 // whole into memory by the submit-time check).
 constexpr size_t kMaxConfigBytes = 1 << 20;
 
-std::string TypeName(const toml::node& n) {
-  switch (n.type()) {
-    case toml::node_type::string:
-      return "string " + Quote(n.as_string()->get());
-    case toml::node_type::integer:
-      return "integer " + std::to_string(n.as_integer()->get());
-    case toml::node_type::floating_point:
-      return "float " + FormatDouble(n.as_floating_point()->get());
-    case toml::node_type::boolean:
-      return n.as_boolean()->get() ? "true" : "false";
-    case toml::node_type::array:
-      return "an array";
-    case toml::node_type::table:
-      return "a table";
-    case toml::node_type::date:
-      return "a date";
-    case toml::node_type::time:
-      return "a time";
-    case toml::node_type::date_time:
-      return "a date-time";
-    default:
-      return "nothing";
-  }
-}
+// A value as pilot.toml's messages name it: its type and a scalar's value.
+std::string ValueName(const toml::node& n) { return TomlTypeName(n, TomlNaming::kTypeAndValue); }
 
 // TOML++'s descriptions may quote the offending bytes; keep messages printable.
 std::string Printable(std::string_view s) {
@@ -286,7 +264,7 @@ void Loader::Walk(const toml::table& root, Config& c) {
     const toml::table* tbl = node.as_table();
     if (tbl == nullptr) {
       ProblemAt(line, Status::Invalid(At(line) + ": " + section, "must be a table ([" + section +
-                                                                     "]), got " + TypeName(node)));
+                                                                     "]), got " + ValueName(node)));
       continue;
     }
     origins_.section_lines[section] = TomlLine(tbl->source()) > 0 ? TomlLine(tbl->source()) : line;
@@ -321,7 +299,7 @@ void Loader::Assign(const KeySpec& spec, const toml::node& node, int line, Confi
   FieldPtr field = spec.field(c);
   if (auto* p = std::get_if<std::string*>(&field)) {
     if (!node.is_string()) {
-      fail("must be a string, got " + TypeName(node));
+      fail("must be a string, got " + ValueName(node));
       return;
     }
     **p = node.as_string()->get();
@@ -346,7 +324,7 @@ void Loader::Assign(const KeySpec& spec, const toml::node& node, int line, Confi
       }
       v = static_cast<int64_t>(d);
     } else {
-      fail("must be an integer, got " + TypeName(node));
+      fail("must be an integer, got " + ValueName(node));
       return;
     }
     if (v < spec.ilo || v > spec.ihi) {
@@ -361,7 +339,7 @@ void Loader::Assign(const KeySpec& spec, const toml::node& node, int line, Confi
   } else if (auto* pd = std::get_if<double*>(&field)) {
     const std::optional<double> number = TomlNumber(node);
     if (!number) {
-      fail("must be a number, got " + TypeName(node));
+      fail("must be a number, got " + ValueName(node));
       return;
     }
     const double v = *number;
@@ -374,14 +352,14 @@ void Loader::Assign(const KeySpec& spec, const toml::node& node, int line, Confi
     **pd = v;
   } else if (auto* pb = std::get_if<bool*>(&field)) {
     if (!node.is_boolean()) {
-      fail("must be true or false, got " + TypeName(node));
+      fail("must be true or false, got " + ValueName(node));
       return;
     }
     **pb = node.as_boolean()->get();
   } else if (auto* pl = std::get_if<std::vector<std::string>*>(&field)) {
     const toml::array* arr = node.as_array();
     if (arr == nullptr) {
-      fail("must be an array of strings, got " + TypeName(node));
+      fail("must be an array of strings, got " + ValueName(node));
       return;
     }
     std::vector<std::string> out;
@@ -389,7 +367,7 @@ void Loader::Assign(const KeySpec& spec, const toml::node& node, int line, Confi
       const toml::node& e = *arr->get(i);
       const int eline = line == 0 ? 0 : TomlLine(e.source());
       if (!e.is_string() || Trim(e.as_string()->get()).empty()) {
-        fail("element " + std::to_string(i + 1) + " must be a non-empty string, got " + TypeName(e),
+        fail("element " + std::to_string(i + 1) + " must be a non-empty string, got " + ValueName(e),
              eline);
         return;
       }
@@ -433,7 +411,7 @@ void Loader::Assign(const KeySpec& spec, const toml::node& node, int line, Confi
   } else if (auto* pm = std::get_if<std::map<std::string, std::string>*>(&field)) {
     const toml::table* tbl = node.as_table();
     if (tbl == nullptr) {
-      fail("must be a table of strings, e.g. { NAME = \"value\" }, got " + TypeName(node));
+      fail("must be a table of strings, e.g. { NAME = \"value\" }, got " + ValueName(node));
       return;
     }
     std::map<std::string, std::string> out;
@@ -450,7 +428,7 @@ void Loader::Assign(const KeySpec& spec, const toml::node& node, int line, Confi
         return;
       }
       if (!value.is_string() || value.as_string()->get().find('\0') != std::string::npos) {
-        fail(var + " must be a string without NUL characters, got " + TypeName(value), eline);
+        fail(var + " must be a string without NUL characters, got " + ValueName(value), eline);
         return;
       }
       out[var] = value.as_string()->get();
