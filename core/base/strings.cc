@@ -127,6 +127,14 @@ std::string_view Trim(std::string_view s) {
   return s.substr(b, e - b + 1);
 }
 
+bool IsSimpleName(std::string_view s, size_t max_size) {
+  if (s.empty() || s.size() > max_size) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == '-';
+  });
+}
+
 bool StartsWith(std::string_view s, std::string_view fix) { return s.substr(0, fix.size()) == fix; }
 
 bool EndsWith(std::string_view s, std::string_view fix) {

@@ -53,6 +53,11 @@ std::vector<std::string_view> SplitLines(std::string_view text);
 // Leading and trailing ASCII whitespace removed.
 std::string_view Trim(std::string_view s);
 
+// True when `s` is 1 to `max_size` characters of A-Z a-z 0-9 . _ - (a GPU
+// type's name in the hardware catalog, pilot.toml's name keys, an outbox
+// entry's name).
+bool IsSimpleName(std::string_view s, size_t max_size = 64);
+
 // True when `s` starts / ends with `fix`.
 bool StartsWith(std::string_view s, std::string_view fix);
 bool EndsWith(std::string_view s, std::string_view fix);

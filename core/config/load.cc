@@ -57,11 +57,6 @@ std::string Printable(std::string_view s) {
   return out;
 }
 
-bool IsConfigNameChar(char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
-         c == '_' || c == '-';
-}
-
 // Why `v` is not a caching-allocator setting ("" when it is one, or empty).
 // Unknown keys are refused: torch skips them silently, so a typo would run
 // the pilot with settings other than the ones written.
@@ -449,7 +444,7 @@ void Loader::CheckString(const KeySpec& spec, std::string& v, int line) {
     case StringKind::kMount:
       return;
     case StringKind::kName:
-      if (v.empty() || v.size() > 64 || !std::all_of(v.begin(), v.end(), IsConfigNameChar)) {
+      if (!IsSimpleName(v)) {
         fail("must be 1 to 64 characters of A-Z a-z 0-9 . _ -, got " + Quote(v));
       }
       return;

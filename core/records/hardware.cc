@@ -1,22 +1,13 @@
 #include "core/records/hardware.h"
 
 #include "core/base/atomic_file.h"
+#include "core/base/strings.h"
 #include "core/records/record_toml.h"
 
 namespace pilot {
 namespace {
 
 constexpr size_t kMaxCatalogBytes = 1u << 20;
-
-bool ValidName(const std::string& s) {
-  if (s.empty() || s.size() > 64) return false;
-  for (char c : s) {
-    bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-              c == '.' || c == '_' || c == '-';
-    if (!ok) return false;
-  }
-  return true;
-}
 
 }  // namespace
 
@@ -70,7 +61,7 @@ Result<HardwareCatalog> ParseHardwareCatalog(std::string_view text, const std::s
       "gpu",
       [&](TomlReader& gpus) {
         gpus.EachTable([&](const std::string& name, TomlReader& g) {
-          if (!ValidName(name)) {
+          if (!IsSimpleName(name)) {
             g.Fail("", "GPU type names use letters, digits, '.', '_' and '-'");
             return;
           }

@@ -8,28 +8,22 @@
 #include <cstring>
 
 #include "core/base/crypto.h"
+#include "core/base/strings.h"
 
 namespace pilot {
 namespace {
 
 constexpr size_t kMaxEntryBytes = 8u << 20;
 
-bool ValidOutboxName(const std::string& s) {
-  if (s.empty() || s.size() > 128 || s[0] == '.') return false;
-  for (char c : s) {
-    bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-              c == '.' || c == '_' || c == '-';
-    if (!ok) return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 Outbox::Outbox(std::string dir, FileOps& fs) : dir_(std::move(dir)), fs_(&fs) {}
 
 Status Outbox::Enqueue(const std::string& name, const std::string& body) {
-  if (!ValidOutboxName(name)) return Status::Invalid("outbox: " + name, "bad entry name");
+  // 1 to 128 characters of A-Z a-z 0-9 . _ -, not hidden.
+  if (!IsSimpleName(name, 128) || name[0] == '.') {
+    return Status::Invalid("outbox: " + name, "bad entry name");
+  }
   if (::mkdir(dir_.c_str(), 0700) != 0 && errno != EEXIST) {
     return Status::IoError(dir_, std::strerror(errno));
   }

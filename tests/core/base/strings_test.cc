@@ -14,5 +14,15 @@ TEST(SplitLines, EveryLineWithoutItsNewline) {
   EXPECT_TRUE(SplitLines("").empty());
 }
 
+TEST(IsSimpleName, OneToMaxOfLettersDigitsDotUnderscoreDash) {
+  EXPECT_TRUE(IsSimpleName("H100-80GB_sxm.5"));
+  EXPECT_TRUE(IsSimpleName(std::string(64, 'a')));
+  EXPECT_FALSE(IsSimpleName(std::string(65, 'a')));
+  EXPECT_TRUE(IsSimpleName(std::string(128, 'a'), 128));
+  EXPECT_FALSE(IsSimpleName(""));
+  EXPECT_FALSE(IsSimpleName("a b"));
+  EXPECT_FALSE(IsSimpleName("a/b"));
+}
+
 }  // namespace
 }  // namespace pilot
