@@ -2,6 +2,7 @@
 #include "core/models/plan.h"
 
 #include "core/base/json_util.h"
+#include "core/base/strings.h"
 #include "core/base/utf8.h"
 
 #include <cstdio>
@@ -26,11 +27,6 @@ std::string Sig3(double v) {
   return buf;
 }
 
-std::string GiB(int64_t b) {
-  if (b < (int64_t{1} << 30)) return Num(static_cast<double>(b) / (1 << 20), 1) + " MiB";
-  return Num(static_cast<double>(b) / (1 << 30), 1) + " GiB";
-}
-
 std::string Pad(std::string s, size_t w) {
   if (s.size() < w) s += std::string(w - s.size(), ' ');
   return s + " ";
@@ -47,11 +43,11 @@ void PrintPlan(std::ostream& out, const PilotInput& in, const Plan& p,
       << shown(s.device_name.empty() ? s.device : s.device_name) << ", "
       << shown(p.workload.precision) << ", " << Sig3(static_cast<double>(s.shape.params))
       << " params, seq_len " << s.shape.seq_len << " x micro_batch " << s.shape.micro_batch << "\n";
-  out << "memory split (" << shown(b.source) << "): params " << GiB(b.params_bytes) << ", grads "
-      << GiB(b.grads_bytes) << ", optimizer " << GiB(b.optimizer_bytes) << ", activations "
-      << GiB(b.activation_bytes) << " (" << Num(b.activation_bytes_per_token / 1024, 0)
-      << " KiB/token), workspace " << GiB(b.workspace_bytes) << ", runtime " << GiB(b.runtime_bytes)
-      << "\n";
+  out << "memory split (" << shown(b.source) << "): params " << FormatBytes(b.params_bytes)
+      << ", grads " << FormatBytes(b.grads_bytes) << ", optimizer "
+      << FormatBytes(b.optimizer_bytes) << ", activations " << FormatBytes(b.activation_bytes)
+      << " (" << Num(b.activation_bytes_per_token / 1024, 0) << " KiB/token), workspace "
+      << FormatBytes(b.workspace_bytes) << ", runtime " << FormatBytes(b.runtime_bytes) << "\n";
   out << "memory calibration: " << shown(calibration) << "\n";
   const MemoryQuery& q = p.memory_query;
   out << "what-if: " << shown(q.mode) << " on " << p.nodes << " node(s) x " << p.gpus_per_node
@@ -61,10 +57,11 @@ void PrintPlan(std::ostream& out, const PilotInput& in, const Plan& p,
   if (p.replay) {
     const ReplayPrediction& r = *p.replay;
     out << "predicted from: " << shown(r.basis) << "\n";
-    out << "memory replay: " << GiB(r.least.at_full_speed) << " to " << GiB(r.most.at_full_speed)
-        << " mapped at full speed, " << GiB(r.least.to_run) << " to " << GiB(r.most.to_run)
-        << " to run at all, " << GiB(r.least.unlimited) << " to " << GiB(r.most.unlimited)
-        << " unlimited, + runtime " << GiB(b.runtime_bytes) << "\n";
+    out << "memory replay: " << FormatBytes(r.least.at_full_speed) << " to "
+        << FormatBytes(r.most.at_full_speed) << " mapped at full speed, "
+        << FormatBytes(r.least.to_run) << " to " << FormatBytes(r.most.to_run) << " to run at all, "
+        << FormatBytes(r.least.unlimited) << " to " << FormatBytes(r.most.unlimited)
+        << " unlimited, + runtime " << FormatBytes(b.runtime_bytes) << "\n";
   } else if (!p.options.empty()) {
     out << "predicted from: " << shown(p.options[0].memory.basis) << " memory model\n";
     if (!p.replay_why.empty()) out << "memory replay: not applied: " << shown(p.replay_why) << "\n";
@@ -76,7 +73,7 @@ void PrintPlan(std::ostream& out, const PilotInput& in, const Plan& p,
   for (size_t i = 0; i < p.options.size(); ++i) {
     const GpuOption& o = p.options[i];
     out << Pad(shown(o.gpu.name) + (static_cast<int>(i) == p.chosen ? "*" : ""), 12)
-        << Pad(GiB(o.gpu.memory_bytes), 10) << Pad(GiB(o.memory.total_bytes), 10)
+        << Pad(FormatBytes(o.gpu.memory_bytes), 10) << Pad(FormatBytes(o.memory.total_bytes), 10)
         << Pad(Pct(o.fit.headroom), 5) << Pad(o.fit.fits ? "yes" : "NO", 4)
         << Pad(Num(o.throughput.tokens_per_second, 0), 10) << Pad(Pct(o.throughput.mfu), 5)
         << Pad(Pct(o.scaling.efficiency), 8) << o.recommended_nodes;

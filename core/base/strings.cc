@@ -69,10 +69,22 @@ std::string Quote(std::string_view s) {
   return out;
 }
 
-std::string FormatGiB(int64_t bytes) {
+std::string FormatBytes(double bytes, ByteUnit smallest, int gib_decimals) {
+  constexpr double kKiB = 1024.0, kMiB = 1024.0 * 1024, kGiB = 1024.0 * 1024 * 1024;
+  const double size = std::fabs(bytes);
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes) / (1024.0 * 1024 * 1024));
+  if (smallest == ByteUnit::kGiB || size >= kGiB) {
+    std::snprintf(buf, sizeof buf, "%.*f GiB", gib_decimals, bytes / kGiB);
+  } else if (smallest == ByteUnit::kMiB || size >= kMiB) {
+    std::snprintf(buf, sizeof buf, "%.1f MiB", bytes / kMiB);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.0f KiB", bytes / kKiB);
+  }
   return buf;
+}
+
+std::string FormatGiB(int64_t bytes) {
+  return FormatBytes(static_cast<double>(bytes), ByteUnit::kGiB);
 }
 
 std::string FormatFixed(double v, int decimals) {

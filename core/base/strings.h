@@ -40,7 +40,16 @@ std::string FormatDouble(double v);
 // `v` with exactly `decimals` digits after the point ("296.4", "0.35").
 std::string FormatFixed(double v, int decimals);
 
-// Bytes in GiB with one decimal ("53.6 GiB").
+// The units FormatBytes may use: down to KiB, down to MiB, or GiB only.
+enum class ByteUnit { kKiB, kMiB, kGiB };
+
+// Bytes in binary units for people: GiB with `gib_decimals` digits ("18.2
+// GiB"); below 1 GiB by magnitude, MiB with one digit ("812.0 MiB") unless
+// `smallest` is kGiB; below 1 MiB by magnitude, whole KiB ("40 KiB") when
+// `smallest` is kKiB.
+std::string FormatBytes(double bytes, ByteUnit smallest = ByteUnit::kMiB, int gib_decimals = 1);
+
+// Bytes in GiB with one decimal ("53.6 GiB"): FormatBytes in GiB only.
 std::string FormatGiB(int64_t bytes);
 
 // Items joined by `sep`.

@@ -26,16 +26,6 @@ double Median(std::vector<double> v) {
   return m;
 }
 
-// Bytes per step in words: "1.2 GiB", "12.0 MiB", "40 KiB".
-std::string Rate(double bytes) {
-  char buf[64];
-  const double a = std::fabs(bytes);
-  if (a >= 1024.0 * 1024 * 1024) std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / (1024.0 * 1024 * 1024));
-  else if (a >= 1024.0 * 1024) std::snprintf(buf, sizeof buf, "%.1f MiB", bytes / (1024.0 * 1024));
-  else std::snprintf(buf, sizeof buf, "%.0f KiB", bytes / 1024.0);
-  return buf;
-}
-
 struct Capacity {
   int64_t bytes = 0;
   std::string what;  // "H200-141's memory", "the job's memory"
@@ -137,9 +127,10 @@ Check MemoryGrowthCheck(const Results& r, const Config& cfg, const HardwareCatal
       flat.push_back(name + " flat" + where);
       continue;
     }
-    const std::string rate = name + " grows " + Rate(g.bytes_per_step) + "/step" + where + " (" +
-                             std::to_string(static_cast<int>(std::lround(g.rising_fraction * 100))) +
-                             "% of steps grew)";
+    const std::string rate =
+        name + " grows " + FormatBytes(g.bytes_per_step, ByteUnit::kKiB, 2) + "/step" + where +
+        " (" + std::to_string(static_cast<int>(std::lround(g.rising_fraction * 100))) +
+        "% of steps grew)";
     const Capacity cap = CapacityOf(g, r, cfg, cat);
     if (run_steps <= 0 || cap.bytes <= 0) {
       warn.push_back(rate + (run_steps <= 0 ? "; the run's length is not known (run.target_steps)"

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "core/base/json_util.h"
+#include "core/base/strings.h"
 #include "core/base/svg.h"
 
 namespace pilot {
@@ -58,7 +59,7 @@ std::string Error(double predicted, double measured) {
 }
 
 std::string G(std::optional<int64_t> b) {
-  return b ? Num(static_cast<double>(*b) / kGiB, 2) + " GiB" : "n/a";
+  return b ? FormatBytes(static_cast<double>(*b), ByteUnit::kGiB, 2) : "n/a";
 }
 
 double Gd(int64_t b) { return static_cast<double>(b) / kGiB; }

@@ -12,6 +12,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/base/strings.h"
 #include "runner/ckpt/checkpoint.h"
 #include "runner/train/alloc_trace.h"
 #include "runner/train/device.h"

@@ -20,6 +20,7 @@
 #include <filesystem>
 
 #include "core/base/atomic_file.h"
+#include "core/base/strings.h"
 #include "core/decide/restore_check.h"
 #include "core/records/checkpoint_meta.h"
 #include "core/records/exit_codes.h"

@@ -9,6 +9,5 @@ namespace pilot::runner {
 
 std::string NowRfc3339();
 double RelDiff(double a, double b);  // |a - b| / max(|b|, 1e-12)
-std::string FormatBytes(double bytes);  // "18.2 GiB"
 
 }  // namespace pilot::runner

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/base/json_util.h"
+#include "core/base/strings.h"
 #include "runner/train/format.h"
 
 namespace pilot::runner {

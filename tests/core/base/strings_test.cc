@@ -24,5 +24,16 @@ TEST(IsSimpleName, OneToMaxOfLettersDigitsDotUnderscoreDash) {
   EXPECT_FALSE(IsSimpleName("a/b"));
 }
 
+TEST(FormatBytes, BinaryUnitsDownToTheSmallestAllowed) {
+  constexpr double kMiB = 1024.0 * 1024, kGiB = kMiB * 1024;
+  EXPECT_EQ(FormatBytes(18.24 * kGiB), "18.2 GiB");
+  EXPECT_EQ(FormatBytes(812 * kMiB), "812.0 MiB");
+  EXPECT_EQ(FormatBytes(40 * 1024.0, ByteUnit::kKiB, 2), "40 KiB");
+  EXPECT_EQ(FormatBytes(-12 * kMiB, ByteUnit::kKiB, 2), "-12.0 MiB");
+  EXPECT_EQ(FormatBytes(1.5 * kGiB, ByteUnit::kKiB, 2), "1.50 GiB");
+  EXPECT_EQ(FormatBytes(512 * kMiB, ByteUnit::kGiB, 2), "0.50 GiB");
+  EXPECT_EQ(FormatGiB(int64_t{53} << 30), "53.0 GiB");
+}
+
 }  // namespace
 }  // namespace pilot
