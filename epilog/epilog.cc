@@ -44,14 +44,6 @@ RunAs UserOf(const JobEnv& job, std::string* home) {
 
 double Elapsed(const EpilogDeps& deps) { return deps.elapsed_seconds ? deps.elapsed_seconds() : 0; }
 
-std::string FirstLine(std::string_view s) {
-  s = Trim(s);
-  size_t nl = s.find('\n');
-  std::string line(nl == std::string::npos ? s : s.substr(0, nl));
-  if (line.size() > 300) line = line.substr(0, 300) + "...";
-  return line;
-}
-
 }  // namespace
 
 std::vector<std::string> NodesDownIn(const std::string& out) {

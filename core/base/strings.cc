@@ -131,6 +131,35 @@ std::vector<std::string_view> SplitLines(std::string_view text) {
   return lines;
 }
 
+std::string FirstLine(std::string_view s, size_t max_bytes) {
+  s = Trim(s);
+  const size_t nl = s.find('\n');
+  std::string line(nl == std::string_view::npos ? s : s.substr(0, nl));
+  if (line.size() > max_bytes) line = line.substr(0, max_bytes) + "...";
+  return line;
+}
+
+std::string TailLines(std::string_view text, size_t lines, size_t bytes) {
+  size_t end = text.size();
+  while (end > 0 && (text[end - 1] == '\n' || text[end - 1] == '\r')) --end;
+  size_t pos = end, count = 0;
+  while (pos > 0 && count < lines) {
+    const size_t nl = text.rfind('\n', pos - 1);
+    if (nl == std::string_view::npos) {
+      pos = 0;
+      break;
+    }
+    pos = nl;
+    ++count;
+    if (count < lines) continue;
+    ++pos;
+  }
+  if (pos < end && text[pos] == '\n') ++pos;
+  // Cut on a character boundary: half a character is bytes no reader
+  // takes as text.
+  return std::string(Utf8Tail(text.substr(pos, end - pos), bytes));
+}
+
 std::string_view Trim(std::string_view s) {
   const char* ws = " \t\r\n\f\v";
   const size_t b = s.find_first_not_of(ws);

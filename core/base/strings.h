@@ -59,6 +59,15 @@ std::string Join(const std::vector<std::string>& items, std::string_view sep);
 // included, no empty line after a final '\n'); views into `text`.
 std::vector<std::string_view> SplitLines(std::string_view text);
 
+// The first line of `s` with leading and trailing whitespace trimmed (a
+// helper's error output in a message), cut to `max_bytes` bytes and "..."
+// when longer.
+std::string FirstLine(std::string_view s, size_t max_bytes = 300);
+
+// The last `lines` lines of `text` (line ends at its end left out), at most
+// `bytes` bytes of them, cut on a character boundary (Utf8Tail).
+std::string TailLines(std::string_view text, size_t lines, size_t bytes = 4096);
+
 // Leading and trailing ASCII whitespace removed.
 std::string_view Trim(std::string_view s);
 

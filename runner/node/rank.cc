@@ -54,7 +54,9 @@ int EnvInt(const char* name, int fallback) {
   return (end && *end == 0 && n > 0 && n < (1 << 30)) ? static_cast<int>(n) : fallback;
 }
 
-std::string FirstLine(std::string m) {
+// An exception's message without the C++ backtrace libtorch appends to
+// what(), at most 1000 bytes.
+std::string WithoutBacktrace(std::string m) {
   const size_t cut = m.find("\nException raised from");
   if (cut != std::string::npos) m.resize(cut);
   if (m.size() > 1000) m.resize(1000);
@@ -376,7 +378,7 @@ std::string ExceptionMessage(const std::exception& ex, const std::string& phase,
   }
   return std::string(comm_failed ? "communication failed (a peer rank died or timed out)"
                                  : "error") +
-         " at step " + std::to_string(step) + " (" + phase + "): " + FirstLine(ex.what());
+         " at step " + std::to_string(step) + " (" + phase + "): " + WithoutBacktrace(ex.what());
 }
 
 }  // namespace

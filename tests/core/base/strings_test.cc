@@ -35,5 +35,27 @@ TEST(FormatBytes, BinaryUnitsDownToTheSmallestAllowed) {
   EXPECT_EQ(FormatGiB(int64_t{53} << 30), "53.0 GiB");
 }
 
+TEST(FirstLine, TrimmedFirstLineCutWithDots) {
+  EXPECT_EQ(FirstLine("  \nerror: no such file\nsecond line\n"), "error: no such file");
+  EXPECT_EQ(FirstLine(""), "");
+  EXPECT_EQ(FirstLine(std::string(301, 'x')), std::string(300, 'x') + "...");
+  EXPECT_EQ(FirstLine(std::string(300, 'x')), std::string(300, 'x'));
+  EXPECT_EQ(FirstLine("abcdef", 3), "abc...");
+}
+
+TEST(TailLines, TheLastLinesWithinBytes) {
+  EXPECT_EQ(TailLines("a\nb\nc\n", 2), "b\nc");
+  EXPECT_EQ(TailLines("a\nb\nc", 1), "c");
+  EXPECT_EQ(TailLines("a\nb\nc\n\n\r\n", 1), "c");
+  EXPECT_EQ(TailLines("a\nb", 5), "a\nb");
+  EXPECT_EQ(TailLines("\nb", 2), "b");
+  EXPECT_EQ(TailLines("", 3), "");
+  EXPECT_EQ(TailLines("\n\n", 3), "");
+  EXPECT_EQ(TailLines("first\n0123456789", 1, 4), "6789");
+  EXPECT_EQ(TailLines("x\n" + std::string(10, 'y') + "\nz", 2, 5), "yyy\nz");
+  // A cut inside a character drops the whole character.
+  EXPECT_EQ(TailLines("x\n\xE2\x96\x88\xE2\x96\x88", 1, 4), "\xE2\x96\x88");
+}
+
 }  // namespace
 }  // namespace pilot
