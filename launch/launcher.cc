@@ -27,7 +27,7 @@ struct LauncherKind {
 //   1. launch/<name>_launcher.cc: a class implementing Launcher (start the
 //      ranks with the request's arguments and environment, each rank's
 //      variables from SetRankEnv (launch/rank_env.h) or the scheduler's
-//      that core/records/hostlist.h reads; name the failed rank) and its
+//      that RankFromEnv reads; name the failed rank) and its
 //      Make<Name>Launcher(); the library picks the file up by its folder.
 //      What builds a command line or an environment goes into a function
 //      of launch/ (as SrunStepArgv, launch/srun.h), not into the class.

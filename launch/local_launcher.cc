@@ -1,6 +1,6 @@
 // parallel.launcher = "local": the ranks as child processes of this one,
 // on this machine, with the PILOT_* rank variables (launch/rank_env.h,
-// read back by core/records/hostlist.h) and a rendezvous on the loopback
+// read back by RankFromEnv) and a rendezvous on the loopback
 // interface.
 #include <signal.h>
 #include <sys/wait.h>

@@ -1,6 +1,6 @@
 // parallel.launcher = "srun": the ranks as one job step of the allocation
 // the runner runs in (SrunStepArgv, launch/srun.h). Slurm sets each task's
-// SLURM_* variables, from which core/records/hostlist.h derives the rank
+// SLURM_* variables, from which RankFromEnv (launch/rank_env.h) derives the rank
 // and the rendezvous.
 //
 // srun's stderr (its own lines and the tasks' stderr it forwards) passes

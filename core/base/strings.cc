@@ -168,6 +168,12 @@ std::string_view Trim(std::string_view s) {
   return s.substr(b, e - b + 1);
 }
 
+bool ParseUnsigned(std::string_view s, uint64_t* v) {
+  if (s.empty() || s.size() > 18) return false;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *v);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
 bool IsSimpleName(std::string_view s, size_t max_size) {
   if (s.empty() || s.size() > max_size) return false;
   return std::all_of(s.begin(), s.end(), [](char c) {

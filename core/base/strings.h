@@ -71,6 +71,10 @@ std::string TailLines(std::string_view text, size_t lines, size_t bytes = 4096);
 // Leading and trailing ASCII whitespace removed.
 std::string_view Trim(std::string_view s);
 
+// The whole of `s` as a number: true when it is 1 to 18 decimal digits and
+// nothing else (no sign, no space), which always fit *v.
+bool ParseUnsigned(std::string_view s, uint64_t* v);
+
 // True when `s` is 1 to `max_size` characters of A-Z a-z 0-9 . _ - (a GPU
 // type's name in the hardware catalog, pilot.toml's name keys, an outbox
 // entry's name).

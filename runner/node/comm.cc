@@ -65,7 +65,7 @@ bool Resolves(const std::string& host) {
 // The rendezvous host: the first node's name, or, where that name does
 // not resolve (a cluster whose node names are not in its resolver), the
 // address srun was launched from, which is rank 0's node.
-std::string RendezvousHost(const RankInfo& info) {
+std::string RendezvousHost(const launch::RankInfo& info) {
   if (info.launch_addr.empty() || Resolves(info.master_addr)) return info.master_addr;
   return info.launch_addr;
 }
@@ -208,7 +208,7 @@ struct Comm::Impl {
   }
 };
 
-Result<std::unique_ptr<Comm>> Comm::Create(const RankInfo& info, const at::Device& device,
+Result<std::unique_ptr<Comm>> Comm::Create(const launch::RankInfo& info, const at::Device& device,
                                            std::chrono::milliseconds timeout) {
   std::unique_ptr<Comm> c(new Comm());
   c->impl_ = std::make_unique<Impl>();

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "core/base/status.h"
-#include "core/records/hostlist.h"
+#include "launch/rank_env.h"
 
 namespace pilot::runner {
 
@@ -32,7 +32,8 @@ class Comm {
   // builds the process group for `device`. `timeout` bounds the rendezvous
   // and every collective. Errors: kUnavailable (rendezvous timed out or
   // failed, naming the address), kInvalid (no backend for the device).
-  static Result<std::unique_ptr<Comm>> Create(const RankInfo& info, const at::Device& device,
+  static Result<std::unique_ptr<Comm>> Create(const launch::RankInfo& info,
+                                              const at::Device& device,
                                               std::chrono::milliseconds timeout);
   ~Comm();
 

@@ -22,8 +22,8 @@
 
 #include "core/base/atomic_file.h"
 #include "core/records/exit_codes.h"
-#include "core/records/hostlist.h"
 #include "core/records/rank_report.h"
+#include "launch/rank_env.h"
 #include "runner/ckpt/checkpoint.h"
 #include "runner/ckpt/compare.h"
 #include "runner/ckpt/node_checkpoint.h"
@@ -38,6 +38,8 @@
 
 namespace pilot::runner {
 namespace fs = std::filesystem;
+using launch::RankFromEnv;
+using launch::RankInfo;
 namespace {
 
 std::optional<std::string> Getenv(const std::string& name) {

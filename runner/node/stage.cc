@@ -18,8 +18,8 @@
 #include <thread>
 
 #include "core/base/atomic_file.h"
-#include "core/records/hostlist.h"
 #include "launch/launcher.h"
+#include "launch/rank_env.h"
 #include "runner/ckpt/compare.h"
 #include "runner/node/stage.h"
 
@@ -287,7 +287,7 @@ void SummarizeLevels(const std::vector<std::optional<RankReport>>& reports, Node
 
 bool IsNodeRank() {
   if (std::getenv("PILOT_RANK")) return true;
-  if (!InSlurmStep(ProcessEnv())) return false;
+  if (!launch::InSlurmStep(ProcessEnv())) return false;
   // One task of a step is the launcher unless the launcher started it.
   const char* tasks = std::getenv("SLURM_NTASKS");
   return std::getenv("PILOT_NODE_DIR") != nullptr || (tasks && std::atoi(tasks) > 1);

@@ -45,7 +45,7 @@ class Workload {
   virtual int RunResumed(const RunOptions& opts) = 0;
 
   // One rank of one node-stage phase (the rank variables are in the
-  // environment, core/records/hostlist.h).
+  // environment, launch/rank_env.h's RankFromEnv).
   virtual int RunNodeRank(const RunOptions& opts) = 0;
 };
 

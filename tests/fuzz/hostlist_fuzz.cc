@@ -1,8 +1,9 @@
 // Slurm host lists (core/records/hostlist.h ExpandHostlist), and the rank
-// variables of an srun step with that list (RankFromEnv).
+// variables of an srun step with that list (launch/rank_env.h RankFromEnv).
 #include <optional>
 
 #include "core/records/hostlist.h"
+#include "launch/rank_env.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -18,6 +19,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (name == "SLURM_JOB_ID") return "4242";
     return std::nullopt;
   };
-  (void)pilot::RankFromEnv(env);
+  (void)pilot::launch::RankFromEnv(env);
   return 0;
 }
