@@ -3,27 +3,18 @@
 Standard library and torch only; nothing here imports a framework.
 """
 
-import os
-import random
 import sys
 
 import slurm_pilot
-
-_warned = set()
+from slurm_pilot import _state
+from slurm_pilot._util import env_int
 
 
 def warn(message):
     """One line on standard error, once per message and process."""
-    if message not in _warned:
-        _warned.add(message)
+    if message not in _state.warned:
+        _state.warned.add(message)
         print("slurm_pilot: " + message, file=sys.stderr, flush=True)
-
-
-def env_int(name):
-    try:
-        return int(os.environ.get(name, ""))
-    except ValueError:
-        return None
 
 
 def rank():
@@ -135,30 +126,3 @@ def grad_norm(parameters):
     dev = norms[0].device
     return torch.linalg.vector_norm(torch.stack([n.to(dev, torch.float32) for n in norms]))
 
-
-def rng_state():
-    """Every random generator a training step may draw from: Python's, numpy's (when the program
-    imported it), torch's CPU generator and the current CUDA device's."""
-    torch = sys.modules.get("torch")
-    state = {"python": random.getstate()}
-    np = sys.modules.get("numpy")
-    if np is not None:
-        state["numpy"] = np.random.get_state()
-    if torch is not None:
-        state["torch"] = torch.get_rng_state()
-        if torch.cuda.is_available() and torch.cuda.is_initialized():
-            state["cuda"] = torch.cuda.get_rng_state()
-    return state
-
-
-def set_rng_state(state):
-    torch = sys.modules.get("torch")
-    py = state["python"]
-    random.setstate((py[0], tuple(py[1]), py[2]))
-    np = sys.modules.get("numpy")
-    if np is not None and "numpy" in state:
-        np.random.set_state(state["numpy"])
-    if torch is not None:
-        torch.set_rng_state(state["torch"].cpu())
-        if "cuda" in state and torch.cuda.is_available():
-            torch.cuda.set_rng_state(state["cuda"].cpu())

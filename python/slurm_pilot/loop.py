@@ -19,7 +19,7 @@ import functools
 import os
 
 import slurm_pilot
-from slurm_pilot import _support
+from slurm_pilot import _rng, _support
 
 __all__ = ["Pilot"]
 
@@ -150,7 +150,7 @@ class Pilot:
         if self.data is not None and ck.get("data") is not None:
             self.data.load_state_dict(ck["data"])
         if self._rng and ck.get("rng") is not None:
-            _support.set_rng_state(ck["rng"])  # last: loading draws nothing after it
+            _rng.set_state(ck["rng"])  # last: loading draws nothing after it
 
     # ----- save
     def save(self, step):
@@ -161,7 +161,7 @@ class Pilot:
         os.makedirs(directory, exist_ok=True)
         rank_state = {"step": step, "data": self._data_position()}
         if self._rng:
-            rank_state["rng"] = _support.rng_state()  # before anything below can draw
+            rank_state["rng"] = _rng.state()  # before anything below can draw
         if self._save is not None:
             self._save(directory, step)
         elif _support.rank() == 0:

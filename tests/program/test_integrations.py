@@ -39,6 +39,7 @@ import slurm_pilot  # noqa: E402
 import slurm_pilot.hf  # noqa: E402
 import slurm_pilot.lightning  # noqa: E402
 import slurm_pilot.loop  # noqa: E402
+from slurm_pilot import _state  # noqa: E402
 
 PILOT_VARS = ("PILOT_METRICS", "PILOT_STEPS", "PILOT_CHECKPOINT_STEP", "PILOT_CHECKPOINT_DIR",
               "PILOT_RESUME_DIR", "PILOT_STAGE", "PILOT_PROCESS", "PILOT_DEVICE", "PILOT_SEED",
@@ -63,10 +64,10 @@ def read(path):
 
 def fresh_probe():
     """Forget the probe's open sink and counters, as a new process would."""
-    p = slurm_pilot._probe
+    p = _state.probe
     if p is not None and p.fd is not None:
         os.close(p.fd)
-    slurm_pilot._probe = None
+    _state.probe = None
 
 
 class Data:

@@ -37,6 +37,7 @@ if torch is None:
     raise unittest.SkipTest("torch is not importable")
 
 import slurm_pilot  # noqa: E402
+from slurm_pilot import _digest, _env, _sink, _state, _watch  # noqa: E402
 
 STEPS, CKPT = 8, 4
 PILOT_VARS = ("PILOT_METRICS", "PILOT_STEPS", "PILOT_CHECKPOINT_STEP", "PILOT_CHECKPOINT_DIR",
@@ -59,27 +60,27 @@ def read_records(path, kind=None):
 
 def fresh_probe():
     """Forget the probe's open sink and counters, as a new process would."""
-    p = slurm_pilot._probe
+    p = _state.probe
     if p is not None and p.fd is not None:
         os.close(p.fd)
-    slurm_pilot._probe = None
-    slurm_pilot._autocast_seen = None
-    slurm_pilot._scaler_seen = False
+    _state.probe = None
+    _state.autocast_seen = None
+    _state.scaler_seen = False
 
 
 class ProbeTest(unittest.TestCase):
     def setUp(self):
         # The "packages" lines after a process's first record are
         # test_probe_packages.py's; here a sink holds env, records and states.
-        self.packages_lines = slurm_pilot._packages_lines
-        slurm_pilot._packages_lines = lambda rank: []
+        self.packages_lines = _env.packages_lines
+        _env.packages_lines = lambda rank: []
         self.saved = {k: os.environ.pop(k) for k in PILOT_VARS if k in os.environ}
         self.dir = tempfile.mkdtemp(prefix="probe-")
         self.sink = os.path.join(self.dir, "metrics.jsonl")
         fresh_probe()
 
     def tearDown(self):
-        slurm_pilot._packages_lines = self.packages_lines
+        _env.packages_lines = self.packages_lines
         fresh_probe()
         for k in PILOT_VARS:
             os.environ.pop(k, None)
@@ -256,12 +257,12 @@ class ProbeTest(unittest.TestCase):
             writes.append(bytes(data))
             return real(fd, data)
 
-        slurm_pilot.os.write = counting
+        _sink.os.write = counting
         try:
             for i in range(3):
                 slurm_pilot.step(float(i), tokens=4, extra_field="x")
         finally:
-            slurm_pilot.os.write = real
+            _sink.os.write = real
         self.assertEqual(len(writes), 4)  # the env line, then one per step
         for w in writes:
             self.assertTrue(w.endswith(b"\n"))
@@ -459,11 +460,11 @@ class ProbeTest(unittest.TestCase):
                 return x + 1
 
         original = Thing.method
-        slurm_pilot._wrap(Thing, "method", lambda self: 1 / 0)
-        slurm_pilot._wrap(Thing, "method", lambda self: 1 / 0)  # once only
+        _watch.wrap(Thing, "method", lambda self: 1 / 0)
+        _watch.wrap(Thing, "method", lambda self: 1 / 0)  # once only
         self.assertEqual(Thing().method(1), 2)
         self.assertIs(Thing.method.__wrapped__, original)
-        slurm_pilot._wrap(Thing, "absent", lambda self: None)
+        _watch.wrap(Thing, "absent", lambda self: None)
         self.assertFalse(hasattr(Thing, "absent"))
 
     def test_a_scaler_imported_late_is_watched_too(self):
@@ -477,20 +478,20 @@ class ProbeTest(unittest.TestCase):
 
         late = types.ModuleType("pilot_test_late_scaler")
         late.Scaler = Scaler
-        hook = ("pilot_test_late_scaler", "Scaler", "scale", slurm_pilot._note_scaler)
-        slurm_pilot._hooks_left.append(hook)
+        hook = ("pilot_test_late_scaler", "Scaler", "scale", _watch.note_scaler)
+        _state.hooks_left.append(hook)
         try:
             self.pilot()
             slurm_pilot.step(1.0)
-            self.assertIn(hook, slurm_pilot._hooks_left)  # not imported yet
+            self.assertIn(hook, _state.hooks_left)  # not imported yet
             sys.modules[late.__name__] = late
             slurm_pilot.step(1.0)
             Scaler().scale(2.0)
             slurm_pilot.step(1.0)
         finally:
             sys.modules.pop(late.__name__, None)
-            if hook in slurm_pilot._hooks_left:
-                slurm_pilot._hooks_left.remove(hook)
+            if hook in _state.hooks_left:
+                _state.hooks_left.remove(hook)
         self.assertEqual([r.get("grad_scaler") for r in read_records(self.sink)], [None, None, True])
 
     # State fingerprints: a small model, AdamW and a schedule trained 3 steps,
@@ -643,13 +644,13 @@ class ProbeTest(unittest.TestCase):
         model, opt, _ = self.model_step()
         calls = []
         model.state_dict = lambda *a, **k: calls.append("model")
-        real = slurm_pilot._digest
-        slurm_pilot._digest = lambda value: calls.append("digest")
+        real = _digest.digest
+        _digest.digest = lambda value: calls.append("digest")
         try:
             self.assertIsNone(slurm_pilot.saved(3, model=model, optimizer=opt, data_position=3))
             self.assertIsNone(slurm_pilot.restored(3, model=model, optimizer=opt))
         finally:
-            slurm_pilot._digest = real
+            _digest.digest = real
         self.assertEqual(calls, [])
         self.assertEqual(os.listdir(self.dir), [])
         self.pilot()
@@ -657,7 +658,7 @@ class ProbeTest(unittest.TestCase):
         self.assertEqual(read_records(self.sink)[0]["step"], 4)
 
     def test_digest_is_canonical(self):
-        d = lambda v: slurm_pilot._digest(v)[0]  # noqa: E731
+        d = lambda v: _digest.digest(v)[0]  # noqa: E731
         self.assertEqual(d({"a": 1, "b": [2, 3]}), d({"b": (2, 3), "a": 1}))
         self.assertEqual(len({d(1), d(1.0), d(True), d("1"), d(None), d([1])}), 6)
         t = torch.arange(6, dtype=torch.float32).reshape(2, 3)
@@ -671,7 +672,7 @@ class ProbeTest(unittest.TestCase):
         u[1, 1] = -0.0 if u[1, 1] == 0 else u[1, 1] + 1e-6
         self.assertNotEqual(d(t), d(u))
         self.assertEqual(d(object()), d(object()))  # repr without its address
-        self.assertEqual(slurm_pilot._digest({"w": t, "n": [t, 1]})[1], 2)
+        self.assertEqual(_digest.digest({"w": t, "n": [t, 1]})[1], 2)
         numpy = sys.modules.get("numpy")
         if numpy is not None:  # the bytes, not the shortened repr
             a = numpy.zeros(10000)

@@ -36,19 +36,20 @@ if torch is None:
 import numpy  # noqa: E402,F401  (a distribution with native modules, Debian's python3-numpy)
 
 import slurm_pilot  # noqa: E402
+from slurm_pilot import _env, _state  # noqa: E402
 
 
 class PackagesTest(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="probe-packages-")
         self.saved_env = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("PILOT_")}
-        slurm_pilot._probe = None
+        _state.probe = None
 
     def tearDown(self):
-        p = slurm_pilot._probe
+        p = _state.probe
         if p is not None and p.fd is not None:
             os.close(p.fd)
-        slurm_pilot._probe = None
+        _state.probe = None
         for k in [k for k in os.environ if k.startswith("PILOT_")]:
             del os.environ[k]
         os.environ.update(self.saved_env)
@@ -56,12 +57,12 @@ class PackagesTest(unittest.TestCase):
 
     def test_split_into_lines_under_the_limit(self):
         many = {"package-%04d-%s" % (i, "x" * 60): "%d.%d.post%d" % (i, i % 7, i) for i in range(400)}
-        saved = slurm_pilot._distributions
-        slurm_pilot._distributions = lambda: dict(many)
+        saved = _env.distributions
+        _env.distributions = lambda: dict(many)
         try:
-            lines = slurm_pilot._packages_lines(3)
+            lines = _env.packages_lines(3)
         finally:
-            slurm_pilot._distributions = saved
+            _env.distributions = saved
         self.assertGreater(len(lines), 5)
         got = {}
         for i, line in enumerate(lines):
@@ -80,7 +81,7 @@ class PackagesTest(unittest.TestCase):
         sys.modules["fastops._C"] = fake
         sys.modules[evil.__name__] = evil
         try:
-            line, = slurm_pilot._packages_lines(0)
+            line, = _env.packages_lines(0)
         finally:
             del sys.modules["fastops._C"], sys.modules[evil.__name__]
         rec = json.loads(line)

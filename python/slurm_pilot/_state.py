@@ -1,0 +1,56 @@
+"""The probe's module-level state, all of it in one place: what this
+process has opened, counted and seen so far. The other modules hold
+functions and constants only, and reach this state through here."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable
+
+
+class Probe:
+    """Per-process state: the open sink, the step counter and cached sizes."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.fd: int | None = None
+        self.broken = False
+        self.last_step = 0
+        self.last_time: float | None = None
+        self.model_id: int | None = None
+        self.model_sizes: tuple[int, int] | None = None   # (params, param_bytes)
+        self.param_dtype: str | None = None
+        self.grad_bytes: int | None = None
+        self.optim_id: int | None = None
+        self.optim_bytes: int | None = None
+        self.env_sent = False
+        self.free_seen = False   # the device's free memory was read for a step
+        self.device_peak: int | None = None  # the highest allocator peak of the steps after the first
+        self.rng_first: dict[str, str | None] = {}  # "rng.python"/"rng.numpy": digest when first seen
+
+
+probe: Probe | None = None
+
+
+def current() -> Probe:
+    """This process's Probe: a new one in a fresh process or a forked child."""
+    global probe
+    if probe is None or probe.pid != os.getpid():  # fresh, or a forked child
+        probe = Probe()
+    return probe
+
+
+# Mixed precision as torch sees it: the last autocast region entered and
+# whether an enabled GradScaler scaled a loss, since the previous record.
+autocast_seen: tuple[str, str] | None = None   # (dtype name, device type)
+scaler_seen = False
+
+# (module, class, method, note) still to wrap, each once its module is
+# imported (_watch puts torch's there when it is imported).
+hooks_left: list[tuple[str, str, str, Callable[[Any], None]]] = []
+
+# torch was asked for deterministic kernels (training.deterministic).
+deterministic_set = False
+
+# The framework integrations' warnings already printed, once each.
+warned: set[str] = set()
