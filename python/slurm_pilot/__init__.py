@@ -10,12 +10,12 @@ See pilot-program(7).
 """
 
 from slurm_pilot import _state, _watch
-from slurm_pilot._env import MAX_DISTRIBUTIONS, MAX_EXTENSIONS
+from slurm_pilot._env import MAX_DISTRIBUTIONS, MAX_EXTENSIONS  # noqa: F401
 from slurm_pilot._fingerprint import restored, saved
 from slurm_pilot._pilot import (active, checkpoint_dir, checkpoint_due, checkpoint_step, process,
                                 resume_dir, stage, steps)
-from slurm_pilot._report import CORE_FIELDS, step
-from slurm_pilot._sink import MAX_LINE
+from slurm_pilot._report import CORE_FIELDS, step  # noqa: F401
+from slurm_pilot._sink import MAX_LINE  # noqa: F401
 
 __all__ = [
     "active", "steps", "checkpoint_step", "checkpoint_due", "checkpoint_dir",

@@ -54,3 +54,7 @@ deterministic_set = False
 
 # The framework integrations' warnings already printed, once each.
 warned: set[str] = set()
+
+# The integrations' PilotCallback classes made so far, by the integration's
+# module name (each made when its framework is first needed).
+callback_classes: dict[str, type] = {}

@@ -24,21 +24,27 @@ transformers is imported when PilotCallback is first used, never by
 ``import slurm_pilot``. See pilot-program(7).
 """
 
+from __future__ import annotations
+
 import copy
 import dataclasses
 import os
 import re
-import sys
+from typing import TYPE_CHECKING, Any
 
 import slurm_pilot
-from slurm_pilot import _support
+from slurm_pilot import _glue
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import TrainerControl, TrainerState, TrainingArguments
 
 __all__ = ["PilotCallback", "training_args", "resume_from_checkpoint"]
 
 PREFIX = "checkpoint"  # the Trainer's checkpoint folders: checkpoint-<global step>
 
 
-def resume_from_checkpoint(default=None):
+def resume_from_checkpoint(default: str | bool | None = None) -> str | bool | None:
     """The checkpoint for ``trainer.train(resume_from_checkpoint=...)``: in the resumed process of
     a pilot, PILOT_RESUME_DIR/checkpoint-K (the reference's save of step K); else ``default``."""
     directory = slurm_pilot.resume_dir()
@@ -52,7 +58,7 @@ def resume_from_checkpoint(default=None):
     return os.path.join(directory, "%s-%d" % (PREFIX, k))
 
 
-def _strategy(kind, value):
+def _strategy(kind: str, value: str) -> Any:
     """transformers' enum for a strategy where it has one, else the string (they compare equal)."""
     try:
         from transformers import trainer_utils
@@ -68,7 +74,7 @@ def _strategy(kind, value):
     return value
 
 
-def _changes(args):
+def _changes(args: TrainingArguments) -> dict[str, Any]:
     """What a pilot sets in a TrainingArguments: when and where, never what is saved."""
     changes = {}
     n, k, directory = slurm_pilot.steps(), slurm_pilot.checkpoint_step(), slurm_pilot.checkpoint_dir()
@@ -89,13 +95,13 @@ def _changes(args):
     return {name: value for name, value in changes.items() if hasattr(args, name)}
 
 
-def _adjust(args):
+def _adjust(args: TrainingArguments) -> TrainingArguments:
     for name, value in _changes(args).items():
         setattr(args, name, value)
     return args
 
 
-def training_args(args):
+def training_args(args: TrainingArguments) -> TrainingArguments:
     """A copy of ``args`` (a TrainingArguments) set for the pilot; ``args`` itself outside one."""
     if not slurm_pilot.active():
         return args
@@ -105,7 +111,7 @@ def training_args(args):
         return dataclasses.replace(args, **_changes(args))
 
 
-def _steps_per_epoch(args, train_dataloader):
+def _steps_per_epoch(args: TrainingArguments, train_dataloader: Any) -> tuple[int | None, int | None]:
     try:
         batches = len(train_dataloader)
     except TypeError:  # an iterable dataset: one endless epoch
@@ -117,12 +123,10 @@ def _steps_per_epoch(args, train_dataloader):
 class _Hooks:
     """The callback's work, without transformers (PilotCallback adds TrainerCallback)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._pending = None       # the logged step's record, waiting for an evaluation's loss
         self._reported = 0         # the last step reported
-        self._tokens = 0           # of the micro-batches since the step began
-        self._shape = (None, None)
-        self._seen_batches = False
+        self._batches = _glue.Batches()  # the micro-batches since the step began
         self._lr = None
         self._hook = None
         self._restore_due = False  # resumed: fingerprint at the first step's beginning
@@ -132,20 +136,22 @@ class _Hooks:
         self._objects = {}
 
     # ----- Trainer events
-    def on_init_end(self, args, state, control, **kwargs):
+    def on_init_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
+                   **kwargs: Any) -> None:
         if not slurm_pilot.active():
             return
         try:
             _adjust(args)
         except (AttributeError, dataclasses.FrozenInstanceError) as e:
-            _support.warn("the Trainer's arguments cannot be set for the pilot (%s): pass "
+            _glue.warn("the Trainer's arguments cannot be set for the pilot (%s): pass "
                           "slurm_pilot.hf.training_args(args) to the Trainer" % e)
 
-    def on_train_begin(self, args, state, control, model=None, **kwargs):
+    def on_train_begin(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
+                      model: torch.nn.Module | None = None, **kwargs: Any) -> None:
         if not slurm_pilot.active():
             return
         self._remember(kwargs, model)
-        self._restore_due = slurm_pilot.process() == "resumed" and bool(slurm_pilot.resume_dir())
+        self._restore_due = _glue.resuming()
         if model is not None and self._hook is None:
             try:
                 self._hook = model.register_forward_pre_hook(self._before_forward, with_kwargs=True)
@@ -153,12 +159,13 @@ class _Hooks:
                 self._hook = model.register_forward_pre_hook(
                     lambda module, a: self._before_forward(module, a, {}))
 
-    def on_step_begin(self, args, state, control, model=None, **kwargs):
+    def on_step_begin(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
+                     model: torch.nn.Module | None = None, **kwargs: Any) -> None:
         if not slurm_pilot.active():
             return
         self._remember(kwargs, model)
         self._flush()
-        self._tokens, self._shape = 0, (None, None)
+        self._batches.begin()
         if self._restore_due:
             # The Trainer has loaded the weights (train()), the optimizer, scheduler and
             # scaler (before on_train_begin) and, last, the random generators (after
@@ -175,13 +182,18 @@ class _Hooks:
         if self._print_due is not None and self._hook is None:
             self._fingerprint(None)
 
-    def on_pre_optimizer_step(self, args, state, control, optimizer=None, **kwargs):
+    def on_pre_optimizer_step(self, args: TrainingArguments, state: TrainerState,
+                             control: TrainerControl, optimizer: torch.optim.Optimizer | None = None,
+                             **kwargs: Any) -> None:
         self._note_lr(optimizer)
 
-    def on_optimizer_step(self, args, state, control, optimizer=None, **kwargs):
+    def on_optimizer_step(self, args: TrainingArguments, state: TrainerState,
+                         control: TrainerControl, optimizer: torch.optim.Optimizer | None = None,
+                         **kwargs: Any) -> None:
         self._note_lr(optimizer)
 
-    def on_step_end(self, args, state, control, **kwargs):
+    def on_step_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
+                   **kwargs: Any) -> None:
         if not slurm_pilot.active():
             return
         if self._print_due is not None:  # no training forward seen: after the step, in both
@@ -193,7 +205,9 @@ class _Hooks:
         if n is not None and state.global_step >= n:
             control.should_training_stop = True
 
-    def on_log(self, args, state, control, logs=None, model=None, **kwargs):
+    def on_log(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
+               logs: dict[str, float] | None = None, model: torch.nn.Module | None = None,
+               **kwargs: Any) -> None:
         if not slurm_pilot.active() or not logs:
             return
         self._remember(kwargs, model)
@@ -205,8 +219,8 @@ class _Hooks:
         record = {"loss": logs["loss"], "step": state.global_step,
                   "grad_norm": logs.get("grad_norm"),
                   "lr": self._lr if self._lr is not None else logs.get("learning_rate")}
-        tokens, (micro_batch, seq_len) = self._tokens, self._shape
-        if not self._seen_batches:
+        tokens, (micro_batch, seq_len) = self._batches.tokens, self._batches.shape
+        if not self._batches.seen:
             tokens = self._env_tokens(args)
         record.update(tokens=tokens or None, micro_batch=micro_batch, seq_len=seq_len)
         self._reported = state.global_step
@@ -215,18 +229,21 @@ class _Hooks:
         if not getattr(control, "should_evaluate", False):
             self._flush()
 
-    def on_evaluate(self, args, state, control, metrics=None, **kwargs):
+    def on_evaluate(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
+                    metrics: dict[str, float] | None = None, **kwargs: Any) -> None:
         if slurm_pilot.active() and metrics and "eval_loss" in metrics:
             self._eval_loss(metrics["eval_loss"])
 
-    def on_save(self, args, state, control, **kwargs):
+    def on_save(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
+               **kwargs: Any) -> None:
         if not slurm_pilot.active():
             return
         self._flush()
-        if slurm_pilot.checkpoint_due(state.global_step) and slurm_pilot.process() != "resumed":
+        if _glue.reference_saves(state.global_step):
             self._saved_due = state.global_step
 
-    def on_train_end(self, args, state, control, **kwargs):
+    def on_train_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
+                    **kwargs: Any) -> None:
         if not slurm_pilot.active():
             return
         self._flush()
@@ -234,7 +251,7 @@ class _Hooks:
             self._fingerprint(None)
         if self._saved_due is not None:  # no step after K ran
             step, self._saved_due = self._saved_due, None
-            _support.saved(step, **self._state(args, state, resumed=False))
+            _glue.saved(step, **self._state(args, state, resumed=False))
         if self._hook is not None:
             self._hook.remove()
             self._hook = None
@@ -256,10 +273,10 @@ class _Hooks:
         """The fingerprints due at the step after K, with the digest of its first batch."""
         (kind, step, args, state), self._print_due = self._print_due, None
         fields = self._state(args, state, resumed=kind == "restored")
-        digest = _support.batch_digest(batch, self._input_name) if batch is not None else None
+        digest = _glue.batch_digest(batch, self._input_name) if batch is not None else None
         if digest is not None:
             fields["data_position"]["batch"] = digest  # the batch the step after K trains on
-        (_support.restored if kind == "restored" else _support.saved)(step, **fields)
+        (_glue.restored if kind == "restored" else _glue.saved)(step, **fields)
 
     def _before_forward(self, module, args, kwargs):
         if not module.training:
@@ -269,19 +286,12 @@ class _Hooks:
         if self._print_due is not None:
             # Before the forward: the state the step starts from, and its batch.
             self._fingerprint(batch)
-        tokens, micro_batch, seq_len = _support.batch_shape(batch, self._input_name)
-        if tokens is not None:
-            self._seen_batches = True
-            self._tokens += tokens
-            if self._shape[0] is None:
-                self._shape = (micro_batch, seq_len)
+        self._batches.add(batch, self._input_name)
 
     @staticmethod
     def _env_tokens(args):
-        seq = _support.env_int("PILOT_SEQ_LEN")
-        mb = getattr(args, "per_device_train_batch_size", None) or _support.env_int("PILOT_MICRO_BATCH")
-        accumulation = getattr(args, "gradient_accumulation_steps", 1) or 1
-        return seq * mb * accumulation if seq and mb else None
+        return _glue.env_tokens(getattr(args, "per_device_train_batch_size", None),
+                                getattr(args, "gradient_accumulation_steps", 1) or 1)
 
     def _eval_loss(self, value):
         if self._pending is not None and self._pending.get("eval_loss") is None:
@@ -292,10 +302,8 @@ class _Hooks:
         record, self._pending = self._pending, None
         if record is None:
             return
-        optimizer = self._objects.get("optimizer")
-        slurm_pilot.step(record.pop("loss"), record.pop("tokens"), step=record.pop("step"),
-                         model=self._objects.get("model"), optimizer=optimizer,
-                         **{k: v for k, v in record.items() if v is not None})
+        _glue.report(dict(record, model=self._objects.get("model"),
+                          optimizer=self._objects.get("optimizer")))
 
     def _state(self, args, state, resumed):
         """The objects the step after K depends on, for the probe's fingerprints."""
@@ -310,45 +318,31 @@ class _Hooks:
         if resumed and getattr(args, "ignore_data_skip", False):
             into = 0  # the Trainer starts the epoch from its first batch again
         return dict(model=self._objects.get("model"),
-                    optimizer=_support.inner(optimizer, "optimizer"),
-                    scheduler=_support.inner(self._objects.get("lr_scheduler"), "scheduler"),
+                    optimizer=_glue.inner(optimizer, "optimizer"),
+                    scheduler=_glue.inner(self._objects.get("lr_scheduler"), "scheduler"),
                     scaler=getattr(optimizer, "scaler", None),
                     data_position={"epoch": epoch, "batches_into_epoch": into})
 
 
-_callback_class = None
-
-
-def _make_callback_class():
-    global _callback_class
-    if _callback_class is None:
-        try:
-            from transformers import TrainerCallback
-        except ImportError as e:
-            raise ImportError("slurm_pilot.hf.PilotCallback needs transformers, which is not "
-                              "installed: %s" % e) from e
-
-        class PilotCallback(_Hooks, TrainerCallback):
-            """Reports each optimizer step of a transformers Trainer to its pilot, sets the
-            Trainer's arguments for the pilot and fingerprints the state around step K;
-            a no-op outside a pilot. See the module's docstring."""
-
-            def __init__(self):
-                _Hooks.__init__(self)
-
-        PilotCallback.__module__ = __name__
-        _callback_class = PilotCallback
-    return _callback_class
-
-
-def __getattr__(name):  # PEP 562: transformers is imported on first use of PilotCallback
-    if name == "PilotCallback":
-        return _make_callback_class()
-    raise AttributeError("module %r has no attribute %r" % (__name__, name))
-
-
-if "transformers" in sys.modules:  # already imported by the program: no reason to wait
+def _trainer_callback():
     try:
-        PilotCallback = _make_callback_class()
-    except ImportError:
-        pass
+        from transformers import TrainerCallback
+    except ImportError as e:
+        raise ImportError("slurm_pilot.hf.PilotCallback needs transformers, which is not "
+                          "installed: %s" % e) from e
+    return TrainerCallback
+
+
+_callback = _glue.LazyCallback(
+    __name__, _Hooks, _trainer_callback, frameworks=("transformers",),
+    doc="""Reports each optimizer step of a transformers Trainer to its pilot, sets the
+    Trainer's arguments for the pilot and fingerprints the state around step K;
+    a no-op outside a pilot. See the module's docstring.""")
+_make_callback_class = _callback.make
+
+
+def __getattr__(name: str) -> Any:  # PEP 562: transformers is imported on first use of PilotCallback
+    return _callback.attribute(name)
+
+
+_callback.make_if_imported()  # already imported by the program: no reason to wait

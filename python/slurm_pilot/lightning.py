@@ -27,20 +27,27 @@ first use (``pytorch_lightning`` where it is not installed), never by
 ``import slurm_pilot``. See pilot-program(7).
 """
 
+from __future__ import annotations
+
 import glob
 import os
 import re
 import sys
+from typing import TYPE_CHECKING, Any
 
 import slurm_pilot
-from slurm_pilot import _support
+from slurm_pilot import _glue
+
+if TYPE_CHECKING:
+    import lightning.pytorch as pl
+    import torch
 
 __all__ = ["PilotCallback", "trainer_kwargs", "ckpt_path", "checkpoint_callback"]
 
 FILENAME = "pilot-{step}"  # ModelCheckpoint writes pilot-step=<global step>.ckpt
 
 
-def _lightning():
+def _lightning() -> Any:
     """lightning.pytorch, else pytorch_lightning."""
     try:
         import lightning.pytorch as pl
@@ -53,7 +60,7 @@ def _lightning():
     return pl
 
 
-def ckpt_path(default=None):
+def ckpt_path(default: str | None = None) -> str | None:
     """The checkpoint for ``trainer.fit(..., ckpt_path=...)``: in the resumed process of a pilot,
     the reference's save of step K in PILOT_RESUME_DIR; else ``default``."""
     directory = slurm_pilot.resume_dir()
@@ -73,7 +80,7 @@ def ckpt_path(default=None):
     return sorted(saves[k])[0]
 
 
-def checkpoint_callback():
+def checkpoint_callback() -> pl.callbacks.ModelCheckpoint | None:
     """The ModelCheckpoint of a pilot (every K optimizer steps into PILOT_CHECKPOINT_DIR, all
     kept), or None outside one."""
     k, directory = slurm_pilot.checkpoint_step(), slurm_pilot.checkpoint_dir()
@@ -85,7 +92,7 @@ def checkpoint_callback():
                                         auto_insert_metric_name=True)
 
 
-def trainer_kwargs(**kwargs):
+def trainer_kwargs(**kwargs: Any) -> dict[str, Any]:
     """The Trainer's keyword arguments with the pilot's added: ``L.Trainer(**trainer_kwargs(...))``.
     Outside a pilot, ``kwargs`` unchanged."""
     if not slurm_pilot.active():
@@ -116,14 +123,12 @@ class _Hooks:
         a validation ran after it.
     """
 
-    def __init__(self, grad_norm=True, eval_loss=None):
+    def __init__(self, grad_norm: bool = True, eval_loss: str | None = None) -> None:
         self._grad_norm_on, self._eval_key = grad_norm, eval_loss
         self._reported = 0
         self._in_step = False
         self._loss = None
-        self._tokens = 0
-        self._shape = (None, None)
-        self._seen_batches = False
+        self._batches = _glue.Batches()
         self._lr = None
         self._grad_norm = None
         self._pending = None
@@ -131,18 +136,20 @@ class _Hooks:
         self._saved_done = False
 
     # ----- Lightning hooks
-    def on_train_start(self, trainer, pl_module):
+    def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if slurm_pilot.active():
-            self._restore_due = slurm_pilot.process() == "resumed" and bool(slurm_pilot.resume_dir())
+            self._restore_due = _glue.resuming()
             self._reported = trainer.global_step  # the step restored, or 0
 
-    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx, *args):
+    def on_train_batch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule, batch: Any,
+                             batch_idx: int, *args: Any) -> None:
         if not slurm_pilot.active():
             return
         if not self._in_step:  # the first micro-batch of an optimizer step
             self._flush()
             self._in_step = True
-            self._loss, self._tokens, self._shape = None, 0, (None, None)
+            self._loss = None
+            self._batches.begin()
             step = trainer.global_step
             if self._restore_due:
                 # Lightning restored the weights, optimizer, schedulers and loops before
@@ -150,32 +157,28 @@ class _Hooks:
                 # state the step after K starts from, with its first batch.
                 self._restore_due = False
                 if step > 0:  # 0: fit() was not given the checkpoint
-                    _support.restored(step, **self._state(trainer, pl_module, batch, batch_idx))
-            elif (not self._saved_done and step > 0 and slurm_pilot.checkpoint_due(step)
-                  and slurm_pilot.process() != "resumed"):
+                    _glue.restored(step, **self._state(trainer, pl_module, batch, batch_idx))
+            elif not self._saved_done and step > 0 and _glue.reference_saves(step):
                 # The reference at the same point: its save of step K written
                 # (ModelCheckpoint runs last in on_train_batch_end), the next step begins.
                 self._saved_done = True
-                _support.saved(step, **self._state(trainer, pl_module, batch, batch_idx))
-        tokens, micro_batch, seq_len = _support.batch_shape(batch)
-        if tokens is not None:
-            self._seen_batches = True
-            self._tokens += tokens
-            if self._shape[0] is None:
-                self._shape = (micro_batch, seq_len)
+                _glue.saved(step, **self._state(trainer, pl_module, batch, batch_idx))
+        self._batches.add(batch)
 
-    def on_before_optimizer_step(self, trainer, pl_module, optimizer, *args):
+    def on_before_optimizer_step(self, trainer: pl.Trainer, pl_module: pl.LightningModule,
+                                 optimizer: torch.optim.Optimizer, *args: Any) -> None:
         if not slurm_pilot.active():
             return
         if optimizer.param_groups:
             self._lr = optimizer.param_groups[0].get("lr")
         if self._grad_norm_on:
             try:
-                self._grad_norm = _support.grad_norm(pl_module.parameters())
+                self._grad_norm = _glue.grad_norm(pl_module.parameters())
             except RuntimeError:
                 self._grad_norm = None
 
-    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, *args):
+    def on_train_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: Any,
+                           batch: Any, batch_idx: int, *args: Any) -> None:
         if not slurm_pilot.active():
             return
         loss = outputs.get("loss") if isinstance(outputs, dict) else outputs
@@ -195,8 +198,8 @@ class _Hooks:
             return  # accumulating: no optimizer step yet
         self._in_step = False
         self._reported = step
-        tokens = self._tokens if self._seen_batches else self._env_tokens(trainer)
-        micro_batch, seq_len = self._shape
+        tokens = self._batches.tokens if self._batches.seen else self._env_tokens(trainer)
+        micro_batch, seq_len = self._batches.shape
         self._pending = dict(loss=self._loss, tokens=tokens or None, step=step,
                              lr=self._lr, grad_norm=self._grad_norm, micro_batch=micro_batch,
                              seq_len=seq_len, model=pl_module, optimizer=self._optimizer(trainer))
@@ -204,7 +207,7 @@ class _Hooks:
         if self._eval_key is None:
             self._flush()
 
-    def on_validation_end(self, trainer, pl_module):
+    def on_validation_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if not slurm_pilot.active() or self._pending is None or self._eval_key is None:
             return
         if trainer.sanity_checking:
@@ -214,42 +217,37 @@ class _Hooks:
             self._pending["eval_loss"] = value
         self._flush()
 
-    def on_train_end(self, trainer, pl_module):
+    def on_train_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if not slurm_pilot.active():
             return
         self._flush()
         step = trainer.global_step
-        if (not self._saved_done and slurm_pilot.checkpoint_due(step)
-                and slurm_pilot.process() != "resumed"):  # no step after K ran
+        if not self._saved_done and _glue.reference_saves(step):  # no step after K ran
             self._saved_done = True
-            _support.saved(step, **self._state(trainer, pl_module, None, None))
+            _glue.saved(step, **self._state(trainer, pl_module, None, None))
 
     # ----- helpers
     def _flush(self):
         record, self._pending = self._pending, None
         if record is None or record["loss"] is None:
             return
-        slurm_pilot.step(record.pop("loss"), record.pop("tokens"), step=record.pop("step"),
-                         model=record.pop("model"), optimizer=record.pop("optimizer"),
-                         **{k: v for k, v in record.items() if v is not None})
+        _glue.report(record)
 
     @staticmethod
     def _optimizer(trainer):
         optimizers = getattr(trainer, "optimizers", None) or []
-        return _support.inner(optimizers[0], "optimizer", "_optimizer") if optimizers else None
+        return _glue.inner(optimizers[0], "optimizer", "_optimizer") if optimizers else None
 
     @staticmethod
     def _env_tokens(trainer):
-        seq, mb = _support.env_int("PILOT_SEQ_LEN"), _support.env_int("PILOT_MICRO_BATCH")
-        accumulation = getattr(trainer, "accumulate_grad_batches", 1) or 1
-        return seq * mb * accumulation if seq and mb else None
+        return _glue.env_tokens(None, getattr(trainer, "accumulate_grad_batches", 1) or 1)
 
     def _state(self, trainer, pl_module, batch, batch_idx):
         """The objects the step after K depends on, for the probe's fingerprints."""
         configs = getattr(trainer, "lr_scheduler_configs", None) or []
         scheduler = configs[0].scheduler if configs else None
         position = {"epoch": trainer.current_epoch}
-        digest = _support.batch_digest(batch) if batch is not None else None
+        digest = _glue.batch_digest(batch) if batch is not None else None
         if digest is not None:
             position["batch"] = digest  # the batch the step after K trains on
         elif batch_idx is not None:
@@ -259,34 +257,16 @@ class _Hooks:
                     data_position=position)
 
 
-_callback_class = None
+_callback = _glue.LazyCallback(
+    __name__, _Hooks, lambda: _lightning().Callback,
+    frameworks=("lightning.pytorch", "pytorch_lightning"),
+    doc="""Reports each optimizer step of a Lightning Trainer to its pilot and fingerprints
+    the state around step K; a no-op outside a pilot. See the module's docstring.""")
+_make_callback_class = _callback.make
 
 
-def _make_callback_class():
-    global _callback_class
-    if _callback_class is None:
-        pl = _lightning()
-
-        class PilotCallback(_Hooks, pl.Callback):
-            """Reports each optimizer step of a Lightning Trainer to its pilot and fingerprints
-            the state around step K; a no-op outside a pilot. See the module's docstring."""
-
-            def __init__(self, grad_norm=True, eval_loss=None):
-                _Hooks.__init__(self, grad_norm=grad_norm, eval_loss=eval_loss)
-
-        PilotCallback.__module__ = __name__
-        _callback_class = PilotCallback
-    return _callback_class
+def __getattr__(name: str) -> Any:  # PEP 562: Lightning is imported on first use of PilotCallback
+    return _callback.attribute(name)
 
 
-def __getattr__(name):  # PEP 562: Lightning is imported on first use of PilotCallback
-    if name == "PilotCallback":
-        return _make_callback_class()
-    raise AttributeError("module %r has no attribute %r" % (__name__, name))
-
-
-if "lightning.pytorch" in sys.modules or "pytorch_lightning" in sys.modules:
-    try:
-        PilotCallback = _make_callback_class()
-    except ImportError:
-        pass
+_callback.make_if_imported()  # already imported by the program: no reason to wait

@@ -15,11 +15,18 @@ starts at K+1. A program with its own checkpoint format passes ``save`` and
 pilot-program(7).
 """
 
+from __future__ import annotations
+
 import functools
 import os
+from typing import TYPE_CHECKING, Any, Callable
 
 import slurm_pilot
-from slurm_pilot import _rng, _support
+from slurm_pilot import _glue, _rng
+from slurm_pilot._glue import Stateful
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["Pilot"]
 
@@ -27,19 +34,19 @@ STATE_FILE = "pilot-state.pt"
 RANK_FILE = "pilot-rank%d.pt"
 
 
-def _torch():
+def _torch() -> Any:
     import torch
     return torch
 
 
-def _save_file(obj, path):
+def _save_file(obj: Any, path: str) -> None:
     torch = _torch()
     tmp = path + ".tmp"
     torch.save(obj, tmp)
     os.replace(tmp, path)  # never a half-written checkpoint
 
 
-def _load_file(path):
+def _load_file(path: str) -> Any:
     torch = _torch()
     try:
         return torch.load(path, map_location="cpu", weights_only=False)
@@ -63,8 +70,12 @@ class Pilot:
         curriculum), saved with the model.
     """
 
-    def __init__(self, model=None, optimizer=None, scheduler=None, *, scaler=None, data=None,
-                 save=None, load=None, rng=True, **state):
+    def __init__(self, model: torch.nn.Module | None = None,
+                 optimizer: torch.optim.Optimizer | None = None, scheduler: Stateful | None = None,
+                 *, scaler: Stateful | None = None, data: Stateful | None = None,
+                 save: Callable[[str, int], Any] | None = None,
+                 load: Callable[[str], int | None] | None = None, rng: bool = True,
+                 **state: Stateful) -> None:
         self.model, self.optimizer, self.scheduler, self.scaler = model, optimizer, scheduler, scaler
         self.data, self.state = data, state
         self._save, self._load, self._rng = save, load, rng
@@ -99,7 +110,7 @@ class Pilot:
                     scaler=self.scaler, data_position=self._data_position(), **self.state)
 
     # ----- resume
-    def resume(self):
+    def resume(self) -> int:
         """The first step to run: K+1 in the resumed process of a pilot (its checkpoint loaded,
         random generators included), else 1."""
         if self._first is not None:
@@ -121,7 +132,7 @@ class Pilot:
             raise RuntimeError("slurm_pilot.loop: %s: no step in the checkpoint and no "
                                "PILOT_CHECKPOINT_STEP" % directory)
         self.last_step = int(step)
-        _support.restored(self.last_step, **self._fingerprint_state())
+        _glue.restored(self.last_step, **self._fingerprint_state())
         self._first = self.last_step + 1
         return self._first
 
@@ -142,10 +153,10 @@ class Pilot:
         return ck["step"]
 
     def _load_rank(self, directory):
-        path = os.path.join(directory, RANK_FILE % _support.rank())
+        path = os.path.join(directory, RANK_FILE % _glue.rank())
         if not os.path.exists(path):
             raise FileNotFoundError("slurm_pilot.loop: no %s: rank %d's random generators and data "
-                                    "position" % (path, _support.rank()))
+                                    "position" % (path, _glue.rank()))
         ck = _load_file(path)
         if self.data is not None and ck.get("data") is not None:
             self.data.load_state_dict(ck["data"])
@@ -153,7 +164,7 @@ class Pilot:
             _rng.set_state(ck["rng"])  # last: loading draws nothing after it
 
     # ----- save
-    def save(self, step):
+    def save(self, step: int) -> None:
         """Save the checkpoint of ``step`` into PILOT_CHECKPOINT_DIR (step() does it after step K)."""
         directory = slurm_pilot.checkpoint_dir()
         if not directory:
@@ -164,19 +175,19 @@ class Pilot:
             rank_state["rng"] = _rng.state()  # before anything below can draw
         if self._save is not None:
             self._save(directory, step)
-        elif _support.rank() == 0:
-            ck = {"step": step, "world_size": _support.world_size(),
+        elif _glue.rank() == 0:
+            ck = {"step": step, "world_size": _glue.world_size(),
                   "state": {name: obj.state_dict() for name, obj in self.state.items()}}
             for name, obj in (("model", self.model), ("optimizer", self.optimizer),
                               ("scheduler", self.scheduler), ("scaler", self.scaler)):
                 ck[name] = obj.state_dict() if obj is not None else None
             _save_file(ck, os.path.join(directory, STATE_FILE))
         if self._rng or self.data is not None:
-            _save_file(rank_state, os.path.join(directory, RANK_FILE % _support.rank()))
-        _support.saved(step, **self._fingerprint_state())
+            _save_file(rank_state, os.path.join(directory, RANK_FILE % _glue.rank()))
+        _glue.saved(step, **self._fingerprint_state())
 
     # ----- the loop
-    def steps(self, default=None):
+    def steps(self, default: int | None = None) -> range:
         """The steps to run: resume()..PILOT_STEPS inside a pilot, resume()..default outside."""
         last = slurm_pilot.steps()
         if last is None:
@@ -185,7 +196,8 @@ class Pilot:
             raise ValueError("slurm_pilot.loop: Pilot.steps(): outside a pilot, pass the number of steps")
         return range(self.resume(), int(last) + 1)
 
-    def step(self, loss, tokens=None, **fields):
+    def step(self, loss: torch.Tensor | float, tokens: torch.Tensor | int | None = None,
+             **fields: Any) -> dict[str, Any] | None:
         """Report one optimizer step (the next after the last) and save after step K.
         ``fields`` go to slurm_pilot.step(); the learning rate defaults to the one the optimizer
         stepped with. Returns the record written, None outside a pilot."""

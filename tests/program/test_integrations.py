@@ -368,11 +368,11 @@ class LightningWithoutLightningTest(PilotEnv):
 
     def test_batch_shape_and_digest(self):
         batch = (torch.arange(12).view(3, 4), torch.zeros(3, 4))
-        self.assertEqual(slurm_pilot._support.batch_shape(batch), (12, 3, 4))
-        self.assertEqual(slurm_pilot._support.batch_shape({"x": torch.zeros(2, 2)}), (None, None, None))
-        a = slurm_pilot._support.batch_digest(batch)
-        self.assertEqual(a, slurm_pilot._support.batch_digest((torch.arange(12).view(3, 4),)))
-        self.assertNotEqual(a, slurm_pilot._support.batch_digest((torch.arange(12).flip(0).view(3, 4),)))
+        self.assertEqual(slurm_pilot._glue.batch_shape(batch), (12, 3, 4))
+        self.assertEqual(slurm_pilot._glue.batch_shape({"x": torch.zeros(2, 2)}), (None, None, None))
+        a = slurm_pilot._glue.batch_digest(batch)
+        self.assertEqual(a, slurm_pilot._glue.batch_digest((torch.arange(12).view(3, 4),)))
+        self.assertNotEqual(a, slurm_pilot._glue.batch_digest((torch.arange(12).flip(0).view(3, 4),)))
 
 
 def run_program(self, argv, steps, at):
