@@ -137,17 +137,17 @@ class _Hooks:
 
     # ----- Trainer events
     def on_init_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
-                   **kwargs: Any) -> None:
+                    **kwargs: Any) -> None:
         if not slurm_pilot.active():
             return
         try:
             _adjust(args)
         except (AttributeError, dataclasses.FrozenInstanceError) as e:
             _glue.warn("the Trainer's arguments cannot be set for the pilot (%s): pass "
-                          "slurm_pilot.hf.training_args(args) to the Trainer" % e)
+                       "slurm_pilot.hf.training_args(args) to the Trainer" % e)
 
     def on_train_begin(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
-                      model: torch.nn.Module | None = None, **kwargs: Any) -> None:
+                       model: torch.nn.Module | None = None, **kwargs: Any) -> None:
         if not slurm_pilot.active():
             return
         self._remember(kwargs, model)
@@ -160,7 +160,7 @@ class _Hooks:
                     lambda module, a: self._before_forward(module, a, {}))
 
     def on_step_begin(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
-                     model: torch.nn.Module | None = None, **kwargs: Any) -> None:
+                      model: torch.nn.Module | None = None, **kwargs: Any) -> None:
         if not slurm_pilot.active():
             return
         self._remember(kwargs, model)
@@ -183,17 +183,17 @@ class _Hooks:
             self._fingerprint(None)
 
     def on_pre_optimizer_step(self, args: TrainingArguments, state: TrainerState,
-                             control: TrainerControl, optimizer: torch.optim.Optimizer | None = None,
-                             **kwargs: Any) -> None:
+                              control: TrainerControl, optimizer: torch.optim.Optimizer | None = None,
+                              **kwargs: Any) -> None:
         self._note_lr(optimizer)
 
     def on_optimizer_step(self, args: TrainingArguments, state: TrainerState,
-                         control: TrainerControl, optimizer: torch.optim.Optimizer | None = None,
-                         **kwargs: Any) -> None:
+                          control: TrainerControl, optimizer: torch.optim.Optimizer | None = None,
+                          **kwargs: Any) -> None:
         self._note_lr(optimizer)
 
     def on_step_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
-                   **kwargs: Any) -> None:
+                    **kwargs: Any) -> None:
         if not slurm_pilot.active():
             return
         if self._print_due is not None:  # no training forward seen: after the step, in both
@@ -235,7 +235,7 @@ class _Hooks:
             self._eval_loss(metrics["eval_loss"])
 
     def on_save(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
-               **kwargs: Any) -> None:
+                **kwargs: Any) -> None:
         if not slurm_pilot.active():
             return
         self._flush()
@@ -243,7 +243,7 @@ class _Hooks:
             self._saved_due = state.global_step
 
     def on_train_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
-                    **kwargs: Any) -> None:
+                     **kwargs: Any) -> None:
         if not slurm_pilot.active():
             return
         self._flush()
