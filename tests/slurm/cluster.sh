@@ -1,22 +1,42 @@
 #!/usr/bin/env bash
-# CTest fixture of the `slurm` tests: start or stop the local cluster of
-# scripts/local-slurm for this build, and make sure the unprivileged test
-# user exists (jobs must not run as root for the trust model to be tested).
-# `down` removes the cluster folder and keeps a copy of its logs in the build
-# (slurm-cluster-log/), where a failed run can be read afterwards.
+# CTest fixture of the `slurm` tests: start or stop one of the shared local
+# clusters of scripts/local-slurm for this build, and make sure its
+# unprivileged test users exist (jobs must not run as root for the trust
+# model to be tested). `down` removes the cluster folder and keeps a copy of
+# its logs in the build ($PILOT_CLUSTER_LOGS, default slurm-cluster-log/),
+# where a failed run can be read afterwards.
 #
-#   cluster.sh up | down        (environment as for e2e.sh)
+#   cluster.sh up | down        (environment as for e2e.sh; the cluster's
+#                                ports, name and first job id as for
+#                                scripts/local-slurm, tests/slurm/CMakeLists.txt
+#                                sets them per cluster)
 set -euo pipefail
 SRC=${PILOT_SOURCE_DIR:?}
 BUILD=${PILOT_BUILD_DIR:?}
 export PILOT_CLUSTER_DIR=${PILOT_CLUSTER_DIR:?}
 TEST_USER=${PILOT_TEST_USER:-pilotuser}
+TEST_USER2=${PILOT_TEST_USER2:-pilotuser2}
+LOGS=$BUILD/${PILOT_CLUSTER_LOGS:-slurm-cluster-log}
+
+# The fixtures of both clusters (and the two-node cluster's first case) start
+# at once: useradd may find /etc/passwd locked by another, or the user made
+# by it meanwhile.
+ensure_user() {  # ensure_user NAME
+  local i
+  for ((i = 0; i < 30; i++)); do
+    id "$1" >/dev/null 2>&1 && return 0
+    useradd --create-home --shell /bin/bash "$1" 2>/dev/null && return 0
+    sleep 0.5
+  done
+  id "$1" >/dev/null 2>&1 || { echo "cluster.sh: cannot make the user $1" >&2; exit 1; }
+}
 
 case ${1:-} in
   up)
-    if ! id "$TEST_USER" >/dev/null 2>&1; then
-      useradd --create-home --shell /bin/bash "$TEST_USER"
-    fi
+    # The second user (cases of two users) too, so that no case makes one
+    # while the other cluster's case makes its own.
+    ensure_user "$TEST_USER"
+    ensure_user "$TEST_USER2"
     # A cluster left over by an interrupted run is stopped first, and its
     # state is dropped so job ids and verdicts start afresh.
     "$SRC/scripts/local-slurm" down >/dev/null 2>&1 || true
@@ -26,8 +46,8 @@ case ${1:-} in
   down)
     "$SRC/scripts/local-slurm" down
     if [[ -d $PILOT_CLUSTER_DIR/log ]]; then
-      rm -rf "$BUILD/slurm-cluster-log"
-      cp -r "$PILOT_CLUSTER_DIR/log" "$BUILD/slurm-cluster-log"
+      rm -rf "$LOGS"
+      cp -r "$PILOT_CLUSTER_DIR/log" "$LOGS"
     fi
     "$SRC/scripts/local-slurm" down --purge
     ;;

@@ -2,7 +2,7 @@
 # A cluster of two nodes on this machine (scripts/local-slurm up --nodes 2):
 # each slurmd in a network namespace of its own, a job's tasks on both with
 # their own node names and addresses, and `down` leaving no namespace or
-# link behind. A cluster of its own (folder, ports), beside the one the
+# link behind. A cluster of its own (folder, ports), beside the two the
 # other `slurm` tests share. Exit 77 (CTest: skipped) where network
 # namespaces cannot be made.
 #
@@ -53,8 +53,17 @@ LOCAL_SLURM=$SRC/scripts/local-slurm
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 # The unprivileged user jobs run as (cluster.sh makes it for the suite's
-# cluster; this one may run alone).
-need_user() { id "$TEST_USER" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$TEST_USER"; }
+# clusters; this one may run alone, or start while their fixtures make their
+# users: useradd may find /etc/passwd locked, or the user made meanwhile).
+need_user() {
+  local i
+  for ((i = 0; i < 30; i++)); do
+    id "$TEST_USER" >/dev/null 2>&1 && return 0
+    useradd --create-home --shell /bin/bash "$TEST_USER" 2>/dev/null && return 0
+    sleep 0.5
+  done
+  id "$TEST_USER" >/dev/null 2>&1 || fail "cannot make the user $TEST_USER"
+}
 # The cluster's logs, kept in the build for a failed run to be read.
 keep_logs() {
   [[ -d $PILOT_CLUSTER_DIR/log ]] || return 0
