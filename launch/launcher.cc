@@ -12,12 +12,12 @@ std::unique_ptr<Launcher> MakeLocalLauncher();
 
 namespace {
 
-bool InSlurmJob(int nproc) { return std::getenv("SLURM_JOB_ID") != nullptr && nproc == 0; }
-bool Always(int /*nproc*/) { return true; }
+bool InSlurmJob(int nproc, bool in_job) { return in_job && nproc == 0; }
+bool Always(int /*nproc*/, bool /*in_job*/) { return true; }
 
-struct LauncherKind {
-  const char* name;              // parallel.launcher's value
-  bool (*automatic)(int nproc);  // whether "auto" picks it
+struct LauncherRow {
+  const char* name;                           // parallel.launcher's value
+  bool (*automatic)(int nproc, bool in_job);  // whether "auto" picks it
   std::unique_ptr<Launcher> (*make)();
 };
 
@@ -35,25 +35,38 @@ struct LauncherKind {
 //      kLocal and kSrun (launch/launcher.h), and its value in
 //      parallel.launcher's choices (core/config/config_schema.cc; the
 //      launch tests hold the two lists equal) and pilot.toml(5).
-//   3. A user's program: the supervisor builds each phase's processes in
-//      ProgramPilot::RunPhase (supervisor/program/program_pilot.cc) from
-//      the same functions and runs them with RunGroup
-//      (supervisor/program/group.h); a kind the program can use gets its
-//      case there and its line in pilot-program(7).
+//   3. Where it applies: DecideNodeLayout (launch/layout.cc) decides the
+//      kind and the ranks for both workloads. A user's program: the
+//      supervisor builds each phase's processes in PhaseRanks
+//      (supervisor/program/phase_layout.cc) from the same functions and
+//      runs them with RunGroup (supervisor/program/group.h); a kind the
+//      program can use gets its case there and its line in
+//      pilot-program(7).
 //   4. Tests: tests/launch/ for what it builds, tests/runner/node_test.py
 //      for ranks it starts.
-constexpr LauncherKind kLaunchers[] = {
+constexpr LauncherRow kLaunchers[] = {
     {kSrun, InSlurmJob, MakeSrunLauncher},
     {kLocal, Always, MakeLocalLauncher},
 };
 
 }  // namespace
 
-std::unique_ptr<Launcher> ChooseLauncher(const std::string& setting, int nproc) {
-  for (const LauncherKind& k : kLaunchers) {
-    if (setting == "auto" ? k.automatic(nproc) : setting == k.name) return k.make();
+std::string LauncherKind(const std::string& setting, int nproc, bool in_slurm_job) {
+  for (const LauncherRow& k : kLaunchers) {
+    if (setting == "auto" ? k.automatic(nproc, in_slurm_job) : setting == k.name) return k.name;
+  }
+  return std::end(kLaunchers)[-1].name;
+}
+
+std::unique_ptr<Launcher> MakeLauncher(const std::string& kind) {
+  for (const LauncherRow& k : kLaunchers) {
+    if (kind == k.name) return k.make();
   }
   return std::end(kLaunchers)[-1].make();
+}
+
+std::unique_ptr<Launcher> ChooseLauncher(const std::string& setting, int nproc) {
+  return MakeLauncher(LauncherKind(setting, nproc, std::getenv("SLURM_JOB_ID") != nullptr));
 }
 
 int DefaultNodeProcesses(bool cuda, int visible_gpus, int tasks_per_node, int nodes) {
@@ -63,7 +76,7 @@ int DefaultNodeProcesses(bool cuda, int visible_gpus, int tasks_per_node, int no
 
 std::vector<std::string> LauncherNames() {
   std::vector<std::string> names;
-  for (const LauncherKind& k : kLaunchers) names.emplace_back(k.name);
+  for (const LauncherRow& k : kLaunchers) names.emplace_back(k.name);
   return names;
 }
 

@@ -75,9 +75,17 @@ class Launcher {
                           const std::vector<std::optional<RankReport>>& reports) const = 0;
 };
 
-// The launcher parallel.launcher names: "auto" is the first of the table
-// whose condition holds (srun inside a Slurm job unless `nproc` (--nproc)
-// asks for a number of processes, local otherwise).
+// The kind parallel.launcher names: "auto" is the first of the table whose
+// condition holds (srun inside a Slurm job unless `nproc` (--nproc) asks
+// for a number of processes, local otherwise); an unknown name is the
+// table's last row. DecideNodeLayout (launch/layout.h) asks it.
+std::string LauncherKind(const std::string& setting, int nproc, bool in_slurm_job);
+
+// The launcher of a kind LauncherKind returned (the table's last row for
+// another name).
+std::unique_ptr<Launcher> MakeLauncher(const std::string& kind);
+
+// MakeLauncher(LauncherKind(setting, nproc, whether SLURM_JOB_ID is set)).
 std::unique_ptr<Launcher> ChooseLauncher(const std::string& setting, int nproc);
 
 // The node stage's processes when parallel.nproc is 0, for the builtin and

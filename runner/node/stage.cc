@@ -19,6 +19,7 @@
 
 #include "core/base/atomic_file.h"
 #include "launch/launcher.h"
+#include "launch/layout.h"
 #include "launch/rank_env.h"
 #include "runner/ckpt/compare.h"
 #include "runner/node/stage.h"
@@ -297,15 +298,20 @@ int RunNodeStage(const RunOptions& o, const Config& cfg, int nproc, std::optiona
                  NodeStage* node) {
   const int64_t gpus = at::detail::getCUDAHooks().getNumGPUs();
   const bool cuda = cfg.training.device != "cpu" && gpus > 0;
-  const std::unique_ptr<Launcher> launcher = launch::ChooseLauncher(cfg.parallel.launcher, nproc);
-  // srun reaches every node of the job: parallel.nproc = 0 is then one
-  // process per GPU on each of them.
-  const int nodes = launcher->Name() == std::string(launch::kSrun) ? EnvInt("SLURM_JOB_NUM_NODES") : 1;
-  const int data_ranks =
-      cfg.parallel.nproc > 0
-          ? cfg.parallel.nproc
-          : launch::DefaultNodeProcesses(cuda, static_cast<int>(gpus), EnvInt("SLURM_NTASKS_PER_NODE"), nodes);
-  const int world = nproc > 0 ? nproc : data_ranks;
+  launch::LayoutRequest lr;
+  lr.launcher = cfg.parallel.launcher;
+  lr.nproc = cfg.parallel.nproc;
+  lr.world_override = nproc;
+  lr.cuda = cuda;
+  lr.visible_gpus = static_cast<int>(gpus);
+  lr.tasks_per_node = EnvInt("SLURM_NTASKS_PER_NODE");
+  lr.in_slurm_job = std::getenv("SLURM_JOB_ID") != nullptr;
+  lr.job_nodes = EnvInt("SLURM_JOB_NUM_NODES");
+  const launch::NodeLayout layout = launch::DecideNodeLayout(lr);
+  const std::unique_ptr<Launcher> launcher = launch::MakeLauncher(layout.kind);
+  const int nodes = layout.nodes;
+  const int data_ranks = layout.data_ranks;
+  const int world = layout.world;
   NodeStage& n = *node;
   n = NodeStage{};
   n.status = "error";
