@@ -66,10 +66,6 @@ void CopyStderr(int fd, std::shared_ptr<StderrCopy> copy) {
   copy->cv.notify_all();
 }
 
-bool Secondary(const std::optional<RankReport>& rep) {
-  return rep && rep->message && rep->message->find("communication failed") != std::string::npos;
-}
-
 class SrunLauncher final : public Launcher {
  public:
   ~SrunLauncher() override { Finish(); }
@@ -110,7 +106,7 @@ class SrunLauncher final : public Launcher {
         FirstFailedTask(lines, 2, [&reports](int pass, const SrunTaskLine& /*line*/, int t) {
           if (t < 0 || static_cast<size_t>(t) >= reports.size()) return false;
           if (reports[t] && reports[t]->status == "ok") return false;
-          return pass != 0 || !Secondary(reports[t]);
+          return pass != 0 || !PeerFailed(reports[t]);
         });
     RankBlame b;
     if (pick) {
@@ -125,7 +121,7 @@ class SrunLauncher final : public Launcher {
       for (size_t r = 0; r < reports.size(); ++r) {
         const std::optional<RankReport>& rep = reports[r];
         if (rep && rep->status == "ok") continue;
-        if (pass == 0 && Secondary(rep)) continue;
+        if (pass == 0 && PeerFailed(rep)) continue;
         b.rank = static_cast<int>(r);
         b.message = "rank " + std::to_string(r) +
                     (rep && !rep->host.empty() ? " on " + rep->host : "") + " failed" +

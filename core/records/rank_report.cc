@@ -112,4 +112,8 @@ Result<RankReport> ReadRankReport(const std::string& path) {
   return ParseRankReport(text, path);
 }
 
+bool PeerFailed(const std::optional<RankReport>& r) {
+  return r && r->message && r->message->find(kPeerFailedMessage) != std::string::npos;
+}
+
 }  // namespace pilot

@@ -159,4 +159,11 @@ Result<RankReport> ParseRankReport(std::string_view text, const std::string& lab
 // kNotFound (the rank died before writing it).
 Result<RankReport> ReadRankReport(const std::string& path);
 
+// How a rank's message begins when its collective or a peer failed, not
+// the rank itself (it waited on a rank that died): the rank that wrote it
+// is not the one to blame while another failed.
+inline constexpr char kPeerFailedMessage[] = "communication failed";
+// `r` exists and its message says so.
+bool PeerFailed(const std::optional<RankReport>& r);
+
 }  // namespace pilot

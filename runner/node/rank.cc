@@ -378,7 +378,7 @@ std::string ExceptionMessage(const std::exception& ex, const std::string& phase,
         "Connection reset", "Timed out", "timed out", "NCCL"}) {
     comm_failed = comm_failed || what.find(m) != std::string::npos;
   }
-  return std::string(comm_failed ? "communication failed (a peer rank died or timed out)"
+  return std::string(comm_failed ? std::string(kPeerFailedMessage) + " (a peer rank died or timed out)"
                                  : "error") +
          " at step " + std::to_string(step) + " (" + phase + "): " + WithoutBacktrace(ex.what());
 }

@@ -175,9 +175,7 @@ PhaseOutcome RunPhase(const RunOptions& o, const Config& cfg, const Phase& ph, i
   std::optional<std::pair<size_t, int>> failed;
   for (const auto& f : failures) {
     const std::optional<RankReport>* rep = f.first < out.reports.size() ? &out.reports[f.first] : nullptr;
-    const bool secondary = rep && *rep && (*rep)->message &&
-                           (*rep)->message->find("communication failed") != std::string::npos;
-    if (!secondary) {
+    if (rep == nullptr || !PeerFailed(*rep)) {
       failed = f;
       break;
     }
