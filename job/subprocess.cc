@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "core/base/crypto.h"
+#include "core/base/strings.h"
 
 namespace pilot::job {
 namespace {
@@ -206,21 +207,27 @@ Result<CommandResult> RunCommand(const CommandSpec& spec) {
   return result;
 }
 
+Result<std::string> HashFileAsUser(const CommandRunner& run, CommandSpec spec, const std::string& path) {
+  static const std::string kSha = FindExecutable("sha256sum");
+  if (kSha.empty()) return Status::Unavailable("sha256sum", "not installed on this node");
+  spec.argv = {kSha, "--", path};
+  PILOT_ASSIGN_OR_RETURN(CommandResult r, run(spec));
+  if (!r.Succeeded() || r.out.size() < 64 || !IsSha256Hex(r.out.substr(0, 64))) {
+    const std::string why(Trim(r.err));
+    return Status::NotFound(path, why.empty() ? r.Describe(spec.timeout_seconds) : why);
+  }
+  return r.out.substr(0, 64);
+}
+
 std::string Sha256AsUser(const CommandRunner& run, const std::string& path,
                          const std::optional<RunAs>& run_as, const std::string& user,
                          const std::string& home, double timeout_seconds) {
-  static const std::string kSha = FindExecutable("sha256sum");
-  if (kSha.empty()) return "";
   CommandSpec spec;
-  spec.argv = {kSha, "--", path};
   spec.env = CleanEnvironment(user, home);
   spec.run_as = run_as;
   spec.timeout_seconds = timeout_seconds;
-  Result<CommandResult> r = run(spec);
-  if (!r.ok() || !r->Succeeded() || r->out.size() < 64 || !IsSha256Hex(r->out.substr(0, 64))) {
-    return "";
-  }
-  return r->out.substr(0, 64);
+  Result<std::string> h = HashFileAsUser(run, std::move(spec), path);
+  return h.ok() ? *h : "";
 }
 
 std::vector<std::string> CleanEnvironment(const std::string& user, const std::string& home) {

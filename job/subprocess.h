@@ -75,11 +75,19 @@ bool BecomeUser(const RunAs& as);
 [[noreturn]] void ExecIn(const std::string& cwd, const std::vector<std::string>& argv,
                          const std::vector<std::string>& env);
 
-// sha256 of `path` as sha256sum reads it, run through `run` (RunCommand, or
-// a test's stand-in) as `run_as` (nullopt: as the caller) with
-// CleanEnvironment(user, home) and a time limit. "" when it cannot be read
-// (no sha256sum, no file, no permission, timed out).
 using CommandRunner = std::function<Result<CommandResult>(const CommandSpec&)>;
+
+// sha256 of `path` (64 hex digits) as sha256sum reads it, run through `run`
+// (RunCommand, or a test's stand-in) with `spec`'s user, environment, time
+// and output limits (its argv is set here): the one way root hashes a file
+// with the permissions of the user it is read for. Errors: kUnavailable
+// when sha256sum is not installed; kNotFound naming `path` with what
+// sha256sum said (or how it ended) when it could not be read; run's own.
+Result<std::string> HashFileAsUser(const CommandRunner& run, CommandSpec spec, const std::string& path);
+
+// HashFileAsUser as `run_as` (nullopt: as the caller) with
+// CleanEnvironment(user, home) and a time limit; "" when the file cannot be
+// read (no sha256sum, no file, no permission, timed out).
 std::string Sha256AsUser(const CommandRunner& run, const std::string& path,
                          const std::optional<RunAs>& run_as, const std::string& user,
                          const std::string& home, double timeout_seconds = 60);

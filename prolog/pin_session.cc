@@ -16,7 +16,7 @@ namespace {
 using job::CleanEnvironment;
 using job::CommandResult;
 using job::CommandSpec;
-using job::FindExecutable;
+using job::HashFileAsUser;
 using job::JobEnv;
 
 User ResolveUser(const JobEnv& job) {
@@ -77,19 +77,18 @@ Result<CommandResult> PinSession::RunAsUser(std::vector<std::string> argv, doubl
 }
 
 Result<std::string> PinSession::HashAsUser(const std::string& path, int64_t* bytes) {
-  static const std::string kSha = FindExecutable("sha256sum");
-  if (kSha.empty()) return Status::NotFound("sha256sum", "not installed");
-  PILOT_ASSIGN_OR_RETURN(CommandResult r,
-                         RunAsUser({kSha, "--", path}, opts_.hash_timeout_seconds));
-  if (!r.Succeeded() || r.out.size() < 64 || !IsSha256Hex(r.out.substr(0, 64))) {
-    std::string why = std::string(Trim(r.err));
-    return Status::NotFound(path, why.empty() ? r.Describe(opts_.hash_timeout_seconds) : why);
-  }
+  CommandSpec spec;
+  spec.env = CleanEnvironment(user_.as.user, user_.home);
+  spec.run_as = user_.as;
+  spec.timeout_seconds = opts_.hash_timeout_seconds;
+  PILOT_ASSIGN_OR_RETURN(std::string hash,
+                         HashFileAsUser([this](const CommandSpec& s) { return RunBounded(s); },
+                                        std::move(spec), path));
   if (bytes != nullptr) {
     struct stat sb {};
     *bytes = stat(path.c_str(), &sb) == 0 ? static_cast<int64_t>(sb.st_size) : 0;
   }
-  return r.out.substr(0, 64);
+  return hash;
 }
 
 Result<std::string> PinSession::ReadConfigAsUser(const std::string& path) {

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 
 #include "core/base/crypto.h"
 #include "core/base/strings.h"
@@ -10,6 +11,7 @@
 #include "core/config/site_check.h"
 #include "job/env_names.h"
 #include "launch/container.h"
+#include "launch/spawn.h"
 #include "supervisor/cgroup.h"
 #include "supervisor/workload_env.h"
 
@@ -145,6 +147,9 @@ Result<ContainerSetup> MakeContainerSetup(const Config& cfg, const Lock& lock,
                                           const std::string& workdir, const std::string& gpus,
                                           const std::vector<std::string>& own,
                                           const std::string& metrics_dir) {
+  if (const std::string why = ContainerProblem(cfg, lock, policy); !why.empty()) {
+    return Status::Invalid("container", why);
+  }
   PILOT_ASSIGN_OR_RETURN(const std::string real, ResolveAsUser(workdir, run_as));
   ContainerSetup c;
   c.runtime = cfg.container.runtime;
@@ -237,6 +242,27 @@ std::vector<std::string> RuntimeEnv(const ContainerSetup& setup,
 
 }  // namespace
 
+pid_t StartContainerRemoval(const RankLaunch& r) {
+  if (r.cleanup_argv.empty()) return -1;
+  return launch::SpawnProcess(r.cleanup_argv.front(), r.cleanup_argv, r.env);
+}
+
+void RemoveContainer(const RankLaunch& r, const std::optional<job::RunAs>& run_as, const std::string& who) {
+  if (r.cleanup_argv.empty()) return;
+  job::CommandSpec c;
+  c.argv = r.cleanup_argv;
+  c.env = r.env;
+  if (!r.as_root) c.run_as = run_as;
+  c.timeout_seconds = 30;
+  Result<job::CommandResult> out = job::RunCommand(c);
+  if (!out.ok() || !out->Succeeded()) {
+    std::fprintf(stderr, "pilot: %s: %s was not removed: %s\n", who.c_str(), c.argv.back().c_str(),
+                 (out.ok() ? out->Describe(c.timeout_seconds) + ": " + out->err.substr(0, 400)
+                           : out.status().ToString())
+                     .c_str());
+  }
+}
+
 Status WrapInContainer(const ContainerSetup& setup, const std::string& name, RankLaunch* r) {
   launch::ContainerRun run = RunOf(setup, r->env);
   if (setup.runtime == launch::kRuntimePodman) run.name = name;
@@ -266,23 +292,18 @@ namespace {
 // read for the user what the user could not), 600 s at most.
 void ReadBackFile(const ContainerSetup& setup, ProgramContainer* out) {
   job::CommandSpec spec;
-  spec.argv = {job::FindExecutable("sha256sum"), "--", setup.image};
-  if (spec.argv[0].empty()) {
-    out->problem = "sha256sum is not installed on this node";
-    return;
-  }
   spec.env = {std::string("PATH=") + kRootPath};
   spec.run_as = setup.run_as;
   spec.timeout_seconds = 600;
-  Result<job::CommandResult> r = job::RunCommand(spec);
-  if (!r.ok() || !r->Succeeded() || r->out.size() < 64 || !IsSha256Hex(r->out.substr(0, 64))) {
-    out->problem = "the image file " + setup.image + " could not be hashed again: " +
-                   (!r.ok() ? r.status().ToString()
-                            : !Trim(r->err).empty() ? std::string(Trim(r->err))
-                                                    : r->Describe(spec.timeout_seconds));
+  Result<std::string> h = job::HashFileAsUser(job::RunCommand, std::move(spec), setup.image);
+  if (!h.ok()) {
+    out->problem = h.status().code() == Code::kUnavailable
+                       ? "sha256sum is not installed on this node"
+                       : "the image file " + setup.image + " could not be hashed again: " +
+                             (h.status().code() == Code::kNotFound ? h.status().detail() : h.status().ToString());
     return;
   }
-  out->digest = "sha256:" + r->out.substr(0, 64);
+  out->digest = "sha256:" + *h;
   out->digest_source = "file";
 }
 

@@ -70,8 +70,8 @@ std::string RuntimeProgram(const std::string& runtime, const ContainerPolicy& si
 // `metrics_dir`. The working folder is the user's to name: it is resolved
 // as the job's user (`realpath -e`, 10 s at most), so root binds no folder
 // the user could not reach, and bound from where it resolves.
-// Errors: kInvalid, the detail a sentence naming the folder, when the
-// user cannot reach it.
+// Errors: kInvalid, the detail a sentence: ContainerProblem's, or one
+// naming the folder when the user cannot reach it.
 Result<ContainerSetup> MakeContainerSetup(const Config& cfg, const Lock& lock, const Policy& policy,
                                   const std::optional<job::RunAs>& run_as,
                                   const std::string& workdir, const std::string& gpus,
@@ -92,6 +92,17 @@ std::vector<Mount> ContainerMounts(const std::vector<std::string>& paths, const 
 // Rewrites `r` (argv, env; as_root for podman) to run its command in the
 // image. Errors: kInvalid from launch::BuildContainerCommand.
 Status WrapInContainer(const ContainerSetup& setup, const std::string& name, RankLaunch* r);
+
+// The container a killed or stopped runtime left behind
+// (RankLaunch::cleanup_argv; nothing when it is empty). Start: begun now,
+// beside a SIGTERM (a container's PID 1 ignores it unless it handles it,
+// and a job's processes may get little time after scancel's: KillWait),
+// as root for a process started as root; returns its pid, or -1. Remove:
+// run to its end, 30 s at most, as the process was started (as root, else
+// as `run_as`); what went wrong is said on standard error after `who`
+// ("pilot: WHO: NAME was not removed: ...").
+pid_t StartContainerRemoval(const RankLaunch& r);
+void RemoveContainer(const RankLaunch& r, const std::optional<job::RunAs>& run_as, const std::string& who);
 
 // pyxis across nodes: the options of the ranks' srun step (before its
 // command), and `env` made the step's (node-only variables out, root's

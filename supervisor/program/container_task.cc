@@ -78,22 +78,6 @@ void PassOn(int sig) {
   if (g_child > 0) ::kill(static_cast<pid_t>(g_child), sig);
 }
 
-// The container a killed or stopped podman left running (container.h,
-// RankLaunch::cleanup_argv), removed as root, 30 s at most.
-void RemoveLeftContainer(const RankLaunch& r) {
-  if (r.cleanup_argv.empty()) return;
-  job::CommandSpec c;
-  c.argv = r.cleanup_argv;
-  c.env = r.env;
-  c.timeout_seconds = 30;
-  Result<job::CommandResult> out = job::RunCommand(c);
-  if (!out.ok() || !out->Succeeded()) {
-    std::fprintf(stderr, "pilot: container task: %s was not removed: %s\n",
-                 c.argv.back().c_str(),
-                 out.ok() ? out->Describe(c.timeout_seconds).c_str() : out.status().ToString().c_str());
-  }
-}
-
 }  // namespace
 
 Result<Lock> NodeRecordOfJob(const Policy& policy, int64_t job_id, uid_t uid,
@@ -196,9 +180,7 @@ int RunContainerTask(const ContainerTaskInput& in) {
     if (errno != EINTR) return 1;
     // A signal was passed on: the container's PID 1 may ignore it, and
     // the step's KillWait is short, so the container is removed at once.
-    if (g_passed_on && removal < 0 && !plan->cleanup_argv.empty()) {
-      removal = launch::SpawnProcess(plan->cleanup_argv.front(), plan->cleanup_argv, plan->env);
-    }
+    if (g_passed_on && removal < 0) removal = StartContainerRemoval(*plan);
   }
   g_child = 0;
   if (removal > 0) {
@@ -208,7 +190,7 @@ int RunContainerTask(const ContainerTaskInput& in) {
   }
   // Once more after podman ended: the first removal may have met the
   // container still starting (--ignore makes this one cheap).
-  if (WIFSIGNALED(status) || g_passed_on) RemoveLeftContainer(*plan);
+  if (WIFSIGNALED(status) || g_passed_on) RemoveContainer(*plan, std::nullopt, "container task");
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
