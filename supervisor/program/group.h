@@ -28,8 +28,9 @@
 // group) is killed and named in GroupResult::outlived: nothing of a phase
 // survives it.
 //
-// With watch_files, the phase also learns (fanotify, root) which of those
-// files a process of the phase opened: that a resumed process read the
+// The socket is a MetricsSocket (metrics_socket.h). With watch_files, the
+// phase also learns which of those files a process of the phase opened
+// (CheckpointWatch, checkpoint_watch.h): that a resumed process read the
 // checkpoint is then the supervisor's observation, not the program's word.
 //
 // Thread-safety: uses fork(); call from the supervisor's single thread.
@@ -45,6 +46,7 @@
 
 #include "job/subprocess.h"
 #include "core/records/srun_lines.h"
+#include "supervisor/program/checkpoint_watch.h"
 #include "supervisor/program/metrics.h"
 
 namespace pilot::supervisor {
@@ -110,7 +112,6 @@ struct GroupSpec {
   std::vector<std::string> watch_files;
 };
 
-inline constexpr size_t kMaxWatchFiles = 4096;
 // The longest record line (bytes, without its newline) the protocol allows.
 inline constexpr size_t kMaxRecordLine = 4095;
 
@@ -179,8 +180,5 @@ struct GroupResult {
 
 // Runs every rank to its end (see above).
 GroupResult RunGroup(const GroupSpec& spec);
-
-// The last `lines` lines of `text`, at most `bytes` bytes.
-std::string TailLines(const std::string& text, size_t lines, size_t bytes = 4096);
 
 }  // namespace pilot::supervisor

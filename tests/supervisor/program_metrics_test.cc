@@ -1,5 +1,6 @@
 // What the supervisor reads of a program: metrics records, loss lines of
-// its standard output, lines out of a pipe, the end of its standard error.
+// its standard output, lines out of a pipe (the end of standard error:
+// TailLines, tests/core/base/strings_test.cc).
 #include "supervisor/program/metrics.h"
 
 #include <gtest/gtest.h>
@@ -261,22 +262,6 @@ TEST(LineBuffer, RestIsTheLastLineWithoutNewline) {
   }
   b.Append("end", 3);
   EXPECT_EQ(b.Rest(), "end");
-}
-
-TEST(TailLines, TheLastLinesWithinBytes) {
-  EXPECT_EQ(TailLines("a\nb\nc\n", 2), "b\nc");
-  EXPECT_EQ(TailLines("a\nb\nc", 1), "c");
-  EXPECT_EQ(TailLines("a\nb\nc\n\n\r\n", 1), "c");
-  EXPECT_EQ(TailLines("a\nb", 5), "a\nb");
-  EXPECT_EQ(TailLines("\nb", 2), "b");
-  EXPECT_EQ(TailLines("", 3), "");
-  EXPECT_EQ(TailLines("\n\n", 3), "");
-  EXPECT_EQ(TailLines("first\n0123456789", 1, 4), "6789");
-  EXPECT_EQ(TailLines("x\n" + std::string(10, 'y') + "\nz", 2, 5), "yyy\nz");
-  // A cut inside a character drops the whole character: a tqdm bar of
-  // U+2588 (three bytes each) cut at 4 bytes keeps one block, not a block
-  // and a third.
-  EXPECT_EQ(TailLines("x\n\xE2\x96\x88\xE2\x96\x88", 1, 4), "\xE2\x96\x88");
 }
 
 }  // namespace

@@ -1,0 +1,35 @@
+#include "supervisor/program/phase_usage.h"
+
+#include <algorithm>
+
+#include "supervisor/program/proc_tree.h"
+
+namespace pilot::supervisor {
+
+void PhaseUsage::Sample(const std::set<pid_t>& running, bool all_reaped, GroupResult* out) {
+  const Clock::time_point now = Clock::now();
+  if (std::chrono::duration<double>(now - last_).count() < 1.0 && !all_reaped) return;
+  last_ = now;
+  const GroupUsage u = UsageOfGroups(running);
+  out->peak_rss_bytes = std::max(out->peak_rss_bytes, u.rss_bytes);
+  if (!all_reaped) cpu_samples_.emplace_back(std::chrono::duration<double>(now - t0_).count(), u.cpu_seconds);
+}
+
+void PhaseUsage::MeasureBusy(GroupResult* out) const {
+  if (out->records.size() < 2) return;
+  const double from = out->records.front().arrived, to = out->records.back().arrived;
+  const std::pair<double, double>* a = nullptr;
+  const std::pair<double, double>* b = nullptr;
+  for (const auto& s : cpu_samples_) {
+    if (s.first < from || s.first > to) continue;
+    if (a == nullptr) a = &s;
+    b = &s;
+  }
+  if (a == nullptr || b->first - a->first < 2.0) return;
+  out->busy_window_seconds = b->first - a->first;
+  out->busy_cpu_seconds = std::max(0.0, b->second - a->second);
+  out->busy_from = t0_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(a->first));
+  out->busy_to = t0_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(b->first));
+}
+
+}  // namespace pilot::supervisor
