@@ -11,7 +11,7 @@
 //
 // A metric the program reports that should reach results, verdict and
 // report touches, in this order:
-//   1. python/slurm_pilot/__init__.py: step() writes it into the record
+//   1. python/slurm_pilot/_report.py: step() writes it into the record
 //      (from an argument, or measured like _cuda_fields and _model_fields
 //      do), and its name joins CORE_FIELDS, so that a too long line never
 //      drops it; tests/program/test_probe.py checks the record.
@@ -31,8 +31,9 @@
 //      own spelling, MemoryFiguresOf below.
 //   5. Filling it from the records: the single stage in SingleFromRecords
 //      (judge.cc: the reference's steps; FirstStepMemory for the resumed
-//      process), the node stage's ranks in ProgramPilot::Node()
-//      (program_pilot.cc: each rank's NodeRankStats, beside NodeMemoryOf);
+//      process), the node stage's ranks in NoteNodeReference and
+//      NoteNodeResumed (phase_outcome.cc: each rank's NodeRankStats,
+//      beside NodeMemoryOf);
 //      tests/supervisor/program_judge_test.cc and
 //      tests/supervisor/program/program_pilot_test.cc.
 //   6. pilot-files(5), RESULTS.JSON: its line under its stage (the man-page

@@ -52,25 +52,4 @@ struct ProgramPilotInput {
 // failed, 3 out of memory, 4 the supervisor could not run it).
 int RunProgramPilot(const ProgramPilotInput& in, Results* res, SupervisorInfo* info);
 
-// The environment of one process of the program (pilot-program(7),
-// ENVIRONMENT): the workload's base environment, then the job's whole
-// environment but the variables the pilot owns (PILOT_*, SLURM_PILOT_*),
-// then the pilot's variables and the rank's.
-struct ProgramEnvInput {
-  std::vector<std::string> base_env;
-  std::vector<std::string> job_env;
-  const Config* cfg = nullptr;
-  std::string probe_path;
-  std::string stage, process, device;
-  int rank = 0, local_rank = 0, world_size = 1, local_world_size = 1;
-  std::string master_addr = "127.0.0.1";
-  int master_port = 0;
-  std::string metrics, checkpoint_dir, resume_dir;
-  int64_t seed = 0;
-  // The processes the supervisor starts itself (SLURM_PROCID, SLURM_LOCALID
-  // and SLURM_NTASKS set as srun would); 0 when srun starts the tasks.
-  int tasks = 0;
-};
-std::vector<std::string> ProgramEnv(const ProgramEnvInput& in);
-
 }  // namespace pilot::supervisor

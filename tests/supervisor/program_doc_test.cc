@@ -12,7 +12,7 @@
 
 #include "core/config/config.h"
 #include "supervisor/program/metrics.h"
-#include "supervisor/program/program_pilot.h"
+#include "supervisor/program/program_env.h"
 
 namespace pilot::supervisor {
 namespace {
