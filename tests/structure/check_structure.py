@@ -16,6 +16,9 @@ and the script exits 1 when any rule is broken. The rules:
   launch       launch/ (how ranks start, shared by runner/ and supervisor/)
                includes only core/ and itself: no torch, no Slurm header.
   functions    no C++ function body is longer than 150 lines.
+  sizes        no C++ class or struct is longer than 400 lines, and no source
+               file (C++, or the probe's Python) outside tests/ than 800: a
+               class or file that grows past them is split by concern.
   exits        pilot-runner's exit statuses (kExit*) are defined in
                core/records/exit_codes.h and nowhere else (cli/ has pilot's own).
   paths        no C++ source outside job/ spells a path under the state
@@ -29,6 +32,9 @@ import sys
 ROOMS = ["base", "records", "config", "models", "decide"]
 EXECUTABLES = ["spank_plugin", "prolog", "epilog", "cli", "supervisor"]
 MAX_FUNCTION_LINES = 150
+MAX_CLASS_LINES = 400
+MAX_FILE_LINES = 800
+CODE_TOPS = ["core", "launch", "job", "runner", "supervisor", "spank_plugin", "prolog", "epilog", "cli"]
 # The version header CMake generates (cmake/Version.cmake) for every part.
 GENERATED_VERSION = "pilot/version.h"
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
@@ -301,8 +307,52 @@ def rule_functions(root):
                     yield f"{path}:{first}: {name} is {n} lines (at most {MAX_FUNCTION_LINES})"
 
 
+CLASS_HEAD = re.compile(r"\b(class|struct)\s+(\w+)[^;{()]*$")
+
+
+def classes(text):
+    """(name, first line, last line) of every class or struct definition."""
+    code = strip_code(text)
+    stack = []  # (name, first line) of a class, None for other braces
+    last_stop = 0
+    for i, c in enumerate(code):
+        if c in ";":
+            last_stop = i + 1
+        elif c == "{":
+            head = " ".join(code[last_stop:i].split())
+            m = CLASS_HEAD.search(head)
+            stack.append((m.group(2), code.count("\n", 0, i) + 1) if m and "enum" not in head else None)
+            last_stop = i + 1
+        elif c == "}":
+            if stack:
+                top = stack.pop()
+                if top is not None:
+                    yield top[0], top[1], code.count("\n", 0, i) + 1
+            last_stop = i + 1
+
+
+def rule_sizes(root):
+    paths = [p for top in CODE_TOPS for p in sources(root, top)]
+    paths += [os.path.relpath(os.path.join(d, f), root)
+              for d, _, files in os.walk(os.path.join(root, "python")) for f in sorted(files)
+              if f.endswith(".py")]
+    for path in paths:
+        with open(os.path.join(root, path), encoding="utf-8") as f:
+            text = f.read()
+        lines = text.count("\n")
+        if lines > MAX_FILE_LINES:
+            yield f"{path}:1: {lines} lines (at most {MAX_FILE_LINES}): split it by concern"
+        if not path.endswith((".cc", ".h", ".cu")):
+            continue
+        for name, first, last in classes(text):
+            n = last - first + 1
+            if n > MAX_CLASS_LINES:
+                yield f"{path}:{first}: class {name} is {n} lines (at most {MAX_CLASS_LINES})"
+
+
 RULES = {"rooms": rule_rooms, "runner": rule_runner, "executables": rule_executables,
-         "launch": rule_launch, "functions": rule_functions, "paths": rule_paths, "exits": rule_exits}
+         "launch": rule_launch, "functions": rule_functions, "sizes": rule_sizes, "paths": rule_paths,
+         "exits": rule_exits}
 
 
 def main(argv):
