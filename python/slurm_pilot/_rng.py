@@ -54,5 +54,9 @@ def set_state(saved: dict[str, Any]) -> None:
     if torch is not None:
         torch.set_rng_state(saved["torch"].cpu())
         if "cuda" in saved and torch.cuda.is_available():
-            for device, cuda in enumerate(saved["cuda"][:torch.cuda.device_count()]):
-                torch.cuda.set_rng_state(cuda.cpu(), device)
+            cuda = saved["cuda"]
+            if isinstance(cuda, (list, tuple)):
+                for device, state in enumerate(cuda[:torch.cuda.device_count()]):
+                    torch.cuda.set_rng_state(state.cpu(), device)
+            else:  # an earlier probe's checkpoint: the current device's alone
+                torch.cuda.set_rng_state(cuda.cpu())
