@@ -34,6 +34,34 @@
 // GPUs only; Apptainer's and pyxis's processes get what Slurm confines the
 // job (or step) to.
 //
+// Adding a container runtime (every file it touches, in the order a
+// program's process meets them):
+//   1. Its name: kRuntime<Name> below; container.runtime's choices
+//      (core/config/config_schema.cc, config.h's comment), the site's
+//      allowed_runtimes (core/records/policy.cc's check, policy.h) and
+//      results.json's program.container.runtime (core/records/results.cc's
+//      OneOf); whether it takes an image file (core/config/config_validate.cc).
+//   2. Its command line: a case of BuildContainerCommand (launch/
+//      container.cc): by digest only, values in the returned env, the
+//      job's GPUs only, as_root and remove_argv where the runtime needs
+//      them; its argv in the table above; tests in tests/launch/
+//      container_test.cc, exact.
+//   3. The supervisor (supervisor/program/container.cc): the program it
+//      runs (RuntimeProgram, the site's <name>_path in pilot.conf), the
+//      site's arguments and cache (RunOf), what it runs with (RuntimeEnv),
+//      what ran read back (ReadBackContainer: the digest the runtime
+//      reports, else "reference" with its reason), the line in which it
+//      says why an image did not start (RuntimeSaid); tests in
+//      tests/supervisor/program_container_test.cc.
+//   4. Across nodes: either its options go on the ranks' srun step (as
+//      pyxis's, PyxisStep) or each node's plugin hands the task to root
+//      (MarkContainerStep; PlanContainerTask's list of runtimes in
+//      supervisor/program/container_task.cc, tested in
+//      tests/supervisor/container_task_test.cc).
+//   5. The prolog pins its image as for the others (an image file: by
+//      sha256); pilot.toml(5), pilot.conf(5), pilot-program(7) and
+//      spank_pilot(8)'s CONTAINERS say what it runs and what it binds.
+//
 // Pure; thread-safe. Only podman is exercised end to end here (pyxis and
 // Apptainer are not packaged for Debian 12: spank_pilot(8)).
 #pragma once
