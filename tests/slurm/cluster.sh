@@ -18,25 +18,16 @@ TEST_USER=${PILOT_TEST_USER:-pilotuser}
 TEST_USER2=${PILOT_TEST_USER2:-pilotuser2}
 LOGS=$BUILD/${PILOT_CLUSTER_LOGS:-slurm-cluster-log}
 
-# The fixtures of both clusters (and the two-node cluster's first case) start
-# at once: useradd may find /etc/passwd locked by another, or the user made
-# by it meanwhile.
-ensure_user() {  # ensure_user NAME
-  local i
-  for ((i = 0; i < 30; i++)); do
-    id "$1" >/dev/null 2>&1 && return 0
-    useradd --create-home --shell /bin/bash "$1" 2>/dev/null && return 0
-    sleep 0.5
-  done
-  id "$1" >/dev/null 2>&1 || { echo "cluster.sh: cannot make the user $1" >&2; exit 1; }
-}
+# shellcheck source=tests/slurm/users.sh
+source "$SRC/tests/slurm/users.sh"
 
 case ${1:-} in
   up)
     # The second user (cases of two users) too, so that no case makes one
     # while the other cluster's case makes its own.
-    ensure_user "$TEST_USER"
-    ensure_user "$TEST_USER2"
+    for u in "$TEST_USER" "$TEST_USER2"; do
+      ensure_user "$u" || { echo "cluster.sh: cannot make the user $u" >&2; exit 1; }
+    done
     # A cluster left over by an interrupted run is stopped first, and its
     # state is dropped so job ids and verdicts start afresh.
     "$SRC/scripts/local-slurm" down >/dev/null 2>&1 || true

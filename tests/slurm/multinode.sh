@@ -52,18 +52,9 @@ export SLURM_CONF=$PILOT_CLUSTER_DIR/etc/slurm.conf
 LOCAL_SLURM=$SRC/scripts/local-slurm
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
-# The unprivileged user jobs run as (cluster.sh makes it for the suite's
-# clusters; this one may run alone, or start while their fixtures make their
-# users: useradd may find /etc/passwd locked, or the user made meanwhile).
-need_user() {
-  local i
-  for ((i = 0; i < 30; i++)); do
-    id "$TEST_USER" >/dev/null 2>&1 && return 0
-    useradd --create-home --shell /bin/bash "$TEST_USER" 2>/dev/null && return 0
-    sleep 0.5
-  done
-  id "$TEST_USER" >/dev/null 2>&1 || fail "cannot make the user $TEST_USER"
-}
+# The unprivileged user jobs run as (tests/slurm/users.sh).
+# shellcheck source=tests/slurm/users.sh
+source "$SRC/tests/slurm/users.sh"
 # The cluster's logs, kept in the build for a failed run to be read.
 keep_logs() {
   [[ -d $PILOT_CLUSTER_DIR/log ]] || return 0
@@ -80,7 +71,7 @@ start_two_nodes() {
     exit 77
   fi
   ip netns del pilot-probe-$$
-  need_user
+  ensure_user "$TEST_USER" || fail "cannot make the user $TEST_USER"
   trap 'keep_logs; "$LOCAL_SLURM" down --purge >/dev/null 2>&1 || true' EXIT
   "$LOCAL_SLURM" down --purge >/dev/null 2>&1 || true
   PILOT_JOB_USER=$TEST_USER "$LOCAL_SLURM" up --nodes 2 "$BUILD" >/dev/null
