@@ -152,15 +152,15 @@ start_receiver() {  # start_receiver PORT DIR
 
 node_state() { sinfo -h -N -o '%t' | head -n1; }
 
-wait_node_idle() {
-  local i s
-  for ((i = 0; i < 60; i++)); do
+wait_node_idle() {  # wait_node_idle [SECONDS]: 60 by default
+  local i s limit=${1:-60}
+  for ((i = 0; i < limit; i++)); do
     s=$(node_state)
     [[ $s == idle ]] && return 0
     [[ $s == drain* || $s == down* ]] && fail "node is $s after the job"
     sleep 1
   done
-  fail "node not idle after 60 s (state $s)"
+  fail "node not idle after $limit s (state $s)"
 }
 
 check_named() {  # check_named JOB NAME: prints status of check NAME
