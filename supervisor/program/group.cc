@@ -115,15 +115,14 @@ class GroupRun {
         t0_(Clock::now()),
         parent_(getpid()),
         live_(spec.ranks.size()),
-        socket_(spec.metrics_socket, spec.run_as),
-        watch_(spec.watch_files) {
-    owner_ = [this](pid_t pid) { return OwnerOf(pid); };
-    ours_ = [this](pid_t pid) { return OwnerOf(pid).has_value(); };
-    sink_.line = [this](int owner, const std::string& line) {
-      RecordLine(owner >= 0 ? &live_[static_cast<size_t>(owner)] : nullptr, line, std::nullopt);
-    };
-    sink_.broken = [this](const std::string& why) { intake_.Break(why); };
-  }
+        socket_(spec.metrics_socket, spec.run_as, [this](pid_t pid) { return OwnerOf(pid); },
+                MetricsSocket::Sink{
+                    [this](int owner, const std::string& line) {
+                      RecordLine(owner >= 0 ? &live_[static_cast<size_t>(owner)] : nullptr, line, std::nullopt);
+                    },
+                    [this](const std::string& why) { intake_.Break(why); },
+                    [this](const std::string& who) { Outsider(who); }}),
+        watch_(spec.watch_files) {}
 
   GroupResult Run() {
     // What a rank leaves behind (a daemon that left its process group)
@@ -199,6 +198,13 @@ class GroupRun {
   }
 
   // Records.
+
+  // A writer refused: counted, the first five named once each.
+  void Outsider(const std::string& who) {
+    ++g_.outside_writers;
+    std::vector<std::string>& seen = g_.outside_writer_examples;
+    if (seen.size() < 5 && std::find(seen.begin(), seen.end(), who) == seen.end()) seen.push_back(who);
+  }
 
   void RecordLine(Live* l, const std::string& line, std::optional<int> task) {
     if (intake_.Line(RankOf(l), line, task) && l != nullptr) ++l->result.records;
@@ -307,9 +313,9 @@ class GroupRun {
       if (l != nullptr) {
         Drain(*l, FdOf(*l, static_cast<Stream>(which)), static_cast<Stream>(which));
       } else if (which < 0) {
-        socket_.Drain(static_cast<size_t>(-1 - which), sink_);
+        socket_.Drain(static_cast<size_t>(-1 - which));
       } else if (which == 0) {
-        socket_.Accept(owner_, &g_.outside_writers, &g_.outside_writer_examples);
+        socket_.Accept();
       } else {
         watch_.ReadEvents(ours_);
       }
@@ -469,7 +475,7 @@ class GroupRun {
     watch_.Close(ours_);
     g_.watch_opened = watch_.opened();
     g_.watch_problem = watch_.problem();
-    socket_.Close(owner_, sink_, &g_.outside_writers, &g_.outside_writer_examples);
+    socket_.Close();
     for (Live& l : live_) {
       for (int* fd : {&l.out_fd, &l.err_fd}) {
         if (*fd < 0) continue;
@@ -489,9 +495,7 @@ class GroupRun {
   std::vector<Live> live_;
   MetricsSocket socket_;
   CheckpointWatch watch_;
-  MetricsSocket::OwnerOf owner_;
-  std::function<bool(pid_t)> ours_;
-  MetricsSocket::Sink sink_;
+  const std::function<bool(pid_t)> ours_ = [this](pid_t pid) { return OwnerOf(pid).has_value(); };
   GroupResult g_;
   RecordIntake intake_{spec_, t0_, &g_};
   PhaseUsage usage_{t0_};

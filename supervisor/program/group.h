@@ -5,12 +5,12 @@
 // and its metrics records on a Unix socket the supervisor listens on
 // (pilot-program(7)).
 //
-// Provenance: a connection to the socket is read only when the process
-// that made it descends from one of the phase's processes (its parent
-// chain in /proc reaches one of them, or the supervisor itself, which is
-// the subreaper of what they leave behind); any other writer (another
-// process of the same user, outside the job) is refused and named in
-// GroupResult::outside_writers. The first record of a step and rank
+// Provenance: a message on the socket is read only when the process that
+// sent it descends from one of the phase's processes (its parent chain in
+// /proc reaches one of them, or the supervisor itself, which is the
+// subreaper of what they leave behind); any other writer (another process
+// of the same user, outside the job, connected or handed a connection) is
+// refused and named in GroupResult::outside_writers (metrics_socket.h). The first record of a step and rank
 // stands: a second one, a step before the rank's last, a step or rank out
 // of range, or a line past the protocol's 4095 bytes is a protocol break,
 // never kept.

@@ -14,8 +14,9 @@
 
 namespace pilot::supervisor {
 
-MetricsSocket::MetricsSocket(std::string path, const std::optional<job::RunAs>& run_as)
-    : path_(std::move(path)) {
+MetricsSocket::MetricsSocket(std::string path, const std::optional<job::RunAs>& run_as, OwnerOf owner,
+                             Sink sink)
+    : path_(std::move(path)), owner_(std::move(owner)), sink_(std::move(sink)) {
   if (path_.empty()) return;
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
@@ -29,8 +30,12 @@ MetricsSocket::MetricsSocket(std::string path, const std::optional<job::RunAs>& 
   std::memcpy(addr.sun_path, path_.c_str(), path_.size() + 1);
   ::unlink(path_.c_str());
   listen_fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  // Credentials on every message, also on those sent before the
+  // connection is accepted (an accepted socket inherits the option).
+  const int on = 1;
   const mode_t old = umask(0177);
   const bool bound = listen_fd_ >= 0 &&
+                     setsockopt(listen_fd_, SOL_SOCKET, SO_PASSCRED, &on, sizeof on) == 0 &&
                      bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
                      listen(listen_fd_, 128) == 0;
   umask(old);
@@ -56,7 +61,11 @@ MetricsSocket::~MetricsSocket() {
   }
 }
 
-void MetricsSocket::Accept(const OwnerOf& owner_of, int64_t* outside, std::vector<std::string>* examples) {
+void MetricsSocket::Refuse(pid_t pid) {
+  sink_.outside(pid > 0 ? NameProcess(pid) : "an unknown process");
+}
+
+void MetricsSocket::Accept() {
   if (listen_fd_ < 0) return;
   for (;;) {
     const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -64,25 +73,26 @@ void MetricsSocket::Accept(const OwnerOf& owner_of, int64_t* outside, std::vecto
     ucred cred{};
     socklen_t len = sizeof cred;
     std::optional<int> owner;
-    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.pid > 0) {
-      owner = owner_of(cred.pid);
-    }
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.pid > 0) owner = owner_(cred.pid);
     if (!owner || conns_.size() >= 4096) {
-      if (!owner) {
-        ++*outside;
-        const std::string who = cred.pid > 0 ? NameProcess(cred.pid) : "an unknown process";
-        if (examples->size() < 5 && std::find(examples->begin(), examples->end(), who) == examples->end()) {
-          examples->push_back(who);
-        }
-      }
+      if (!owner) Refuse(cred.pid);
       close(fd);
       continue;
     }
     Conn c;
     c.fd = fd;
+    c.pid = cred.pid;
     c.owner = *owner;
     conns_.push_back(std::move(c));
   }
+}
+
+bool MetricsSocket::MaySend(const Conn& c, pid_t pid) {
+  if (pid <= 0) return false;
+  if (pid == c.pid || std::find(senders_.begin(), senders_.end(), pid) != senders_.end()) return true;
+  if (!owner_(pid)) return false;
+  if (senders_.size() < 4096) senders_.push_back(pid);
+  return true;
 }
 
 void MetricsSocket::PollFds(std::vector<int>* fds, std::vector<size_t>* index) const {
@@ -93,23 +103,44 @@ void MetricsSocket::PollFds(std::vector<int>* fds, std::vector<size_t>* index) c
   }
 }
 
-void MetricsSocket::Drain(size_t i, const Sink& sink) {
+void MetricsSocket::Drain(size_t i) {
   Conn& c = conns_[i];
   char buf[65536];
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(ucred))];
   for (;;) {
-    const ssize_t n = read(c.fd, buf, sizeof buf);
+    iovec iov{buf, sizeof buf};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    const ssize_t n = recvmsg(c.fd, &msg, MSG_CMSG_CLOEXEC);
     if (n > 0) {
+      pid_t sender = 0;
+      for (cmsghdr* h = CMSG_FIRSTHDR(&msg); h != nullptr; h = CMSG_NXTHDR(&msg, h)) {
+        if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_CREDENTIALS) {
+          ucred cred{};
+          std::memcpy(&cred, CMSG_DATA(h), sizeof cred);
+          sender = cred.pid;
+        }
+      }
+      if (!MaySend(c, sender)) {
+        Refuse(sender);
+        close(c.fd);
+        c.fd = -1;
+        return;
+      }
       const int64_t cut = c.lines.overlong();
       c.lines.Append(buf, static_cast<size_t>(n));
       if (c.lines.overlong() > cut) {
-        sink.broken("a record line of more than " + std::to_string(kMaxMetricLine) + " bytes");
+        sink_.broken("a record line of more than " + std::to_string(kMaxMetricLine) + " bytes");
       }
-      while (auto line = c.lines.Next()) sink.line(c.owner, *line);
+      while (auto line = c.lines.Next()) sink_.line(c.owner, *line);
       continue;
     }
     if (n < 0 && (errno == EINTR)) continue;
     if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
-      if (auto rest = c.lines.Rest()) sink.line(c.owner, *rest);
+      if (auto rest = c.lines.Rest()) sink_.line(c.owner, *rest);
       close(c.fd);
       c.fd = -1;
     }
@@ -121,11 +152,10 @@ bool MetricsSocket::AnyOpen() const {
   return std::any_of(conns_.begin(), conns_.end(), [](const Conn& c) { return c.fd >= 0; });
 }
 
-void MetricsSocket::Close(const OwnerOf& owner, const Sink& sink, int64_t* outside,
-                          std::vector<std::string>* examples) {
-  Accept(owner, outside, examples);
+void MetricsSocket::Close() {
+  Accept();
   for (size_t i = 0; i < conns_.size(); ++i) {
-    if (conns_[i].fd >= 0) Drain(i, sink);
+    if (conns_[i].fd >= 0) Drain(i);
     if (conns_[i].fd >= 0) close(conns_[i].fd);
     conns_[i].fd = -1;
   }

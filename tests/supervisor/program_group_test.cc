@@ -166,6 +166,53 @@ TEST_F(GroupTest, AWriterOutsideThePhaseIsRefusedAndNamed) {
   EXPECT_NE(p->message.find("(send)"), std::string::npos) << p->message;
 }
 
+// A connection handed over (SCM_RIGHTS) to a process outside the job:
+// records are credited by the process that sent them, so the outsider's
+// step is refused and named, and the connection it wrote on is closed;
+// the rank's own records, before and after, stand.
+TEST_F(GroupTest, ARecordSentOnAHandedOverConnectionIsRefused) {
+  prctl(PR_SET_CHILD_SUBREAPER, 0);  // the outsider's parent is then init, not this test
+  const std::string handoff = dir_ + "/h.sock";
+  std::ofstream(dir_ + "/outsider") << "#!/usr/bin/python3\n"
+                                       "import os, socket, sys\n"
+                                       "l = socket.socket(socket.AF_UNIX)\n"
+                                       "l.bind(sys.argv[1])\n"
+                                       "l.listen(1)\n"
+                                       "c, _ = l.accept()\n"
+                                       "_, fds, _, _ = socket.recv_fds(c, 16, 1)\n"
+                                       "os.write(fds[0], b'{\"step\": 2, \"loss\": 0.5}\\n')\n"
+                                       "c.send(b'w')\n";
+  std::ofstream(dir_ + "/handover") << "#!/usr/bin/python3\n"
+                                       "import os, socket, sys\n"
+                                       "m = socket.socket(socket.AF_UNIX)\n"
+                                       "m.connect(os.environ['PILOT_METRICS'])\n"
+                                       "m.sendall(b'{\"step\": 1, \"loss\": 1}\\n')\n"
+                                       "h = socket.socket(socket.AF_UNIX)\n"
+                                       "h.connect(sys.argv[1])\n"
+                                       "socket.send_fds(h, [b'x'], [m.fileno()])\n"
+                                       "h.recv(1)\n"
+                                       "n = socket.socket(socket.AF_UNIX)\n"
+                                       "n.connect(os.environ['PILOT_METRICS'])\n"
+                                       "n.sendall(b'{\"step\": 2, \"loss\": 1}\\n')\n"
+                                       "n.shutdown(socket.SHUT_WR)\n"
+                                       "n.recv(1)\n";
+  chmod((dir_ + "/outsider").c_str(), 0755);
+  chmod((dir_ + "/handover").c_str(), 0755);
+  ASSERT_EQ(std::system(("/bin/sh -c \"(" + dir_ + "/outsider " + handoff + ") >/dev/null 2>&1 &\"").c_str()), 0);
+  for (int i = 0; i < 100 && access(handoff.c_str(), F_OK) != 0; ++i) usleep(50 * 1000);
+  GroupSpec s = Spec();
+  s.last_step = 2;
+  s.ranks.push_back(Rank(0, dir_ + "/handover " + handoff));
+  GroupResult g = RunGroup(s);
+  EXPECT_EQ(g.ranks[0].exit_code, 0) << g.ranks[0].stderr_tail;
+  ASSERT_EQ(g.records.size(), 2u);
+  EXPECT_DOUBLE_EQ(g.records[1].loss, 1);  // the rank's own step 2, not the outsider's
+  EXPECT_EQ(g.protocol_breaks, 0);
+  EXPECT_EQ(g.outside_writers, 1);
+  ASSERT_EQ(g.outside_writer_examples.size(), 1u);
+  EXPECT_NE(g.outside_writer_examples[0].find("(outsider)"), std::string::npos) << g.outside_writer_examples[0];
+}
+
 // A daemon that left the rank's process group (setsid, the parent gone) is
 // still the phase's: its records are read (a duplicate step a break), and
 // it does not outlive the phase.
