@@ -152,7 +152,10 @@ def measure(args, sink):
             "overhead_pct": (on / off - 1) * 100,
             "spread_off_pct": (max(per_step["off"]) / min(per_step["off"]) - 1) * 100}
     del os.environ["PILOT_METRICS"]
-    p = slurm_pilot._probe
+    # This process's probe state (slurm_pilot._state; a copy of the probe
+    # from before its modules kept it as slurm_pilot._probe).
+    state = getattr(slurm_pilot, "_state", None)
+    p = state.probe if state is not None else getattr(slurm_pilot, "_probe", None)
     if p is not None and p.fd is not None:
         os.close(p.fd)
     time.sleep(0.5)  # the drain's last lines

@@ -23,11 +23,5 @@ __all__ = [
 ]
 
 
-def __getattr__(name):  # PEP 562
-    if name == "_probe":  # this process's state, as bench/programs/probe_cost.py reads it
-        return _state.probe
-    raise AttributeError("module %r has no attribute %r" % (__name__, name))
-
-
 if active():  # torch imported first: watch its mixed precision from now on
     _watch.watch()
