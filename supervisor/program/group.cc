@@ -1,11 +1,9 @@
 #include "supervisor/program/group.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,8 +15,6 @@
 #include <map>
 #include <set>
 
-#include "core/base/utf8.h"
-#include "job/subprocess.h"
 #include "launch/spawn.h"
 #include "launch/srun.h"
 #include "supervisor/process.h"
