@@ -18,7 +18,7 @@
 namespace pilot::cli {
 namespace {
 
-std::string Pad(const std::string& s, size_t width) {
+std::string PadVerdict(const std::string& s, size_t width) {
   return s.size() >= width ? s + " " : s + std::string(width - s.size(), ' ');
 }
 
@@ -35,15 +35,15 @@ void PrintTable(std::ostream& out, const StoredVerdict& sv, const SignatureCheck
   if (!v.binding) out << "  note: the pilot ran a smaller shape than the run (not binding)\n";
   size_t w = 11;
   for (const Check& c : v.checks) w = std::max(w, shown(c.name).size() + 2);
-  out << "  " << Pad("signature", w) << shown(sig.Ed25519Line(v)) << "\n";
-  out << "  " << Pad("hmac", w) << shown(sig.HmacLine(v)) << "\n";
+  out << "  " << PadVerdict("signature", w) << shown(sig.Ed25519Line(v)) << "\n";
+  out << "  " << PadVerdict("hmac", w) << shown(sig.HmacLine(v)) << "\n";
   const std::string detail_indent = "  " + std::string(w, ' ') + "       ";
   for (const Check& c : v.checks) {
     std::string what = shown(c.measured);
     if (!c.threshold.empty()) {
       what += (what.empty() ? "" : "  ") + ("(need " + shown(c.threshold) + ")");
     }
-    out << "  " << Pad(shown(c.name), w) << Pad(CheckStatusName(c.status), 6) << " " << what;
+    out << "  " << PadVerdict(shown(c.name), w) << PadVerdict(CheckStatusName(c.status), 6) << " " << what;
     // Who established it: the reader must see which lines are only the
     // workload's word.
     switch (c.verified_by) {
@@ -66,30 +66,30 @@ void PrintTable(std::ostream& out, const StoredVerdict& sv, const SignatureCheck
     p << shown(h.gpu_type) << (h.fits ? " fits" : " does not fit") << " (" << std::fixed
       << std::setprecision(0) << h.headroom * 100 << "% headroom)";
     if (!h.note.empty()) p << "; " << shown(h.note);
-    out << "  " << Pad(i == 0 ? "hardware" : "", w) << "       " << p.str() << "\n";
+    out << "  " << PadVerdict(i == 0 ? "hardware" : "", w) << "       " << p.str() << "\n";
   }
   if (v.budget.days > 0 || v.budget.term != "none") {
     std::ostringstream b;
     b << std::fixed << std::setprecision(1) << v.budget.days << " days, "
       << std::setprecision(0) << v.budget.gpu_hours << " GPU-hours -> " << shown(v.budget.term)
       << " reservation";
-    out << "  " << Pad("budget", w) << "       " << b.str() << "\n";
+    out << "  " << PadVerdict("budget", w) << "       " << b.str() << "\n";
   }
   if (v.identity) {
     // The run identity, signed with the rest: what the long run must be.
-    out << "  " << Pad("identity", w) << "       sha256 " << shown(v.identity->sha256) << "\n";
+    out << "  " << PadVerdict("identity", w) << "       sha256 " << shown(v.identity->sha256) << "\n";
     for (const std::string& line : v.identity->lines) {
-      out << "  " << Pad("", w) << "         " << shown(line) << "\n";
+      out << "  " << PadVerdict("", w) << "         " << shown(line) << "\n";
     }
   }
   // The long jobs that named this pilot (--pilot-run) and what the node
   // found: the piloted run, or what differed.
   for (size_t i = 0; i < runs.size(); ++i) {
     const job::RunRecord& r = runs[i];
-    out << "  " << Pad(i == 0 ? "runs" : "", w) << "       job " << r.job_id << " " << shown(r.decision) << " on "
+    out << "  " << PadVerdict(i == 0 ? "runs" : "", w) << "       job " << r.job_id << " " << shown(r.decision) << " on "
         << shown(r.host) << " at " << shown(r.checked_at) << "\n";
     for (const std::string& why : r.reasons) {
-      out << "  " << Pad("", w) << "         " << shown(why) << "\n";
+      out << "  " << PadVerdict("", w) << "         " << shown(why) << "\n";
     }
   }
   out << "  issued " << shown(v.issued);

@@ -17,7 +17,7 @@ namespace {
 constexpr int kMaxDepth = 256;
 constexpr int kOpenDir = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
 
-struct Walk {
+struct WalkRemoveTree {
   dev_t dev = 0;
   RemovedTree out;
   void Leave(const std::string& why) {
@@ -26,7 +26,7 @@ struct Walk {
 };
 
 // Empties the folder open as `fd` (shown as `shown` in messages); closes fd.
-void Empty(int fd, const std::string& shown, int depth, Walk* w) {
+void Empty(int fd, const std::string& shown, int depth, WalkRemoveTree* w) {
   DIR* d = ::fdopendir(fd);
   if (d == nullptr) {
     w->Leave(shown + ": " + std::strerror(errno));
@@ -86,7 +86,7 @@ Result<RemovedTree> RemoveTreeBeneath(const std::string& parent, const std::stri
     return Status::Invalid(name, "not one name of a folder");
   }
   const std::string shown = parent + "/" + name;
-  Walk w;
+  WalkRemoveTree w;
   const int pfd = ::open(parent.c_str(), kOpenDir);
   if (pfd < 0 && errno == ENOENT) return w.out;
   if (pfd < 0) return Status::IoError(parent, std::strerror(errno));

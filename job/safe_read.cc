@@ -19,7 +19,7 @@ constexpr char kNotFollowed[] =
     "is a symbolic link (not followed: the job's folder belongs to its user)";
 
 // What a non-regular file is, for the message.
-std::string KindOf(mode_t mode) {
+std::string KindOfSafeRead(mode_t mode) {
   if (S_ISDIR(mode)) return "a directory";
   if (S_ISFIFO(mode)) return "a FIFO";
   if (S_ISSOCK(mode)) return "a socket";
@@ -45,7 +45,7 @@ Status TooLarge(const std::string& path, size_t max_bytes) {
 }
 
 Status NotRegular(const std::string& path, mode_t mode) {
-  return Status::IoError(path, "not a regular file (" + KindOf(mode) + ")");
+  return Status::IoError(path, "not a regular file (" + KindOfSafeRead(mode) + ")");
 }
 
 // The folder that holds DIR/RELATIVE's last component, reached without

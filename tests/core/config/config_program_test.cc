@@ -25,10 +25,10 @@ LoadOptions Options() {
   return o;
 }
 
-Result<Config> Parse(const std::string& text) { return ParseConfig(text, "p.toml", Options()); }
+Result<Config> ParseConfigProgram(const std::string& text) { return ParseConfig(text, "p.toml", Options()); }
 
 TEST(ConfigProgram, AProgramWithItsKeysIsAccepted) {
-  Result<Config> c = Parse(kRun +
+  Result<Config> c = ParseConfigProgram(kRun +
                            "[program]\n"
                            "command = [\"python3\", \"train.py\", \"--x\", \"1\", \"--y\", \"1\"]\n"
                            "workdir = \"$SLURM_SUBMIT_DIR\"\n"
@@ -54,7 +54,7 @@ TEST(ConfigProgram, AProgramWithItsKeysIsAccepted) {
 // only the keys it reads; the builtin's training keys are listed apart,
 // never shown as if they applied.
 TEST(ConfigProgram, PinsAndHubRevisionsAreAccepted) {
-  Result<Config> c = Parse(kRun + "[program]\ncommand = [\"python3\", \"train.py\"]\n"
+  Result<Config> c = ParseConfigProgram(kRun + "[program]\ncommand = [\"python3\", \"train.py\"]\n"
                                   "pin = [\"train.py\", \"configs/\"]\n"
                                   "hub_models = [\"gpt2\", \"org/m@v1.0\"]\n"
                                   "hub_datasets = [\"org/d@" + std::string(40, 'a') + "\"]\n");
@@ -69,7 +69,7 @@ TEST(ConfigProgram, PinsAndHubRevisionsAreAccepted) {
 }
 
 TEST(ConfigProgram, TheTableShowsWhatAppliesToAProgram) {
-  Result<Config> c = Parse(kRun +
+  Result<Config> c = ParseConfigProgram(kRun +
                            "[program]\ncommand = [\"python3\", \"train.py\"]\n"
                            "[training]\nsteps = 10\ndevice = \"cpu\"\n"
                            "[checkpoint]\nat_step = 5\n");
@@ -91,7 +91,7 @@ TEST(ConfigProgram, TheTableShowsWhatAppliesToAProgram) {
 }
 
 TEST(ConfigProgram, WithoutAProgramTheBuiltinRuns) {
-  Result<Config> c = Parse(kRun);
+  Result<Config> c = ParseConfigProgram(kRun);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_FALSE(c->IsProgram());
 }
@@ -105,55 +105,55 @@ struct Bad {
 class ConfigProgramBad : public ::testing::TestWithParam<Bad> {};
 
 TEST_P(ConfigProgramBad, GivesOneMessage) {
-  Result<Config> c = Parse(GetParam().text);
+  Result<Config> c = ParseConfigProgram(GetParam().text);
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().ToString().find(GetParam().message), std::string::npos)
       << c.status().ToString();
 }
 
-const std::string kProgram = "[program]\ncommand = [\"python3\", \"train.py\"]\n";
+const std::string kProgramConfigProgram = "[program]\ncommand = [\"python3\", \"train.py\"]\n";
 
 INSTANTIATE_TEST_SUITE_P(
     Cases, ConfigProgramBad,
     ::testing::Values(
-        Bad{"model_key", kRun + kProgram + "[model]\nlayers = 4\n",
+        Bad{"model_key", kRun + kProgramConfigProgram + "[model]\nlayers = 4\n",
             "p.toml:9: model.layers: applies to the builtin model and cannot be used with [program]"},
-        Bad{"builtin_training_key", kRun + kProgram + "[training]\nlr = 0.1\n",
+        Bad{"builtin_training_key", kRun + kProgramConfigProgram + "[training]\nlr = 0.1\n",
             "p.toml:9: training.lr: applies to the builtin model"},
-        Bad{"data_key", kRun + kProgram + "[data]\nformat = \"u16\"\ntrain = \"x\"\n",
+        Bad{"data_key", kRun + kProgramConfigProgram + "[data]\nformat = \"u16\"\ntrain = \"x\"\n",
             "data."},
         Bad{"empty_command", kRun + "[program]\ncommand = []\n",
             "p.toml:7: program.command: must name the program to run"},
         Bad{"program_key_without_command", kRun + "[program]\nstep_timeout = 5\n",
             "p.toml:7: program.step_timeout: is set but program.command is not"},
-        Bad{"env_name", kRun + kProgram + "env = { \"1BAD\" = \"x\" }\n",
+        Bad{"env_name", kRun + kProgramConfigProgram + "env = { \"1BAD\" = \"x\" }\n",
             "is not an environment variable name"},
-        Bad{"env_reserved", kRun + kProgram + "env = { RANK = \"3\" }\n",
+        Bad{"env_reserved", kRun + kProgramConfigProgram + "env = { RANK = \"3\" }\n",
             "RANK is set by the pilot or by Slurm"},
-        Bad{"env_not_string", kRun + kProgram + "env = { A = 1 }\n", "A must be a string"},
-        Bad{"pattern_groups", kRun + kProgram + "loss_pattern = \"loss=[0-9.]+\"\n",
+        Bad{"env_not_string", kRun + kProgramConfigProgram + "env = { A = 1 }\n", "A must be a string"},
+        Bad{"pattern_groups", kRun + kProgramConfigProgram + "loss_pattern = \"loss=[0-9.]+\"\n",
             "program.loss_pattern: must have exactly one group"},
-        Bad{"pattern_syntax", kRun + kProgram + "loss_pattern = \"loss=([0-9.]+\"\n",
+        Bad{"pattern_syntax", kRun + kProgramConfigProgram + "loss_pattern = \"loss=([0-9.]+\"\n",
             "p.toml:8: program.loss_pattern: is not a regular expression: missing ): "
             "loss=([0-9.]+\nHINT: loss_pattern is RE2's syntax"},
-        Bad{"pattern_too_large", kRun + kProgram + "loss_pattern = \"((((x{1000}){1000}){1000}))\"\n",
+        Bad{"pattern_too_large", kRun + kProgramConfigProgram + "loss_pattern = \"((((x{1000}){1000}){1000}))\"\n",
             "p.toml:8: program.loss_pattern: is not a regular expression: "},
-        Bad{"launcher", kRun + kProgram + "launcher = \"torchrun\"\n",
+        Bad{"launcher", kRun + kProgramConfigProgram + "launcher = \"torchrun\"\n",
             "program.launcher: must be one of \"pilot\", \"none\""},
-        Bad{"srun", kRun + kProgram + "[parallel]\nlauncher = \"srun\"\n",
+        Bad{"srun", kRun + kProgramConfigProgram + "[parallel]\nlauncher = \"srun\"\n",
             "\"srun\" is not available with [program]"},
-        Bad{"timeout", kRun + kProgram + "step_timeout = 0\n",
+        Bad{"timeout", kRun + kProgramConfigProgram + "step_timeout = 0\n",
             "program.step_timeout: must be between 1 and 86400"},
-        Bad{"pin_escapes", kRun + kProgram + "pin = [\"train.py\", \"../x\"]\n",
+        Bad{"pin_escapes", kRun + kProgramConfigProgram + "pin = [\"train.py\", \"../x\"]\n",
             "p.toml:8: program.pin: element 2 \"../x\" leaves program.workdir (\"..\")\n"
             "HINT: name files and folders below program.workdir"},
-        Bad{"pin_absolute", kRun + kProgram + "pin = [\"/etc/passwd\"]\n",
+        Bad{"pin_absolute", kRun + kProgramConfigProgram + "pin = [\"/etc/passwd\"]\n",
             "program.pin: element 1 \"/etc/passwd\" is absolute"},
-        Bad{"pin_empty_list", kRun + kProgram + "pin = []\n",
+        Bad{"pin_empty_list", kRun + kProgramConfigProgram + "pin = []\n",
             "program.pin: must list at least one entry"},
-        Bad{"hub_bad_repo", kRun + kProgram + "hub_models = [\"a/b/c\"]\n",
+        Bad{"hub_bad_repo", kRun + kProgramConfigProgram + "hub_models = [\"a/b/c\"]\n",
             "p.toml:8: program.hub_models: element 1: \"a/b/c\" is not a hub repository"},
-        Bad{"hub_bad_revision", kRun + kProgram + "hub_datasets = [\"org/d@../x\"]\n",
+        Bad{"hub_bad_revision", kRun + kProgramConfigProgram + "hub_datasets = [\"org/d@../x\"]\n",
             "program.hub_datasets: element 1: \"../x\": not a revision"}),
     [](const ::testing::TestParamInfo<Bad>& i) { return std::string(i.param.name); });
 
@@ -163,7 +163,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(ConfigProgram, APatternOnlyABacktrackingEngineAcceptsIsRefusedWithAHint) {
   for (const char* pattern : {R"(loss=(\S+) \1)", R"(loss=(?=\d)([0-9.]+))",
                               R"((?<=loss=)([0-9.]+))", R"(loss=(?!x)([0-9.]+))"}) {
-    Result<Config> c = Parse(kRun + kProgram + "loss_pattern = '" + pattern + "'\n");
+    Result<Config> c = ParseConfigProgram(kRun + kProgramConfigProgram + "loss_pattern = '" + pattern + "'\n");
     ASSERT_FALSE(c.ok()) << pattern;
     const std::string m = c.status().ToString();
     EXPECT_EQ(m.rfind("pilot: p.toml:8: program.loss_pattern: is not a regular expression: ", 0), 0u)
@@ -173,7 +173,7 @@ TEST(ConfigProgram, APatternOnlyABacktrackingEngineAcceptsIsRefusedWithAHint) {
               std::string::npos)
         << m;
   }
-  Result<Config> c = Parse(kRun + kProgram + "loss_pattern = '(\\S+) \\1'\n");
+  Result<Config> c = ParseConfigProgram(kRun + kProgramConfigProgram + "loss_pattern = '(\\S+) \\1'\n");
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().ToString().find("invalid escape sequence: \\1"), std::string::npos)
       << c.status().ToString();
@@ -184,7 +184,7 @@ TEST(ConfigProgram, APatternOnlyABacktrackingEngineAcceptsIsRefusedWithAHint) {
 TEST(ConfigProgram, AnyPatternRe2AcceptsWithOneGroupIsAccepted) {
   for (const char* pattern : {R"((?:a|aa)*c(\S+))", R"(loss[=:] *([0-9.eE+-]+))",
                               R"((?P<loss>[0-9.]+) nats)", R"(^step \d+: (\S+)$)"}) {
-    Result<Config> c = Parse(kRun + kProgram + "loss_pattern = '" + pattern + "'\n");
+    Result<Config> c = ParseConfigProgram(kRun + kProgramConfigProgram + "loss_pattern = '" + pattern + "'\n");
     EXPECT_TRUE(c.ok()) << pattern << ": " << c.status().ToString();
   }
 }

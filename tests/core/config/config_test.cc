@@ -19,7 +19,7 @@ namespace pilot {
 namespace {
 
 // Five lines of a valid [run]; cases append from line 6 on.
-const std::string kRun =
+const std::string kRunConfig =
     "[run]\n"
     "name = \"t\"\n"
     "seq_len = 128\n"
@@ -42,7 +42,7 @@ LoadOptions TestOptions(std::vector<std::string> overrides = {}) {
   return o;
 }
 
-Result<Config> Parse(const std::string& text, std::vector<std::string> overrides = {}) {
+Result<Config> ParseText(const std::string& text, std::vector<std::string> overrides = {}) {
   return ParseConfig(text, "t.toml", TestOptions(std::move(overrides)));
 }
 
@@ -61,118 +61,118 @@ const std::vector<BadCase>& BadCases() {
   static const std::vector<BadCase> kCases = {
       // Syntax and structure.
       {"syntax_unclosed_header",
-       kRun + "[model\nlayers = 2\n",
+       kRunConfig + "[model\nlayers = 2\n",
        {},
        "pilot: t.toml:6: syntax error: Error while parsing table header: expected ']', saw '\\n'"},
       {"syntax_bare_word_value",
-       kRun + "[model]\nkind = gpt\n",
+       kRunConfig + "[model]\nkind = gpt\n",
        {},
        "pilot: t.toml:7: syntax error: Error while parsing value: could not determine value type\n"
        "HINT: strings are written in quotes (kind = \"gpt\"); see pilot.toml(5)"},
       {"duplicate_key",
-       kRun + "seq_len = 256\n",
+       kRunConfig + "seq_len = 256\n",
        {},
        "pilot: t.toml:6: syntax error: Error while parsing key-value pair: cannot redefine "
        "existing "
        "integer 'seq_len'\nHINT: each key and each [section] may appear only once"},
       {"duplicate_section",
-       kRun + "[model]\nlayers = 2\n[model]\nheads = 2\n",
+       kRunConfig + "[model]\nlayers = 2\n[model]\nheads = 2\n",
        {},
        "pilot: t.toml:8: syntax error: Error while parsing table header: cannot redefine existing "
        "table 'model'\nHINT: each key and each [section] may appear only once"},
       {"unknown_section_typo",
-       kRun + "[modle]\nlayers = 2\n",
+       kRunConfig + "[modle]\nlayers = 2\n",
        {},
        "pilot: t.toml:6: [modle]: unknown section\nHINT: did you mean [model]?"},
       {"unknown_section_far",
-       kRun + "[optimizer]\nlr = 1\n",
+       kRunConfig + "[optimizer]\nlr = 1\n",
        {},
        "pilot: t.toml:6: [optimizer]: unknown section\nHINT: sections are [run], [model], [data], "
        "[training], [checkpoint], [eval], [parallel], [container], [program], [hardware]"},
       {"key_outside_section",
-       "layers = 2\n" + kRun,
+       "layers = 2\n" + kRunConfig,
        {},
        "pilot: t.toml:1: layers: keys must be inside a section such as [run]\nHINT: did you mean "
        "model.layers (under [model])?"},
       {"section_not_a_table",
-       "model = 3\n" + kRun,
+       "model = 3\n" + kRunConfig,
        {},
        "pilot: t.toml:1: model: must be a table ([model]), got integer 3"},
       {"unknown_key_typo",
-       kRun + "[model]\nlayerz = 2\n",
+       kRunConfig + "[model]\nlayerz = 2\n",
        {},
        "pilot: t.toml:7: model.layerz: unknown key\nHINT: did you mean model.layers?"},
       {"unknown_key_far",
-       kRun + "[eval]\nfrequency = 2\n",
+       kRunConfig + "[eval]\nfrequency = 2\n",
        {},
        "pilot: t.toml:7: eval.frequency: unknown key\nHINT: keys of [eval]: batches, "
        "restore_tolerance"},
       {"earliest_problem_wins",
-       kRun + "[training]\nsteps = 0\n[model]\nlayers = 0\n",
+       kRunConfig + "[training]\nsteps = 0\n[model]\nlayers = 0\n",
        {},
        "pilot: t.toml:7: training.steps: must be between 2 and 1000000, got 0"},
       // Types.
       {"int_given_string",
-       kRun + "[model]\nlayers = \"12\"\n",
+       kRunConfig + "[model]\nlayers = \"12\"\n",
        {},
        "pilot: t.toml:7: model.layers: must be an integer, got string \"12\""},
       {"int_given_float",
-       kRun + "[model]\nlayers = 2.5\n",
+       kRunConfig + "[model]\nlayers = 2.5\n",
        {},
        "pilot: t.toml:7: model.layers: must be an integer, got float 2.5"},
       {"string_given_int",
-       kRun + "[model]\nkind = 5\n",
+       kRunConfig + "[model]\nkind = 5\n",
        {},
        "pilot: t.toml:7: model.kind: must be a string, got integer 5"},
       {"bool_given_string",
-       kRun + "[training]\ndeterministic = \"yes\"\n",
+       kRunConfig + "[training]\ndeterministic = \"yes\"\n",
        {},
        "pilot: t.toml:7: training.deterministic: must be true or false, got string \"yes\""},
       {"number_given_string",
-       kRun + "[training]\nlr = \"fast\"\n",
+       kRunConfig + "[training]\nlr = \"fast\"\n",
        {},
        "pilot: t.toml:7: training.lr: must be a number, got string \"fast\""},
       {"list_given_string",
-       kRun + "[hardware]\ncandidates = \"H100-80\"\n",
+       kRunConfig + "[hardware]\ncandidates = \"H100-80\"\n",
        {},
        "pilot: t.toml:7: hardware.candidates: must be an array of strings, got string "
        "\"H100-80\""},
       {"list_element_type",
-       kRun + "[hardware]\ncandidates = [\n  \"H100-80\",\n  3,\n]\n",
+       kRunConfig + "[hardware]\ncandidates = [\n  \"H100-80\",\n  3,\n]\n",
        {},
        "pilot: t.toml:9: hardware.candidates: element 2 must be a non-empty string, got "
        "integer 3"},
       {"list_element_repeated",
-       kRun + "[hardware]\ncandidates = [\"A100-80\", \"A100-80\"]\n",
+       kRunConfig + "[hardware]\ncandidates = [\"A100-80\", \"A100-80\"]\n",
        {},
        "pilot: t.toml:7: hardware.candidates: element 2 repeats \"A100-80\""},
       {"list_empty",
-       kRun + "[hardware]\ncandidates = []\n",
+       kRunConfig + "[hardware]\ncandidates = []\n",
        {},
        "pilot: t.toml:7: hardware.candidates: must list at least one GPU type"},
       {"int_given_date",
-       kRun + "[training]\nseed = 1979-05-27\n",
+       kRunConfig + "[training]\nseed = 1979-05-27\n",
        {},
        "pilot: t.toml:7: training.seed: must be an integer, got a date"},
       // Ranges and enumerations.
       {"int_below_range",
-       kRun + "[model]\nlayers = 0\n",
+       kRunConfig + "[model]\nlayers = 0\n",
        {},
        "pilot: t.toml:7: model.layers: must be between 1 and 1024, got 0"},
       {"int_above_range",
-       kRun,
+       kRunConfig,
        {"run.nodes=200000"},
        "pilot: --set run.nodes=200000: must be between 1 and 100000, got 200000"},
       {"double_open_lower_bound",
-       kRun + "[training]\nlr = 0\n",
+       kRunConfig + "[training]\nlr = 0\n",
        {},
        "pilot: t.toml:7: training.lr: must be > 0 and <= 10, got 0"},
       {"double_open_upper_bound",
-       kRun + "[training]\nbeta2 = 1.0\n",
+       kRunConfig + "[training]\nbeta2 = 1.0\n",
        {},
        "pilot: t.toml:7: training.beta2: must be >= 0 and < 1, got 1"},
       {"double_nan",
-       kRun + "[training]\nlr = nan\n",
+       kRunConfig + "[training]\nlr = nan\n",
        {},
        "pilot: t.toml:7: training.lr: must be > 0 and <= 10, got nan"},
       {"whole_float_not_whole",
@@ -181,12 +181,12 @@ const std::vector<BadCase>& BadCases() {
        "pilot: t.toml:5: run.target_tokens: must be between 0 and 1000000000000000 (a whole "
        "number), got 2.5"},
       {"choice_typo",
-       kRun + "[model]\nkind = \"gtp\"\n",
+       kRunConfig + "[model]\nkind = \"gtp\"\n",
        {},
        "pilot: t.toml:7: model.kind: must be one of \"gpt\", \"llama\"; got \"gtp\"\nHINT: did "
        "you mean \"gpt\"?"},
       {"choice_unknown",
-       kRun + "[training]\nprecision = \"fp8\"\n",
+       kRunConfig + "[training]\nprecision = \"fp8\"\n",
        {},
        "pilot: t.toml:7: training.precision: must be one of \"fp32\", \"bf16\", \"fp16\"; got "
        "\"fp8\""},
@@ -196,30 +196,30 @@ const std::vector<BadCase>& BadCases() {
        "pilot: t.toml:2: run.name: must be 1 to 64 characters of A-Z a-z 0-9 . _ -, got \"my "
        "run\""},
       {"sha256_not_hex",
-       kRun + "[model]\ninit_weights = \"w.safetensors\"\ninit_sha256 = \"abc\"\n",
+       kRunConfig + "[model]\ninit_weights = \"w.safetensors\"\ninit_sha256 = \"abc\"\n",
        {},
        "pilot: t.toml:8: model.init_sha256: must be 64 hex characters (a sha256 digest), got "
        "\"abc\" (3 characters)"},
       {"alloc_conf_unknown_key",
-       kRun + "[training]\nalloc_conf = \"expandable_segment:True\"\n",
+       kRunConfig + "[training]\nalloc_conf = \"expandable_segment:True\"\n",
        {},
        "pilot: t.toml:7: training.alloc_conf: unknown allocator setting \"expandable_segment\" in "
        "\"expandable_segment:True\"" "\nHINT: write key:value pairs separated by commas, e.g. "
        "\"expandable_segments:True,max_split_size_mb:512\""},
       {"alloc_conf_bool",
-       kRun + "[training]\nalloc_conf = \"max_split_size_mb:256,expandable_segments:1\"\n",
+       kRunConfig + "[training]\nalloc_conf = \"max_split_size_mb:256,expandable_segments:1\"\n",
        {},
        "pilot: t.toml:7: training.alloc_conf: expandable_segments must be True or False in "
        "\"max_split_size_mb:256,expandable_segments:1\"" "\nHINT: write key:value pairs separated by commas, e.g. "
        "\"expandable_segments:True,max_split_size_mb:512\""},
       {"alloc_conf_not_pairs",
-       kRun + "[training]\nalloc_conf = \"expandable_segments\"\n",
+       kRunConfig + "[training]\nalloc_conf = \"expandable_segments\"\n",
        {},
        "pilot: t.toml:7: training.alloc_conf: \"expandable_segments\" is not key:value in "
        "\"expandable_segments\"" "\nHINT: write key:value pairs separated by commas, e.g. "
        "\"expandable_segments:True,max_split_size_mb:512\""},
       {"image_bad_digest",
-       kRun + "[container]\nimage = \"repo/x@sha256:1234\"\n",
+       kRunConfig + "[container]\nimage = \"repo/x@sha256:1234\"\n",
        {},
        "pilot: t.toml:7: container.image: the digest after '@' must be sha256: and 64 lower-case "
        "hex characters, got \"sha256:1234\""},
@@ -234,7 +234,7 @@ const std::vector<BadCase>& BadCases() {
        "pilot: t.toml:1: run.name: required key is missing (there is no [run] section)"},
       // Cross-field rules.
       {"target_both",
-       kRun,
+       kRunConfig,
        {"run.target_tokens=1e9"},
        "pilot: t.toml:5: run.target_steps: set run.target_tokens or run.target_steps, not both\n"
        "HINT: the other one follows from seq_len, micro_batch, grad_accum, gpus_per_node and "
@@ -245,141 +245,141 @@ const std::vector<BadCase>& BadCases() {
        "pilot: t.toml:1: run.target_tokens: the long run's length is missing: set "
        "run.target_tokens or run.target_steps to a value > 0"},
       {"gpu_type_not_candidate",
-       kRun + "[hardware]\ncandidates = [\"A100-80\"]\n",
+       kRunConfig + "[hardware]\ncandidates = [\"A100-80\"]\n",
        {"run.gpu_type=H100-80"},
        "pilot: --set run.gpu_type=H100-80: \"H100-80\" is not among hardware.candidates (A100-80)"
        "\nHINT: add it to hardware.candidates, or leave run.gpu_type empty for any type"},
       {"heads_do_not_divide",
-       kRun + "[model]\nd_model = 100\nheads = 3\n",
+       kRunConfig + "[model]\nd_model = 100\nheads = 3\n",
        {},
        "pilot: t.toml:8: model.heads: model.d_model = 100 is not divisible by model.heads = 3"},
       {"kv_heads_do_not_divide",
-       kRun + "[model]\nkind = \"llama\"\nheads = 12\nkv_heads = 5\n",
+       kRunConfig + "[model]\nkind = \"llama\"\nheads = 12\nkv_heads = 5\n",
        {},
        "pilot: t.toml:9: model.kv_heads: model.kv_heads = 5 must divide model.heads = 12"},
       {"gpt_with_grouped_heads",
-       kRun + "[model]\nheads = 12\nkv_heads = 4\n",
+       kRunConfig + "[model]\nheads = 12\nkv_heads = 4\n",
        {},
        "pilot: t.toml:8: model.kv_heads: grouped key/value heads need model.kind = \"llama\"; a "
        "gpt model has kv_heads = heads = 12"},
       {"llama_odd_head_size",
-       kRun + "[model]\nkind = \"llama\"\nd_model = 60\nheads = 4\n",
+       kRunConfig + "[model]\nkind = \"llama\"\nd_model = 60\nheads = 4\n",
        {},
        "pilot: t.toml:9: model.heads: llama's rotary embedding needs an even head size; d_model / "
        "heads = 60 / 4 = 15"},
       {"max_seq_len_too_short",
-       kRun + "[model]\nmax_seq_len = 64\n",
+       kRunConfig + "[model]\nmax_seq_len = 64\n",
        {},
        "pilot: t.toml:7: model.max_seq_len: 64 is shorter than run.seq_len = 128"},
       {"init_weights_without_sha",
-       kRun + "[model]\ninit_weights = \"w.safetensors\"\n",
+       kRunConfig + "[model]\ninit_weights = \"w.safetensors\"\n",
        {},
        "pilot: t.toml:7: model.init_weights: model.init_sha256 is required with init_weights\n"
        "HINT: pin the file: init_sha256 = \"<output of sha256sum>\""},
       {"random_with_train_file",
-       kRun + "[data]\ntrain = \"tokens.u16\"\n",
+       kRunConfig + "[data]\ntrain = \"tokens.u16\"\n",
        {},
        "pilot: t.toml:7: data.train: is set but data.format is \"random\" (tokens come from the "
        "seed)\nHINT: set data.format = \"u16\" or \"u32\" to read token files"},
       {"files_without_train",
-       kRun + "[data]\nformat = \"u32\"\n",
+       kRunConfig + "[data]\nformat = \"u32\"\n",
        {},
        "pilot: t.toml:7: data.format: data.format = \"u32\" needs data.train, a token file"},
       {"u16_with_big_vocab",
-       kRun + "[model]\nvocab = 128256\n[data]\nformat = \"u16\"\ntrain = \"a\"\n",
+       kRunConfig + "[model]\nvocab = 128256\n[data]\nformat = \"u16\"\ntrain = \"a\"\n",
        {},
        "pilot: t.toml:9: data.format: u16 tokens hold ids below 65536 but model.vocab = 128256\n"
        "HINT: use data.format = \"u32\""},
       {"smaller_shape_not_allowed",
-       kRun + "[training]\nseq_len = 64\n",
+       kRunConfig + "[training]\nseq_len = 64\n",
        {},
        "pilot: t.toml:7: training.seq_len: the pilot must use the real shape: 64 differs from "
        "run.seq_len = 128\nHINT: set training.allow_smaller_shape = true to run it anyway; the "
        "verdict will then be non-binding"},
       {"pilot_larger_than_run",
-       kRun + "[training]\nallow_smaller_shape = true\nmicro_batch = 4\n",
+       kRunConfig + "[training]\nallow_smaller_shape = true\nmicro_batch = 4\n",
        {},
        "pilot: t.toml:8: training.micro_batch: 4 is larger than run.micro_batch = 2; a pilot may "
        "not be larger than the run it stands for"},
       {"warmup_not_below_steps",
-       kRun + "[training]\nsteps = 4\nwarmup_steps = 4\n",
+       kRunConfig + "[training]\nsteps = 4\nwarmup_steps = 4\n",
        {},
        "pilot: t.toml:8: training.warmup_steps: training.warmup_steps = 4 leaves no measured "
        "step; it must be < training.steps = 4"},
       {"at_step_not_below_steps",
-       kRun + "[training]\nsteps = 10\n[checkpoint]\nat_step = 10\n",
+       kRunConfig + "[training]\nsteps = 10\n[checkpoint]\nat_step = 10\n",
        {},
        "pilot: t.toml:9: checkpoint.at_step: checkpoint.at_step = 10 must be between 1 and 9 "
        "(training.steps - 1): the pilot resumes from it\nHINT: a restore is proven only when "
        "steps follow the checkpoint"},
       {"check_steps_above_steps",
-       kRun + "[training]\nsteps = 4\nwarmup_steps = 1\nrecompute_check_steps = 5\n",
+       kRunConfig + "[training]\nsteps = 4\nwarmup_steps = 1\nrecompute_check_steps = 5\n",
        {},
        "pilot: t.toml:9: training.recompute_check_steps: 5 is more than training.steps = 4"},
       {"lr_warmup_past_horizon",
-       kRun + "[training]\nlr_warmup = 100\n",
+       kRunConfig + "[training]\nlr_warmup = 100\n",
        {},
        "pilot: t.toml:7: training.lr_warmup: training.lr_warmup = 100 must be less than the "
        "schedule's horizon of 100 steps"},
       {"min_lr_above_lr",
-       kRun + "[training]\nlr = 1e-4\nmin_lr = 1e-3\n",
+       kRunConfig + "[training]\nlr = 1e-4\nmin_lr = 1e-3\n",
        {},
        "pilot: t.toml:8: training.min_lr: training.min_lr = 0.001 is above training.lr = 1e-4"},
       {"fp16_on_cpu",
-       kRun + "[training]\ndevice = \"cpu\"\nprecision = \"fp16\"\n",
+       kRunConfig + "[training]\ndevice = \"cpu\"\nprecision = \"fp16\"\n",
        {},
        "pilot: t.toml:8: training.precision: fp16 is not supported on the cpu device\nHINT: use "
        "\"bf16\" or \"fp32\" on cpu"},
       {"nproc_above_run",
-       kRun + "[parallel]\nnproc = 16\n",
+       kRunConfig + "[parallel]\nnproc = 16\n",
        {},
        "pilot: t.toml:7: parallel.nproc: 16 processes is more than the run's 8 GPUs (run.nodes = 1 "
        "times run.gpus_per_node = 8); a pilot may not be larger than the run it stands for"},
       {"nproc_above_run_of_nodes",
-       kRun + "nodes = 2\n[parallel]\nnproc = 17\n",
+       kRunConfig + "nodes = 2\n[parallel]\nnproc = 17\n",
        {},
        "pilot: t.toml:8: parallel.nproc: 17 processes is more than the run's 16 GPUs (run.nodes = 2 "
        "times run.gpus_per_node = 8); a pilot may not be larger than the run it stands for"},
       // Paths and variables.
       {"unknown_variable",
-       kRun + "[data]\nformat = \"u16\"\ntrain = \"$DATA/x.u16\"\n",
+       kRunConfig + "[data]\nformat = \"u16\"\ntrain = \"$DATA/x.u16\"\n",
        {},
        "pilot: t.toml:8: data.train: unknown variable $DATA in \"$DATA/x.u16\"\nHINT: paths may "
        "use $USER, $HOME, $SLURM_JOB_ID, $SLURM_SUBMIT_DIR"},
       {"unset_variable",
-       kRun + "[checkpoint]\ndir = \"/scratch/${SLURM_JOB_ID}/ckpt\"\n",
+       kRunConfig + "[checkpoint]\ndir = \"/scratch/${SLURM_JOB_ID}/ckpt\"\n",
        {},
        "pilot: t.toml:7: checkpoint.dir: $SLURM_JOB_ID is not set (in "
        "\"/scratch/${SLURM_JOB_ID}/ckpt\")\nHINT: $SLURM_JOB_ID is set only inside a Slurm job"},
       {"tilde_path",
-       kRun + "[checkpoint]\ndir = \"~/ckpt\"\n",
+       kRunConfig + "[checkpoint]\ndir = \"~/ckpt\"\n",
        {},
        "pilot: t.toml:7: checkpoint.dir: '~' is not expanded in \"~/ckpt\"\nHINT: write $HOME "
        "instead of ~"},
       {"stray_dollar",
-       kRun + "[checkpoint]\ndir = \"/a/$/b\"\n",
+       kRunConfig + "[checkpoint]\ndir = \"/a/$/b\"\n",
        {},
        "pilot: t.toml:7: checkpoint.dir: '$' must be followed by a variable name in \"/a/$/b\"\n"
        "HINT: write $$ for a literal '$'"},
       // Overrides.
       {"override_unknown_key",
-       kRun,
+       kRunConfig,
        {"model.layer=3"},
        "pilot: --set model.layer=3: unknown key model.layer\nHINT: did you mean model.layers?"},
       {"override_wrong_type",
-       kRun,
+       kRunConfig,
        {"model.layers=abc"},
        "pilot: --set model.layers=abc: must be an integer, got string \"abc\""},
       {"override_out_of_range",
-       kRun,
+       kRunConfig,
        {"training.steps=1"},
        "pilot: --set training.steps=1: must be between 2 and 1000000, got 1"},
       {"override_without_equals",
-       kRun,
+       kRunConfig,
        {"training.steps"},
        "pilot: --set training.steps: expected section.key=value"},
       {"override_cross_field",
-       kRun,
+       kRunConfig,
        {"training.seq_len=64"},
        "pilot: --set training.seq_len=64: the pilot must use the real shape: 64 differs from "
        "run.seq_len = 128\nHINT: set training.allow_smaller_shape = true to run it anyway; the "
@@ -403,7 +403,7 @@ class BadConfigTest : public testing::TestWithParam<BadCase> {};
 
 TEST_P(BadConfigTest, GivesOneExactMessage) {
   const BadCase& c = GetParam();
-  Result<Config> r = Parse(c.text, c.overrides);
+  Result<Config> r = ParseText(c.text, c.overrides);
   ASSERT_FALSE(r.ok()) << c.text;
   EXPECT_EQ(r.status().code(), Code::kInvalid);
   EXPECT_EQ(r.status().ToString(), c.message);
@@ -419,7 +419,7 @@ TEST(ConfigTest, HasManyBadCases) { EXPECT_GE(BadCases().size(), 35u); }
 // ---- Accepted configs -------------------------------------------------------
 
 TEST(ConfigTest, MinimalConfigGetsEveryDefault) {
-  Result<Config> r = Parse(kRun);
+  Result<Config> r = ParseText(kRunConfig);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   const Config& c = *r;
   EXPECT_EQ(c.run.name, "t");
@@ -441,7 +441,7 @@ TEST(ConfigTest, MinimalConfigGetsEveryDefault) {
 }
 
 TEST(ConfigTest, SourcesRecordLinesDefaultsAndOverrides) {
-  Result<Config> r = Parse(kRun + "[model]\nlayers = 4\n", {"model.heads=4"});
+  Result<Config> r = ParseText(kRunConfig + "[model]\nlayers = 4\n", {"model.heads=4"});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->sources.size(), KnownConfigKeys().size());
   for (const std::string& key : KnownConfigKeys()) EXPECT_EQ(r->sources.count(key), 1u) << key;
@@ -461,7 +461,7 @@ TEST(ConfigTest, SourcesRecordLinesDefaultsAndOverrides) {
 
 TEST(ConfigTest, OverridesTakeTomlValuesAndBareStrings) {
   Result<Config> r =
-      Parse(kRun + "[model]\nkind = \"gpt\"\n",
+      ParseText(kRunConfig + "[model]\nkind = \"gpt\"\n",
             {"model.kind=llama", "training.lr=1e-3", "training.deterministic=true",
              "hardware.candidates=[\"H100-80\"]", "run.name=\"x-2\"", "data.format = u16",
              "data.train=tok/train.u16", "training.steps=40", "training.steps=30"});
@@ -477,7 +477,7 @@ TEST(ConfigTest, OverridesTakeTomlValuesAndBareStrings) {
 }
 
 TEST(ConfigTest, StringKeyTakesNumberLikeOverrideAsText) {
-  Result<Config> r = Parse(kRun, {"run.name=2024"});
+  Result<Config> r = ParseText(kRunConfig, {"run.name=2024"});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->run.name, "2024");
 }
@@ -489,7 +489,7 @@ TEST(ConfigTest, ExpandsVariablesAndResolvesRelativePaths) {
                    {"SLURM_JOB_ID", "42"},
                    {"SLURM_SUBMIT_DIR", "/sub"}});
   Result<Config> r = ParseConfig(
-      kRun +
+      kRunConfig +
           "[data]\nformat = \"u16\"\ntrain = \"$HOME/tok/${USER}.u16\"\neval = \"../e.u16\"\n"
           "[checkpoint]\ndir = \"$SLURM_SUBMIT_DIR/ck/$SLURM_JOB_ID/$$x\"\n"
           "[container]\nimage = \"images/pt.sqsh\"\n",
@@ -502,7 +502,7 @@ TEST(ConfigTest, ExpandsVariablesAndResolvesRelativePaths) {
 }
 
 TEST(ConfigTest, RegistryImageIsNotAPath) {
-  Result<Config> r = Parse(kRun + "[container]\nimage = \"nvcr.io/nvidia/pytorch:24.10-py3\"\n");
+  Result<Config> r = ParseText(kRunConfig + "[container]\nimage = \"nvcr.io/nvidia/pytorch:24.10-py3\"\n");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->container.image, "nvcr.io/nvidia/pytorch:24.10-py3");
 }
@@ -510,7 +510,7 @@ TEST(ConfigTest, RegistryImageIsNotAPath) {
 TEST(ConfigTest, BaseDirDefaultsToTheConfigsDirectory) {
   LoadOptions o = TestOptions();
   o.base_dir.clear();
-  Result<Config> r = ParseConfig(kRun + "[checkpoint]\ndir = \"ck\"\n", "/etc/pilots/t.toml", o);
+  Result<Config> r = ParseConfig(kRunConfig + "[checkpoint]\ndir = \"ck\"\n", "/etc/pilots/t.toml", o);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->checkpoint.dir, "/etc/pilots/ck");
 }
@@ -519,17 +519,17 @@ TEST(ConfigTest, WithoutExpansionNamesAreCheckedButPathsKept) {
   LoadOptions o = TestOptions();
   o.expand_paths = false;
   o.env = FakeEnv({});
-  Result<Config> r = ParseConfig(kRun + "[checkpoint]\ndir = \"$SLURM_JOB_ID/ck\"\n", "t.toml", o);
+  Result<Config> r = ParseConfig(kRunConfig + "[checkpoint]\ndir = \"$SLURM_JOB_ID/ck\"\n", "t.toml", o);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->checkpoint.dir, "$SLURM_JOB_ID/ck");
-  Result<Config> bad = ParseConfig(kRun + "[checkpoint]\ndir = \"$JOB/ck\"\n", "t.toml", o);
+  Result<Config> bad = ParseConfig(kRunConfig + "[checkpoint]\ndir = \"$JOB/ck\"\n", "t.toml", o);
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().what(), "t.toml:7: checkpoint.dir");
 }
 
 TEST(ConfigTest, SmallerShapeIsAllowedWhenAskedAndNonBinding) {
   Result<Config> r =
-      Parse(kRun + "[training]\nallow_smaller_shape = true\nseq_len = 64\nmicro_batch = 1\n");
+      ParseText(kRunConfig + "[training]\nallow_smaller_shape = true\nseq_len = 64\nmicro_batch = 1\n");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_FALSE(r->ShapeIsBinding());
   EXPECT_EQ(r->training.seq_len, 64);  // the shape the pilot runs
@@ -537,7 +537,7 @@ TEST(ConfigTest, SmallerShapeIsAllowedWhenAskedAndNonBinding) {
 }
 
 TEST(ConfigTest, TargetTokensTakesWholeFloatsAndGivesRunSteps) {
-  Result<Config> r = Parse(
+  Result<Config> r = ParseText(
       "[run]\nname = \"t\"\nseq_len = 2048\nmicro_batch = 8\ngrad_accum = 4\n"
       "target_tokens = 2.6e10\n");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -548,7 +548,7 @@ TEST(ConfigTest, TargetTokensTakesWholeFloatsAndGivesRunSteps) {
 }
 
 TEST(ConfigTest, Sha256IsOfTheFileBytes) {
-  Result<Config> r = Parse(kRun);
+  Result<Config> r = ParseText(kRunConfig);
   ASSERT_TRUE(r.ok());
   // printf '[run]\nname = "t"\nseq_len = 128\nmicro_batch = 2\ntarget_steps = 100\n' | sha256sum
   EXPECT_EQ(r->sha256, "b5cc2e38369d74a72f9c0953cf4fbb5a43b46b0c3349813164ed0ff91765e654");
@@ -557,7 +557,7 @@ TEST(ConfigTest, Sha256IsOfTheFileBytes) {
 TEST(ConfigTest, Sha256DigestsAreStoredLowerCase) {
   const std::string upper(64, 'A');
   Result<Config> r =
-      Parse(kRun + "[model]\ninit_weights = \"/w\"\ninit_sha256 = \"" + upper + "\"\n");
+      ParseText(kRunConfig + "[model]\ninit_weights = \"/w\"\ninit_sha256 = \"" + upper + "\"\n");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->model.init_sha256, std::string(64, 'a'));
 }
@@ -581,7 +581,7 @@ TEST(ConfigTest, LoadsFromDiskAndResolvesAgainstItsDirectory) {
   const std::filesystem::path dir = std::filesystem::path(testing::TempDir()) / "config_test_dir";
   std::filesystem::create_directories(dir);
   const std::string path = (dir / "p.toml").string();
-  std::ofstream(path) << kRun << "[checkpoint]\ndir = \"ck\"\n";
+  std::ofstream(path) << kRunConfig << "[checkpoint]\ndir = \"ck\"\n";
   LoadOptions o;
   o.env = FakeEnv({});
   Result<Config> r = LoadConfig(path, o);
@@ -591,8 +591,8 @@ TEST(ConfigTest, LoadsFromDiskAndResolvesAgainstItsDirectory) {
 }
 
 TEST(ConfigTest, TooLargeFileIsRejected) {
-  std::string big = kRun + "# " + std::string(2 << 20, 'x') + "\n";
-  Result<Config> r = Parse(big);
+  std::string big = kRunConfig + "# " + std::string(2 << 20, 'x') + "\n";
+  Result<Config> r = ParseText(big);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().what(), "t.toml:1");
   EXPECT_THAT(r.status().detail(), testing::HasSubstr("file is too large"));
@@ -602,7 +602,7 @@ TEST(ConfigTest, TooLargeFileIsRejected) {
 // message that starts with the file name and a line.
 TEST(ConfigTest, RandomBytesNeverCrash) {
   std::mt19937 rng(20261130);
-  const std::string seed = kRun +
+  const std::string seed = kRunConfig +
                            "[model]\nlayers = 4\nkind = \"llama\"\n[hardware]\n"
                            "candidates = [\"A100-80\"]\n";
   for (int i = 0; i < 3000; ++i) {
@@ -628,7 +628,7 @@ TEST(ConfigTest, RandomBytesNeverCrash) {
         if (text.empty()) text = "x";
       }
     }
-    Result<Config> r = Parse(text);
+    Result<Config> r = ParseText(text);
     if (r.ok()) continue;
     ASSERT_EQ(r.status().code(), Code::kInvalid) << r.status().ToString();
     ASSERT_THAT(r.status().what(), testing::MatchesRegex("t\\.toml:[0-9]+(: .*)?"))
@@ -654,7 +654,7 @@ TEST(ConfigTest, KnownKeysAreUniqueAndQualified) {
 }
 
 TEST(ConfigTest, JsonHoldsEveryKeyWithItsResolvedValue) {
-  Result<Config> r = Parse(kRun + "[model]\nlayers = 4\n");
+  Result<Config> r = ParseText(kRunConfig + "[model]\nlayers = 4\n");
   ASSERT_TRUE(r.ok());
   const nlohmann::json j = nlohmann::json::parse(ConfigToJson(*r));
   EXPECT_EQ(j["path"], "t.toml");
@@ -676,7 +676,7 @@ TEST(ConfigTest, JsonHoldsEveryKeyWithItsResolvedValue) {
 }
 
 TEST(ConfigTest, TableMarksDefaultsAndOverrides) {
-  Result<Config> r = Parse(kRun + "[model]\nlayers = 4\n", {"model.heads=4"});
+  Result<Config> r = ParseText(kRunConfig + "[model]\nlayers = 4\n", {"model.heads=4"});
   ASSERT_TRUE(r.ok());
   const std::string table = ConfigToTable(*r);
   EXPECT_THAT(table, testing::HasSubstr("\n[model]\n"));

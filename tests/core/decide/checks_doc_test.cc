@@ -25,7 +25,7 @@ std::vector<std::string> Lines(const std::string& relative) {
   return lines;
 }
 
-NamedLines Code() {
+NamedLines CodeChecksDoc() {
   NamedLines out;
   for (const CheckInfo& c : kChecks) out.emplace_back(std::string(c.name), std::string(c.meaning));
   return out;
@@ -75,7 +75,7 @@ NamedLines FromManPage() {
 
 // Every difference between `doc` and the code, one line each.
 std::vector<std::string> Differences(const NamedLines& doc) {
-  const NamedLines code = Code();
+  const NamedLines code = CodeChecksDoc();
   std::set<std::string> in_code, in_doc;
   for (const auto& [name, _] : code) in_code.insert(name);
   for (const auto& [name, _] : doc) in_doc.insert(name);
@@ -120,7 +120,7 @@ TEST(ChecksDoc, ManPageListsKChecks) {
 
 // The comparison itself: a name missing, one too many, other words.
 TEST(ChecksDoc, DifferencesAreFound) {
-  NamedLines doc = Code();
+  NamedLines doc = CodeChecksDoc();
   EXPECT_TRUE(Differences(doc).empty());
   NamedLines missing(doc.begin(), doc.end() - 1);
   ASSERT_EQ(Differences(missing).size(), 1u);

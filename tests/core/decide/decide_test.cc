@@ -11,7 +11,7 @@
 namespace pilot {
 namespace {
 
-constexpr int64_t kNow = 1796011506;  // 2026-11-30T04:05:06Z
+constexpr int64_t kNowDecide = 1796011506;  // 2026-11-30T04:05:06Z
 constexpr int64_t kGiB = int64_t{1} << 30;
 
 HardwareCatalog Catalog() {
@@ -98,7 +98,7 @@ DecideInput Good() {
   return in;
 }
 
-Policy TestPolicy() {
+Policy TestPolicyDecide() {
   Policy p;
   p.thresholds.min_pilot_steps = 10;
   return p;
@@ -112,7 +112,7 @@ const Check* Find(const Verdict& v, const std::string& name) {
 }
 
 TEST(Decide, GoodPilotIsGo) {
-  Verdict v = Decide(Good(), TestPolicy(), Catalog(), kNow);
+  Verdict v = Decide(Good(), TestPolicyDecide(), Catalog(), kNowDecide);
   for (const auto& c : v.checks) {
     EXPECT_NE(c.status, CheckStatus::kFail) << c.name << ": " << c.detail;
   }
@@ -136,12 +136,12 @@ TEST(Decide, GoodPilotIsGo) {
 TEST(Decide, NodeWithoutYamaFailsUnlessTheSiteAllowsIt) {
   DecideInput in = Good();
   in.results->supervisor->ptrace_scope = -1;
-  Verdict strict = Decide(in, TestPolicy(), Catalog(), kNow);
+  Verdict strict = Decide(in, TestPolicyDecide(), Catalog(), kNowDecide);
   EXPECT_EQ(strict.decision, Decision::kNoGo);
   EXPECT_EQ(Find(strict, "ptrace_scope")->status, CheckStatus::kFail);
-  Policy lenient = TestPolicy();
+  Policy lenient = TestPolicyDecide();
   lenient.require_ptrace_scope = false;
-  Verdict warned = Decide(in, lenient, Catalog(), kNow);
+  Verdict warned = Decide(in, lenient, Catalog(), kNowDecide);
   EXPECT_EQ(warned.decision, Decision::kGo);
   EXPECT_EQ(Find(warned, "ptrace_scope")->status, CheckStatus::kWarn);
 }
@@ -151,7 +151,7 @@ TEST(Decide, NodeWithoutYamaFailsUnlessTheSiteAllowsIt) {
 // scaled by the measured allocator workspace, plus the measured runtime
 // overhead (core/models/memory_model.h).
 TEST(Decide, HardwareFitUsesMemoryModelAndHeadroom) {
-  Verdict v = Decide(Good(), TestPolicy(), Catalog(), kNow);
+  Verdict v = Decide(Good(), TestPolicyDecide(), Catalog(), kNowDecide);
   ASSERT_EQ(v.hardware.size(), 3u);  // B999 is not in the catalog
   EXPECT_EQ(v.hardware[0].gpu_type, "A100-80");
   // allocated 60 GiB + DDP buckets 4 x 1.3e9, workspace 2/60, runtime 66 - 62.
@@ -168,7 +168,7 @@ TEST(Decide, HardwareFitUsesMemoryModelAndHeadroom) {
   program.results->program.emplace();
   program.results->program->environment.extensions = {{"flash_attn", "flash-attn 2.7.4"},
                                                        {"my_ops", ""}};
-  Verdict pv = Decide(program, TestPolicy(), Catalog(), kNow);
+  Verdict pv = Decide(program, TestPolicyDecide(), Catalog(), kNowDecide);
   ASSERT_EQ(pv.hardware.size(), 3u);
   EXPECT_EQ(pv.hardware[2].note,
             "needs ROCm qualification (with PyTorch, these native extensions the program loaded: "
@@ -177,7 +177,7 @@ TEST(Decide, HardwareFitUsesMemoryModelAndHeadroom) {
 
   DecideInput big = Good();
   big.results->single->memory_resumed->device_used_bytes = 75 * kGiB;
-  Verdict b = Decide(big, TestPolicy(), Catalog(), kNow);
+  Verdict b = Decide(big, TestPolicyDecide(), Catalog(), kNowDecide);
   EXPECT_FALSE(b.hardware[0].fits);  // runtime overhead 13 GiB: ~80 of 80 GiB
   EXPECT_EQ(b.hardware[0].note, "does not fit with the required headroom");
   EXPECT_TRUE(b.hardware[1].fits);
@@ -201,7 +201,7 @@ TEST(Decide, HardwareFitUsesTheRunnersCalibration) {
   c.peak_reserved_bytes = 41 * kGiB;
   c.device_used_bytes = 43 * kGiB;
   in.results->single->memory_calibration = c;
-  Verdict v = Decide(in, TestPolicy(), Catalog(), kNow);
+  Verdict v = Decide(in, TestPolicyDecide(), Catalog(), kNowDecide);
   const double state = 16 * 1.3e9, ddp_state = state + 4 * 1.3e9;
   const double offset = 20.0 * kGiB - state;
   double predicted =
@@ -215,10 +215,10 @@ TEST(Decide, HardwareFitUsesTheRunnersCalibration) {
   // Without it (a CPU pilot records no allocator peaks; a skipped one
   // nothing) the residual rule applies, and the check says so.
   in.results->single->memory_calibration->peak_allocated_bytes.reset();
-  Verdict r = Decide(in, TestPolicy(), Catalog(), kNow);
+  Verdict r = Decide(in, TestPolicyDecide(), Catalog(), kNowDecide);
   EXPECT_NE(Find(r, "memory_fit")->measured.find("(ddp x8, residual)"), std::string::npos);
   in.results->single->memory_calibration.reset();
-  Verdict n = Decide(in, TestPolicy(), Catalog(), kNow);
+  Verdict n = Decide(in, TestPolicyDecide(), Catalog(), kNowDecide);
   EXPECT_EQ(n.hardware[1].predicted_peak_bytes, r.hardware[1].predicted_peak_bytes);
 }
 
@@ -236,7 +236,7 @@ TEST(Decide, CalibratedCheckpointingAndTheRuleForTheOther) {
   c.steps = 2;
   c.peak_allocated_bytes = 40 * kGiB;
   in.results->single->memory_calibration = c;
-  Verdict v = Decide(in, TestPolicy(), Catalog(), kNow);
+  Verdict v = Decide(in, TestPolicyDecide(), Catalog(), kNowDecide);
   EXPECT_NE(Find(v, "memory_fit")->measured.find("(ddp x8, recompute, calibrated)"),
             std::string::npos)
       << Find(v, "memory_fit")->measured;
@@ -244,7 +244,7 @@ TEST(Decide, CalibratedCheckpointingAndTheRuleForTheOther) {
   const SingleStage& s = *in.results->single;
   PlanQuery off;
   off.activation_checkpointing = false;
-  Result<Plan> p = MakePlan(s, *in.config, Catalog(), TestPolicy(), off, CalibrationFrom(s));
+  Result<Plan> p = MakePlan(s, *in.config, Catalog(), TestPolicyDecide(), off, CalibrationFrom(s));
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   EXPECT_EQ(p->breakdown.source, "calibrated");
   EXPECT_EQ(p->options[0].memory.basis, "calibrated, activation checkpointing off by rule");
@@ -260,7 +260,7 @@ TEST(Decide, CalibratedCheckpointingAndTheRuleForTheOther) {
 TEST(Decide, PlanNotesTheFusedLoss) {
   DecideInput in = Good();
   auto note = [&]() -> std::string {
-    Result<Plan> p = MakePlan(*in.results->single, *in.config, Catalog(), TestPolicy());
+    Result<Plan> p = MakePlan(*in.results->single, *in.config, Catalog(), TestPolicyDecide());
     EXPECT_TRUE(p.ok()) << p.status().ToString();
     for (const auto& n : p->notes) {
       if (n.find("measured with the fused loss") != std::string::npos) return n;
@@ -281,7 +281,7 @@ TEST(Decide, MemoryFitFailsOnTheWantedType) {
   DecideInput in = Good();
   in.config->run.gpu_type = "A100-80";
   in.results->single->memory_resumed->device_used_bytes = 75 * kGiB;
-  Verdict v = Decide(in, TestPolicy(), Catalog(), kNow);
+  Verdict v = Decide(in, TestPolicyDecide(), Catalog(), kNowDecide);
   const Check* c = Find(v, "memory_fit");
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->status, CheckStatus::kFail);
@@ -293,7 +293,7 @@ TEST(Decide, MemoryFitFailsOnTheWantedType) {
 // plus the ring all-reduce of 4 x 1.3e9 gradient bytes over 8 GPUs on the
 // H200's 900 GB/s link with 199 buckets of 25 MiB at 10 us per hop.
 TEST(Decide, BudgetFromThroughput) {
-  Verdict v = Decide(Good(), TestPolicy(), Catalog(), kNow);
+  Verdict v = Decide(Good(), TestPolicyDecide(), Catalog(), kNowDecide);
   double comm_ms = 2.0 * 7 / 8 * 5.2e9 / 900e9 * 1e3 + 2.0 * 7 * 199 * 10e-3;
   double train = 10000.0 * (409.6 + comm_ms) / 1e3 / 86400;
   double ckpt = 10 * 60 / 86400.0;
@@ -312,14 +312,14 @@ TEST(Decide, BudgetFromThroughput) {
   DecideInput week = Good();
   week.config->run.reservation_days = 7;
   week.results->single->tokens_per_second = 250;  // 65.5 s a step: ~7.6 days
-  Verdict w = Decide(week, TestPolicy(), Catalog(), kNow);
+  Verdict w = Decide(week, TestPolicyDecide(), Catalog(), kNowDecide);
   EXPECT_EQ(w.budget.term, "30-day");  // > 7 days with the buffer
   EXPECT_EQ(Find(w, "budget")->status, CheckStatus::kWarn);
   EXPECT_EQ(w.decision, Decision::kGo);  // a warning does not block
 
   DecideInput slow = Good();
   slow.results->single->tokens_per_second = 40;  // 1000x slower: ~47 days
-  Verdict s = Decide(slow, TestPolicy(), Catalog(), kNow);
+  Verdict s = Decide(slow, TestPolicyDecide(), Catalog(), kNowDecide);
   EXPECT_EQ(s.budget.term, "none");
   const Check* c = Find(s, "budget");
   EXPECT_EQ(c->status, CheckStatus::kFail);
@@ -338,7 +338,7 @@ struct Case {
 
 TEST(Decide, UnchangedPinsPassAndTheIdentityIsSigned) {
   DecideInput in = Good();
-  EXPECT_EQ(Find(Decide(in, TestPolicy(), Catalog(), kNow), "pins_unchanged")->status,
+  EXPECT_EQ(Find(Decide(in, TestPolicyDecide(), Catalog(), kNowDecide), "pins_unchanged")->status,
             CheckStatus::kSkip);
   LockPin p;
   p.kind = "folder";
@@ -349,7 +349,7 @@ TEST(Decide, UnchangedPinsPassAndTheIdentityIsSigned) {
   in.lock.pins = {p};
   in.lock.pins_submitted = PinSummary(in.lock.pins);
   in.lock.identity = RunIdentity(in.lock);
-  Verdict v = Decide(in, TestPolicy(), Catalog(), kNow);
+  Verdict v = Decide(in, TestPolicyDecide(), Catalog(), kNowDecide);
   EXPECT_EQ(Find(v, "pins_unchanged")->status, CheckStatus::kPass);
   EXPECT_EQ(v.decision, Decision::kGo);
   ASSERT_TRUE(v.identity.has_value());
@@ -517,9 +517,9 @@ TEST(Decide, Table) {
   };
   for (const auto& c : cases) {
     DecideInput in = Good();
-    Policy p = TestPolicy();
+    Policy p = TestPolicyDecide();
     c.edit(in, p);
-    Verdict v = Decide(in, p, Catalog(), kNow);
+    Verdict v = Decide(in, p, Catalog(), kNowDecide);
     EXPECT_EQ(v.decision, c.decision) << c.name;
     const Check* ch = Find(v, c.check);
     ASSERT_NE(ch, nullptr) << c.name;
@@ -536,7 +536,7 @@ TEST(Decide, Table) {
 // The image that ran, read back from the runtime, against the one pinned.
 TEST(Decide, ContainerThatRanMustBeThePinnedOne) {
   DecideInput in = Good();
-  EXPECT_EQ(Find(Decide(in, TestPolicy(), Catalog(), kNow), "container"), nullptr);
+  EXPECT_EQ(Find(Decide(in, TestPolicyDecide(), Catalog(), kNowDecide), "container"), nullptr);
   const std::string pinned = in.lock.container.digest;
   ASSERT_FALSE(pinned.empty());
   in.results->program.emplace();
@@ -545,7 +545,7 @@ TEST(Decide, ContainerThatRanMustBeThePinnedOne) {
   ran.image = "reg/x@" + pinned;
   ran.digest = pinned;
   in.results->program->container = ran;
-  const Verdict good = Decide(in, TestPolicy(), Catalog(), kNow);
+  const Verdict good = Decide(in, TestPolicyDecide(), Catalog(), kNowDecide);
   const Check* ok = Find(good, "container");
   ASSERT_NE(ok, nullptr);
   EXPECT_EQ(ok->status, CheckStatus::kPass);
@@ -553,7 +553,7 @@ TEST(Decide, ContainerThatRanMustBeThePinnedOne) {
 
   const std::string other = "sha256:" + std::string(64, '7');
   in.results->program->container->digest = other;
-  Verdict bad = Decide(in, TestPolicy(), Catalog(), kNow);
+  Verdict bad = Decide(in, TestPolicyDecide(), Catalog(), kNowDecide);
   EXPECT_EQ(bad.decision, Decision::kNoGo);
   const Check* c = Find(bad, "container");
   ASSERT_NE(c, nullptr);
@@ -563,7 +563,7 @@ TEST(Decide, ContainerThatRanMustBeThePinnedOne) {
 
   in.results->program->container->digest.clear();
   in.results->program->container->problem = "podman image inspect: exit 125";
-  const Verdict unread = Decide(in, TestPolicy(), Catalog(), kNow);
+  const Verdict unread = Decide(in, TestPolicyDecide(), Catalog(), kNowDecide);
   c = Find(unread, "container");
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->status, CheckStatus::kFail);
@@ -575,7 +575,7 @@ TEST(Decide, ContainerThatRanMustBeThePinnedOne) {
   in.results->program->container->digest = pinned;
   in.results->program->container->digest_source = "reference";
   in.results->program->container->problem.clear();
-  const Verdict by_reference = Decide(in, TestPolicy(), Catalog(), kNow);
+  const Verdict by_reference = Decide(in, TestPolicyDecide(), Catalog(), kNowDecide);
   c = Find(by_reference, "container");
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->status, CheckStatus::kPass);
@@ -586,7 +586,7 @@ TEST(Decide, ContainerThatRanMustBeThePinnedOne) {
   in.results->program->container->image = "/images/torch.sif";
   in.results->program->container->digest = other;
   in.results->program->container->digest_source = "file";
-  const Verdict changed = Decide(in, TestPolicy(), Catalog(), kNow);
+  const Verdict changed = Decide(in, TestPolicyDecide(), Catalog(), kNowDecide);
   EXPECT_EQ(changed.decision, Decision::kNoGo);
   c = Find(changed, "container");
   ASSERT_NE(c, nullptr);
@@ -600,21 +600,21 @@ TEST(Decide, NonBindingWhenSmallerShape) {
   DecideInput in = Good();
   in.results->single->shape.seq_len = 1024;
   in.config->training.allow_smaller_shape = true;
-  Verdict v = Decide(in, TestPolicy(), Catalog(), kNow);
+  Verdict v = Decide(in, TestPolicyDecide(), Catalog(), kNowDecide);
   EXPECT_EQ(v.decision, Decision::kGo);
   EXPECT_FALSE(v.binding);
 }
 
 TEST(Decide, RestoreIsTheSupervisorsOnlyWhenItCompared) {
   DecideInput in = Good();
-  Verdict v = Decide(in, TestPolicy(), Catalog(), kNow);
+  Verdict v = Decide(in, TestPolicyDecide(), Catalog(), kNowDecide);
   EXPECT_EQ(Find(v, "restore")->verified_by, VerifiedBy::kSupervisor);
   EXPECT_EQ(Find(v, "completed")->verified_by, VerifiedBy::kSupervisor);
   EXPECT_EQ(Find(v, "checkpoint")->verified_by, VerifiedBy::kEpilog);
   EXPECT_EQ(Find(v, "memory_headroom")->verified_by, VerifiedBy::kWorkload);
   EXPECT_EQ(v.decision, Decision::kGo);
   in.verify.eval_recomputed = false;
-  v = Decide(in, TestPolicy(), Catalog(), kNow);
+  v = Decide(in, TestPolicyDecide(), Catalog(), kNowDecide);
   EXPECT_EQ(v.decision, Decision::kNoGo);  // the checkpoint check fails
 }
 
@@ -624,16 +624,16 @@ TEST(Decide, ExitOneNamesTheFailingCheck) {
   DecideInput in = Good();
   in.results->exit_code = 1;
   in.results->single->restore.equal = false;
-  Verdict v = Decide(in, TestPolicy(), Catalog(), kNow);
+  Verdict v = Decide(in, TestPolicyDecide(), Catalog(), kNowDecide);
   EXPECT_EQ(v.decision, Decision::kNoGo);
   EXPECT_EQ(Find(v, "completed")->status, CheckStatus::kPass);
   EXPECT_EQ(Find(v, "restore")->status, CheckStatus::kFail);
   in.results->single->restore.equal = true;
-  v = Decide(in, TestPolicy(), Catalog(), kNow);
+  v = Decide(in, TestPolicyDecide(), Catalog(), kNowDecide);
   EXPECT_EQ(v.decision, Decision::kNoGo);
   EXPECT_EQ(Find(v, "completed")->status, CheckStatus::kFail);
   in.results->exit_code = 4;
-  v = Decide(in, TestPolicy(), Catalog(), kNow);
+  v = Decide(in, TestPolicyDecide(), Catalog(), kNowDecide);
   EXPECT_EQ(Find(v, "completed")->status, CheckStatus::kFail);
   EXPECT_EQ(Find(v, "restore"), nullptr);
 }
@@ -644,23 +644,23 @@ TEST(Decide, AStoppedPilotDidNotFinish) {
   DecideInput in = Good();
   in.results->supervisor->stopped = true;
   in.results->exit_code = 4;
-  Verdict v = Decide(in, TestPolicy(), Catalog(), kNow);
+  Verdict v = Decide(in, TestPolicyDecide(), Catalog(), kNowDecide);
   EXPECT_EQ(v.decision, Decision::kNoGo);
   const Check* c = Find(v, "completed");
   EXPECT_EQ(c->status, CheckStatus::kFail);
   EXPECT_EQ(c->verified_by, VerifiedBy::kSupervisor);
   EXPECT_NE(c->detail.find("did not finish"), std::string::npos);
   in.results->single.reset();
-  v = Decide(in, TestPolicy(), Catalog(), kNow);
+  v = Decide(in, TestPolicyDecide(), Catalog(), kNowDecide);
   EXPECT_NE(Find(v, "completed")->detail.find("cancelled or reached its time limit"), std::string::npos);
   // A node of the job that Slurm took down is why.
   in.nodes_down = {"pn2 (Not responding)"};
-  v = Decide(in, TestPolicy(), Catalog(), kNow);
+  v = Decide(in, TestPolicyDecide(), Catalog(), kNowDecide);
   EXPECT_EQ(Find(v, "completed")->detail,
             "the pilot did not finish: the job ended while Slurm had its node pn2 (Not responding) down");
   in.results.reset();
   in.results_error = "no results.json from the supervisor";
-  v = Decide(in, TestPolicy(), Catalog(), kNow);
+  v = Decide(in, TestPolicyDecide(), Catalog(), kNowDecide);
   EXPECT_EQ(Find(v, "completed")->detail,
             "no results.json from the supervisor; Slurm has the job's node pn2 (Not responding) down");
 }
@@ -673,7 +673,7 @@ TEST(Decide, EveryNodeOfAJobPinnedTheSame) {
   in.lock.job.node_list = "gpu[01-03]";
   in.lock.versions = {{"libtorch", "2.4.1"}, {"nccl", "2.21.5"}, {"kernel", "6.1.0-27"}};
   // Not in sight of this node: nothing compared.
-  Verdict v = Decide(in, TestPolicy(), Catalog(), kNow);
+  Verdict v = Decide(in, TestPolicyDecide(), Catalog(), kNowDecide);
   ASSERT_NE(Find(v, "nodes_pinned"), nullptr);
   EXPECT_EQ(Find(v, "nodes_pinned")->status, CheckStatus::kSkip);
   EXPECT_EQ(v.decision, Decision::kGo);
@@ -685,14 +685,14 @@ TEST(Decide, EveryNodeOfAJobPinnedTheSame) {
   Lock other = same;
   other.job.host = "gpu03";
   in.other_nodes = {{"gpu02", same, ""}, {"gpu03", other, ""}};
-  v = Decide(in, TestPolicy(), Catalog(), kNow);
+  v = Decide(in, TestPolicyDecide(), Catalog(), kNowDecide);
   EXPECT_EQ(Find(v, "nodes_pinned")->status, CheckStatus::kPass) << Find(v, "nodes_pinned")->detail;
   EXPECT_EQ(Find(v, "nodes_pinned")->measured, "3 nodes, same pins");
   EXPECT_EQ(Find(v, "nodes_pinned")->verified_by, VerifiedBy::kProlog);
 
   // A record missing: a warning that names the node.
   in.other_nodes[1] = {"gpu03", std::nullopt, "its prolog left no record"};
-  v = Decide(in, TestPolicy(), Catalog(), kNow);
+  v = Decide(in, TestPolicyDecide(), Catalog(), kNowDecide);
   EXPECT_EQ(Find(v, "nodes_pinned")->status, CheckStatus::kWarn);
   EXPECT_EQ(Find(v, "nodes_pinned")->detail, "no pins of gpu03 (its prolog left no record)");
   EXPECT_EQ(v.decision, Decision::kGo);
@@ -702,7 +702,7 @@ TEST(Decide, EveryNodeOfAJobPinnedTheSame) {
   other.gpus = {{0, "NVIDIA A100-SXM4-80GB", "GPU-9", 80 * kGiB}};
   other.container = {"ghcr.io/o/i:1", "sha256:" + std::string(64, 'c'), "", "registry"};
   in.other_nodes[1] = {"gpu03", other, ""};
-  v = Decide(in, TestPolicy(), Catalog(), kNow);
+  v = Decide(in, TestPolicyDecide(), Catalog(), kNowDecide);
   EXPECT_EQ(v.decision, Decision::kNoGo);
   const Check* c = Find(v, "nodes_pinned");
   EXPECT_EQ(c->status, CheckStatus::kFail);
@@ -713,12 +713,12 @@ TEST(Decide, EveryNodeOfAJobPinnedTheSame) {
   // A problem its prolog recorded fails it too.
   same.problems = {{"container_unresolved", "ghcr.io/o/i:1: registry unreachable"}};
   in.other_nodes = {{"gpu02", same, ""}};
-  v = Decide(in, TestPolicy(), Catalog(), kNow);
+  v = Decide(in, TestPolicyDecide(), Catalog(), kNowDecide);
   EXPECT_NE(Find(v, "nodes_pinned")->detail.find("gpu02: container_unresolved: ghcr.io/o/i:1: registry unreachable"),
             std::string::npos);
   // One node: no such check.
   in.lock.job.nodes = 1;
-  EXPECT_EQ(Find(Decide(in, TestPolicy(), Catalog(), kNow), "nodes_pinned"), nullptr);
+  EXPECT_EQ(Find(Decide(in, TestPolicyDecide(), Catalog(), kNowDecide), "nodes_pinned"), nullptr);
 }
 
 // The runner was killed (SIGKILL during its checkpoint save, say): the
@@ -734,7 +734,7 @@ TEST(Decide, AKilledRunnerIsNamedInTheVerdict) {
   p.wall_seconds = 12.34;
   p.report_problem = "single: the process wrote no report (killed by signal 9)";
   in.results->supervisor->processes = {p};
-  Verdict v = Decide(in, TestPolicy(), Catalog(), kNow);
+  Verdict v = Decide(in, TestPolicyDecide(), Catalog(), kNowDecide);
   EXPECT_EQ(v.decision, Decision::kNoGo);
   const Check* c = Find(v, "completed");
   ASSERT_NE(c, nullptr);
@@ -744,10 +744,10 @@ TEST(Decide, AKilledRunnerIsNamedInTheVerdict) {
   EXPECT_EQ(c->verified_by, VerifiedBy::kSupervisor);
   // A signal the table does not name, and a process that exited: the plain record.
   in.results->supervisor->processes[0].signal = 40;
-  EXPECT_EQ(Find(Decide(in, TestPolicy(), Catalog(), kNow), "completed")->measured, "single killed by signal 40");
+  EXPECT_EQ(Find(Decide(in, TestPolicyDecide(), Catalog(), kNowDecide), "completed")->measured, "single killed by signal 40");
   in.results->supervisor->processes[0].signal = 0;
   in.results->supervisor->processes[0].exit_code = 4;
-  EXPECT_EQ(Find(Decide(in, TestPolicy(), Catalog(), kNow), "completed")->measured, "no single stage");
+  EXPECT_EQ(Find(Decide(in, TestPolicyDecide(), Catalog(), kNowDecide), "completed")->measured, "no single stage");
 }
 
 // Results the workload wrote itself (a runner started by hand, no
@@ -756,26 +756,26 @@ TEST(Decide, AKilledRunnerIsNamedInTheVerdict) {
 TEST(Decide, WorkloadOnlyPassesOfIndependentChecksFail) {
   DecideInput in = Good();
   in.results->supervisor.reset();
-  Verdict v = Decide(in, TestPolicy(), Catalog(), kNow);
+  Verdict v = Decide(in, TestPolicyDecide(), Catalog(), kNowDecide);
   EXPECT_EQ(v.decision, Decision::kNoGo);
   const Check* restore = Find(v, "restore");
   EXPECT_EQ(restore->verified_by, VerifiedBy::kWorkload);
   EXPECT_EQ(restore->status, CheckStatus::kFail);
   EXPECT_NE(restore->detail.find("independent_checks"), std::string::npos);
   EXPECT_EQ(Find(v, "completed")->status, CheckStatus::kFail);
-  Policy open = TestPolicy();
+  Policy open = TestPolicyDecide();
   open.independent_checks.clear();
-  v = Decide(in, open, Catalog(), kNow);
+  v = Decide(in, open, Catalog(), kNowDecide);
   EXPECT_EQ(v.decision, Decision::kGo);
   EXPECT_EQ(Find(v, "restore")->verified_by, VerifiedBy::kWorkload);
 }
 
 TEST(Decide, LifetimeFromPolicyAndPurity) {
-  Policy p = TestPolicy();
+  Policy p = TestPolicyDecide();
   p.thresholds.verdict_lifetime_days = 1;
   DecideInput in = Good();
-  Verdict a = Decide(in, p, Catalog(), kNow);
-  Verdict b = Decide(in, p, Catalog(), kNow);
+  Verdict a = Decide(in, p, Catalog(), kNowDecide);
+  Verdict b = Decide(in, p, Catalog(), kNowDecide);
   EXPECT_EQ(a.expires, "2026-12-01T04:05:06Z");
   EXPECT_EQ(VerdictToJson(a), VerdictToJson(b));  // same inputs, same verdict
 }
@@ -817,7 +817,7 @@ NodeStage GoodNode() {
 TEST(DecideNode, EqualRestoresPass) {
   DecideInput in = Good();
   in.results->node = GoodNode();
-  Verdict v = Decide(in, TestPolicy(), Catalog(), kNow);
+  Verdict v = Decide(in, TestPolicyDecide(), Catalog(), kNowDecide);
   ASSERT_NE(Find(v, "node_restore"), nullptr);
   EXPECT_EQ(Find(v, "node_restore")->status, CheckStatus::kPass);
   EXPECT_EQ(Find(v, "node_restore")->measured, "2 procs ddp: 2->2 equal, 2->1 equal");
@@ -829,7 +829,7 @@ TEST(DecideNode, UnequalRestoreAtAnotherWorldSizeIsNoGo) {
   in.results->node = GoodNode();
   in.results->node->restore[1].equal = false;
   in.results->node->restore[1].detail = "parameters differ";
-  Verdict v = Decide(in, TestPolicy(), Catalog(), kNow);
+  Verdict v = Decide(in, TestPolicyDecide(), Catalog(), kNowDecide);
   EXPECT_EQ(Find(v, "node_restore")->status, CheckStatus::kFail);
   EXPECT_EQ(Find(v, "node_restore")->detail, "parameters differ");
   EXPECT_EQ(v.decision, Decision::kNoGo);
@@ -839,7 +839,7 @@ TEST(DecideNode, FailedRankIsNamed) {
   DecideInput in = Good();
   in.results->node = GoodNode();
   in.results->node->failure = NodeFailure{"train", 1, "killed by signal 9"};
-  Verdict v = Decide(in, TestPolicy(), Catalog(), kNow);
+  Verdict v = Decide(in, TestPolicyDecide(), Catalog(), kNowDecide);
   EXPECT_EQ(Find(v, "node_stage")->status, CheckStatus::kFail);
   EXPECT_EQ(Find(v, "node_stage")->detail, "rank 1: killed by signal 9");
   EXPECT_EQ(v.decision, Decision::kNoGo);
@@ -856,19 +856,19 @@ TEST(DecideNode, RanksOnSeveralNodesAreCountedAndAFailureNamesItsNodeOnce) {
     s.host = r < 2 ? "pn1" : "pn2";
     n.ranks.push_back(s);
   }
-  Verdict v = Decide(in, TestPolicy(), Catalog(), kNow);
+  Verdict v = Decide(in, TestPolicyDecide(), Catalog(), kNowDecide);
   EXPECT_EQ(Find(v, "node_restore")->measured, "4 procs ddp on 2 nodes: 2->2 equal, 2->1 equal");
   EXPECT_EQ(Find(v, "node_levels"), nullptr) << "no levels measured";
   n.comm.intra_node = NodeCommLevel{2, 2, 12'600'000, 3.14, 4.0};
   n.comm.inter_node = NodeCommLevel{2, 2, 12'600'000, 9.8, 1.3};
-  v = Decide(in, TestPolicy(), Catalog(), kNow);
+  v = Decide(in, TestPolicyDecide(), Catalog(), kNowDecide);
   ASSERT_NE(Find(v, "node_levels"), nullptr);
   EXPECT_EQ(Find(v, "node_levels")->measured,
             "all-reduce of 12.6 MB: 3.1 ms within a node (2 ranks x 2), 9.8 ms between nodes (2 ranks x 2)");
   EXPECT_EQ(Find(v, "node_levels")->status, CheckStatus::kPass) << "a GPU pilot: recorded as measured";
   EXPECT_EQ(v.decision, Decision::kGo) << "recorded, not judged";
   n.failure = NodeFailure{"train", 2, "rank 2 on pn2 failed (srun: Killed)"};
-  v = Decide(in, TestPolicy(), Catalog(), kNow);
+  v = Decide(in, TestPolicyDecide(), Catalog(), kNowDecide);
   EXPECT_EQ(Find(v, "node_stage")->measured, "4 procs ddp on 2 nodes, failed in train");
   EXPECT_EQ(Find(v, "node_stage")->detail, "rank 2 on pn2 failed (srun: Killed)");
 }
@@ -902,7 +902,7 @@ TEST(DecideReducedDepth, TheNodeStagesPeakIsTheRunsMemory) {
   n.memory.fresh_peak_bytes = 40 * kGiB;
   n.memory.resumed_peak_bytes = 42 * kGiB;
   in.results->node = n;
-  Verdict v = Decide(in, TestPolicy(), Catalog(), kNow);
+  Verdict v = Decide(in, TestPolicyDecide(), Catalog(), kNowDecide);
   const Check* shape = Find(v, "shape");
   ASSERT_NE(shape, nullptr);
   EXPECT_EQ(shape->status, CheckStatus::kPass);
@@ -915,14 +915,14 @@ TEST(DecideReducedDepth, TheNodeStagesPeakIsTheRunsMemory) {
   EXPECT_NE(mem->detail.find("full-node stage's per-rank peak at full depth"), std::string::npos);
   // The node stage out of memory at full depth: NO-GO, as for any run.
   in.results->node->memory.resumed_peak_bytes = 139 * kGiB;
-  v = Decide(in, TestPolicy(), Catalog(), kNow);
+  v = Decide(in, TestPolicyDecide(), Catalog(), kNowDecide);
   EXPECT_EQ(Find(v, "memory_headroom")->status, CheckStatus::kFail);
   EXPECT_EQ(v.decision, Decision::kNoGo);
 }
 
 TEST(DecideReducedDepth, WithoutANodeStageTheMemoryIsOnlyPredicted) {
   DecideInput in = ReducedDepthPilot();
-  Verdict v = Decide(in, TestPolicy(), Catalog(), kNow);
+  Verdict v = Decide(in, TestPolicyDecide(), Catalog(), kNowDecide);
   const Check* mem = Find(v, "memory_headroom");
   ASSERT_NE(mem, nullptr);
   EXPECT_EQ(mem->status, CheckStatus::kWarn);

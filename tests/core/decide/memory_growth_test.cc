@@ -13,8 +13,8 @@
 namespace pilot {
 namespace {
 
-constexpr int64_t kMiB = 1024 * 1024;
-constexpr int64_t kGiB = 1024 * kMiB;
+constexpr int64_t kMiBMemoryGrowth = 1024 * 1024;
+constexpr int64_t kGiBMemoryGrowth = 1024 * kMiBMemoryGrowth;
 
 // `n` steps: `base` plus `per_step` a step, plus `shape(step)`.
 std::vector<StepMemory> Series(int n, int64_t base, int64_t per_step, bool device,
@@ -40,7 +40,7 @@ Results ProgramResults(std::vector<StepMemory> steps, int64_t device_total = 0) 
   r.single = s;
   ProgramInfo p;
   p.memory_steps = std::move(steps);
-  p.memory_limit_bytes = 16 * kGiB;
+  p.memory_limit_bytes = 16 * kGiBMemoryGrowth;
   r.program = p;
   return r;
 }
@@ -53,7 +53,7 @@ Config RunOf(int64_t target_steps) {
 
 TEST(MemoryGrowth, ALeakThatTheRunCannotHoldFails) {
   // 1.2 GiB more device memory each step: at step 600 the H200's 141 GB is long gone.
-  const Results r = ProgramResults(Series(40, 30 * kGiB, 1229 * kMiB, true), 140 * kGiB);
+  const Results r = ProgramResults(Series(40, 30 * kGiBMemoryGrowth, 1229 * kMiBMemoryGrowth, true), 140 * kGiBMemoryGrowth);
   const Check c = MemoryGrowthCheck(r, RunOf(600), HardwareCatalog{});
   EXPECT_EQ(c.status, CheckStatus::kFail) << c.detail;
   EXPECT_NE(c.measured.find("device memory (allocator peak) grows 1.20 GiB/step over steps 4..40"),
@@ -64,7 +64,7 @@ TEST(MemoryGrowth, ALeakThatTheRunCannotHoldFails) {
 }
 
 TEST(MemoryGrowth, AResidentLeakOnTheCpuIsMeasuredAgainstTheJobsMemory) {
-  const Results r = ProgramResults(Series(16, 500 * kMiB, 8 * kMiB, false));
+  const Results r = ProgramResults(Series(16, 500 * kMiBMemoryGrowth, 8 * kMiBMemoryGrowth, false));
   const Check c = MemoryGrowthCheck(r, RunOf(100000), HardwareCatalog{});
   EXPECT_EQ(c.status, CheckStatus::kFail) << c.detail;
   EXPECT_NE(c.detail.find("resident memory grows 8.0 MiB/step"), std::string::npos) << c.detail;
@@ -72,7 +72,7 @@ TEST(MemoryGrowth, AResidentLeakOnTheCpuIsMeasuredAgainstTheJobsMemory) {
 }
 
 TEST(MemoryGrowth, GrowthThatFitsTheRunWarns) {
-  const Results r = ProgramResults(Series(16, 500 * kMiB, 8 * kMiB, false));
+  const Results r = ProgramResults(Series(16, 500 * kMiBMemoryGrowth, 8 * kMiBMemoryGrowth, false));
   const Check c = MemoryGrowthCheck(r, RunOf(200), HardwareCatalog{});
   EXPECT_EQ(c.status, CheckStatus::kWarn) << c.detail;
   EXPECT_NE(c.detail.find("at that rate step 200 holds 2.1 GiB of the job's memory 16.0 GiB"),
@@ -87,25 +87,25 @@ TEST(MemoryGrowth, GrowthThatFitsTheRunWarns) {
 TEST(MemoryGrowth, CleanSeriesPass) {
   const Config run = RunOf(1000000);
   // Flat to the byte, as a fixed-shape step on a GPU is.
-  EXPECT_EQ(MemoryGrowthCheck(ProgramResults(Series(20, 9 * kGiB, 0, true), 80 * kGiB), run, {}).status,
+  EXPECT_EQ(MemoryGrowthCheck(ProgramResults(Series(20, 9 * kGiBMemoryGrowth, 0, true), 80 * kGiBMemoryGrowth), run, {}).status,
             CheckStatus::kPass);
   // Variable-length batches: up and down by up to 300 MiB, no trend.
-  auto noise = [](int64_t s) -> int64_t { return ((s * 7919) % 13 - 6) * 50 * kMiB; };
-  const Check n = MemoryGrowthCheck(ProgramResults(Series(40, 9 * kGiB, 0, true, noise), 80 * kGiB), run, {});
+  auto noise = [](int64_t s) -> int64_t { return ((s * 7919) % 13 - 6) * 50 * kMiBMemoryGrowth; };
+  const Check n = MemoryGrowthCheck(ProgramResults(Series(40, 9 * kGiBMemoryGrowth, 0, true, noise), 80 * kGiBMemoryGrowth), run, {});
   EXPECT_EQ(n.status, CheckStatus::kPass) << n.detail;
   // The resident high-water mark jumps once (the save at step 10, an
   // evaluation) and stays: one rise is not a leak.
-  auto jump = [](int64_t s) -> int64_t { return s >= 10 ? 400 * kMiB : 0; };
-  const Check j = MemoryGrowthCheck(ProgramResults(Series(20, kGiB, 0, false, jump)), run, {});
+  auto jump = [](int64_t s) -> int64_t { return s >= 10 ? 400 * kMiBMemoryGrowth : 0; };
+  const Check j = MemoryGrowthCheck(ProgramResults(Series(20, kGiBMemoryGrowth, 0, false, jump)), run, {});
   EXPECT_EQ(j.status, CheckStatus::kPass) << j.detail;
   // Growth only while warming up (steps 1..3: the allocator's cache, the
   // optimizer's lazily made state) is left out.
-  auto warm = [](int64_t s) -> int64_t { return std::min<int64_t>(s, 3) * 2 * kGiB; };
-  const Check w = MemoryGrowthCheck(ProgramResults(Series(20, kGiB, 0, true, warm), 80 * kGiB), run, {});
+  auto warm = [](int64_t s) -> int64_t { return std::min<int64_t>(s, 3) * 2 * kGiBMemoryGrowth; };
+  const Check w = MemoryGrowthCheck(ProgramResults(Series(20, kGiBMemoryGrowth, 0, true, warm), 80 * kGiBMemoryGrowth), run, {});
   EXPECT_EQ(w.status, CheckStatus::kPass) << w.detail;
   EXPECT_EQ(w.detail, "device memory (allocator peak) flat over steps 4..20");
   // A slow creep under the noise floor (1 MiB over the window) is not a finding.
-  const Check s = MemoryGrowthCheck(ProgramResults(Series(20, 4 * kGiB, 64 * 1024, true), 80 * kGiB), run, {});
+  const Check s = MemoryGrowthCheck(ProgramResults(Series(20, 4 * kGiBMemoryGrowth, 64 * 1024, true), 80 * kGiBMemoryGrowth), run, {});
   EXPECT_EQ(s.status, CheckStatus::kPass) << s.detail;
 }
 
@@ -113,7 +113,7 @@ TEST(MemoryGrowth, SkippedWithoutASeries) {
   Results builtin;
   builtin.single = SingleStage{};
   EXPECT_EQ(MemoryGrowthCheck(builtin, RunOf(100), {}).status, CheckStatus::kSkip);
-  const Check few = MemoryGrowthCheck(ProgramResults(Series(4, kGiB, kGiB, true), 80 * kGiB), RunOf(100), {});
+  const Check few = MemoryGrowthCheck(ProgramResults(Series(4, kGiBMemoryGrowth, kGiBMemoryGrowth, true), 80 * kGiBMemoryGrowth), RunOf(100), {});
   EXPECT_EQ(few.status, CheckStatus::kSkip);
   EXPECT_EQ(few.measured, "not measured");
 }

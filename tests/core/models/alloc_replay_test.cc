@@ -9,7 +9,7 @@
 namespace pilot {
 namespace {
 
-constexpr int64_t kMiB = int64_t{1} << 20;
+constexpr int64_t kMiBAllocReplay = int64_t{1} << 20;
 
 // A small builder: requests get ids in order.
 struct Stream {
@@ -26,23 +26,23 @@ struct Stream {
 TEST(AllocReplay, RequestsAreRoundedAndMappedByGranule) {
   Stream s;
   s.Alloc(1);            // small pool: 512 bytes, one 2 MiB granule
-  s.Alloc(30 * kMiB);    // large pool: two 20 MiB granules, 10 MiB left free
-  s.Alloc(5 * kMiB);     // fits the 10 MiB left: nothing more mapped
+  s.Alloc(30 * kMiBAllocReplay);    // large pool: two 20 MiB granules, 10 MiB left free
+  s.Alloc(5 * kMiBAllocReplay);     // fits the 10 MiB left: nothing more mapped
   const ReplayOutcome r = ReplayAllocator(s.ops, 0);
   EXPECT_FALSE(r.out_of_memory);
-  EXPECT_EQ(r.peak_mapped, 2 * kMiB + 40 * kMiB);
-  EXPECT_EQ(r.peak_allocated, 512 + 35 * kMiB);
+  EXPECT_EQ(r.peak_mapped, 2 * kMiBAllocReplay + 40 * kMiBAllocReplay);
+  EXPECT_EQ(r.peak_allocated, 512 + 35 * kMiBAllocReplay);
   EXPECT_EQ(r.releases, 0);
 }
 
 TEST(AllocReplay, AFreedBlockIsReusedBestFitFirst) {
   Stream s;
-  const int64_t a = s.Alloc(60 * kMiB);  // 0..60, three granules
-  s.Alloc(60 * kMiB);                    // 60..120
+  const int64_t a = s.Alloc(60 * kMiBAllocReplay);  // 0..60, three granules
+  s.Alloc(60 * kMiBAllocReplay);                    // 60..120
   s.Free(a);
-  s.Alloc(32 * kMiB);  // into a's hole: nothing mapped
-  s.Alloc(28 * kMiB);  // the 28 MiB left of it: exactly
-  EXPECT_EQ(ReplayAllocator(s.ops, 0).peak_mapped, 120 * kMiB);
+  s.Alloc(32 * kMiBAllocReplay);  // into a's hole: nothing mapped
+  s.Alloc(28 * kMiBAllocReplay);  // the 28 MiB left of it: exactly
+  EXPECT_EQ(ReplayAllocator(s.ops, 0).peak_mapped, 120 * kMiBAllocReplay);
 }
 
 TEST(AllocReplay, OfTwoFitsTheOneThatCannotGrowIsTaken) {
@@ -54,56 +54,56 @@ TEST(AllocReplay, OfTwoFitsTheOneThatCannotGrowIsTaken) {
   // larger, so 0..50 is taken. Then a 45 MiB request fits no mapped block
   // (20 MiB left at 30..50, 40 at 60..100): 60..100 grows by a granule.
   Stream s;
-  const int64_t a = s.Alloc(50 * kMiB);
-  s.Alloc(10 * kMiB);
-  const int64_t c = s.Alloc(25 * kMiB);
+  const int64_t a = s.Alloc(50 * kMiBAllocReplay);
+  s.Alloc(10 * kMiBAllocReplay);
+  const int64_t c = s.Alloc(25 * kMiBAllocReplay);
   s.Free(a);
   s.Free(c);
-  s.Alloc(30 * kMiB);
-  s.Alloc(45 * kMiB);
-  EXPECT_EQ(ReplayAllocator(s.ops, 0).peak_mapped, 120 * kMiB);
+  s.Alloc(30 * kMiBAllocReplay);
+  s.Alloc(45 * kMiBAllocReplay);
+  EXPECT_EQ(ReplayAllocator(s.ops, 0).peak_mapped, 120 * kMiBAllocReplay);
 }
 
 // a 100 MiB and b 20 MiB allocated, a freed, then a 120 MiB request: no free
 // block holds it; unlimited it maps 120 MiB more after b (240 mapped).
 Stream ReleaseCase() {
   Stream s;
-  const int64_t a = s.Alloc(100 * kMiB);
-  s.Alloc(20 * kMiB);
+  const int64_t a = s.Alloc(100 * kMiBAllocReplay);
+  s.Alloc(20 * kMiBAllocReplay);
   s.Free(a);
-  s.Alloc(120 * kMiB);
+  s.Alloc(120 * kMiBAllocReplay);
   return s;
 }
 
 TEST(AllocReplay, UnderALimitCachedPagesAreReleasedFirst) {
   const Stream s = ReleaseCase();
-  EXPECT_EQ(ReplayAllocator(s.ops, 0).peak_mapped, 240 * kMiB);
+  EXPECT_EQ(ReplayAllocator(s.ops, 0).peak_mapped, 240 * kMiBAllocReplay);
   // Held to 200 MiB: 120 + 120 would pass it, so a's five free granules are
   // unmapped (20 MiB left mapped) and the request maps 120 more after b.
-  const ReplayOutcome r = ReplayAllocator(s.ops, 200 * kMiB);
+  const ReplayOutcome r = ReplayAllocator(s.ops, 200 * kMiBAllocReplay);
   EXPECT_FALSE(r.out_of_memory);
   EXPECT_EQ(r.releases, 1);
-  EXPECT_EQ(r.peak_mapped, 140 * kMiB);
+  EXPECT_EQ(r.peak_mapped, 140 * kMiBAllocReplay);
   // Held to 130 MiB: even after the release 20 + 120 passes it.
-  EXPECT_TRUE(ReplayAllocator(s.ops, 130 * kMiB).out_of_memory);
+  EXPECT_TRUE(ReplayAllocator(s.ops, 130 * kMiBAllocReplay).out_of_memory);
 }
 
 TEST(AllocReplay, NeedsAreTheLeastLimitsThatHold) {
   const Stream s = ReleaseCase();
   const AllocatorNeed n = NeedOf(s.ops, 0);
-  EXPECT_EQ(n.unlimited, 240 * kMiB);
-  EXPECT_EQ(n.allocated, 140 * kMiB);
+  EXPECT_EQ(n.unlimited, 240 * kMiBAllocReplay);
+  EXPECT_EQ(n.allocated, 140 * kMiBAllocReplay);
   // To run: 20 MiB still mapped after the release plus the 120 asked for
   // (found to 2 MiB).
-  EXPECT_GE(n.to_run, 140 * kMiB);
-  EXPECT_LT(n.to_run, 142 * kMiB);
+  EXPECT_GE(n.to_run, 140 * kMiBAllocReplay);
+  EXPECT_LT(n.to_run, 142 * kMiBAllocReplay);
   // At full speed nothing may be released: 120 mapped + 120 asked.
-  EXPECT_GE(n.at_full_speed, 240 * kMiB);
-  EXPECT_LT(n.at_full_speed, 242 * kMiB);
+  EXPECT_GE(n.at_full_speed, 240 * kMiBAllocReplay);
+  EXPECT_LT(n.at_full_speed, 242 * kMiBAllocReplay);
   // A release before `late_from` does not count against full speed.
   const AllocatorNeed late = NeedOf(s.ops, s.ops.size());
-  EXPECT_GE(late.at_full_speed, 140 * kMiB);
-  EXPECT_LT(late.at_full_speed, 142 * kMiB);
+  EXPECT_GE(late.at_full_speed, 140 * kMiBAllocReplay);
+  EXPECT_LT(late.at_full_speed, 142 * kMiBAllocReplay);
 }
 
 TEST(AllocReplay, TheTextFormRoundTrips) {

@@ -8,7 +8,7 @@
 namespace pilot {
 namespace {
 
-constexpr int64_t kGiB = int64_t{1} << 30;
+constexpr int64_t kGiBMemoryModel = int64_t{1} << 30;
 
 // 1e9 parameters, bf16, AdamW, measured at seq_len 2048 x micro_batch 4.
 SingleStage Measured() {
@@ -23,8 +23,8 @@ SingleStage Measured() {
   s.shape.optimizer = "adamw";
   s.memory.device = "cuda";
   s.memory.peak_allocated_bytes = 16000000000 + 8192 * int64_t{500000};  // static + 500 kB/token
-  s.memory.peak_reserved_bytes = *s.memory.peak_allocated_bytes + 2 * kGiB;
-  s.memory.device_used_bytes = *s.memory.peak_reserved_bytes + kGiB;
+  s.memory.peak_reserved_bytes = *s.memory.peak_allocated_bytes + 2 * kGiBMemoryModel;
+  s.memory.device_used_bytes = *s.memory.peak_reserved_bytes + kGiBMemoryModel;
   s.memory_first_step = s.memory;
   return s;
 }
@@ -48,8 +48,8 @@ TEST(MemoryModel, ResidualSplit) {
   EXPECT_EQ(b.optimizer_bytes, 8000000000);
   EXPECT_DOUBLE_EQ(b.activation_bytes_per_token, 500000);
   EXPECT_EQ(b.attention_bytes, 0);  // bf16 on a GPU: flash attention
-  EXPECT_EQ(b.workspace_bytes, 2 * kGiB);
-  EXPECT_EQ(b.runtime_bytes, kGiB);
+  EXPECT_EQ(b.workspace_bytes, 2 * kGiBMemoryModel);
+  EXPECT_EQ(b.runtime_bytes, kGiBMemoryModel);
 }
 
 // A user's program: the probe counted its parameters (bf16 here), gradients
@@ -176,8 +176,8 @@ TEST(MemoryModel, CheckpointingAndSeqLen) {
   // 2.5 MB per token measured without it.
   SingleStage big = Measured();
   big.memory.peak_allocated_bytes = 16000000000 + 8192 * int64_t{2500000};
-  big.memory.peak_reserved_bytes = *big.memory.peak_allocated_bytes + 2 * kGiB;
-  big.memory.device_used_bytes = *big.memory.peak_reserved_bytes + kGiB;
+  big.memory.peak_reserved_bytes = *big.memory.peak_allocated_bytes + 2 * kGiBMemoryModel;
+  big.memory.device_used_bytes = *big.memory.peak_reserved_bytes + kGiBMemoryModel;
   MemoryBreakdown bb = SplitMemory(big, w, std::nullopt);
   MemoryPrediction full = PredictPeak(bb, w, {2048, 4, false, "single", 1});
   MemoryPrediction ckpt = PredictPeak(bb, w, {2048, 4, true, "single", 1});
@@ -463,17 +463,17 @@ TEST(MemoryModel, FusedLossKeepsOneLogitsBuffer) {
 TEST(MemoryModel, FitRuleUsesHeadroom) {
   GpuType g;
   g.name = "X-100";
-  g.memory_bytes = 100 * kGiB;
+  g.memory_bytes = 100 * kGiBMemoryModel;
   Policy p;
   MemoryPrediction m;
-  m.total_bytes = 90 * kGiB;
+  m.total_bytes = 90 * kGiBMemoryModel;
   EXPECT_TRUE(FitOn(m, g, p).fits);  // exactly 10% free
-  m.total_bytes = 90 * kGiB + 1;
+  m.total_bytes = 90 * kGiBMemoryModel + 1;
   FitResult f = FitOn(m, g, p);
   EXPECT_FALSE(f.fits);
   EXPECT_EQ(f.note, "does not fit with the required headroom");
   g.stack = "rocm";
-  m.total_bytes = 10 * kGiB;
+  m.total_bytes = 10 * kGiBMemoryModel;
   EXPECT_EQ(FitOn(m, g, p).note, "needs ROCm qualification (stock PyTorch operators only)");
   EXPECT_EQ(RocmNote({"flash_attn"}),
             "needs ROCm qualification (with PyTorch, these native extensions the program loaded: "

@@ -20,7 +20,7 @@ using toy::Toy;
 
 constexpr int64_t kSeq = 1024;
 
-AllocRecording Recording(const std::string& process, int micro_batch, const std::vector<AllocOp>& ops) {
+AllocRecording RecordingMemoryReplay(const std::string& process, int micro_batch, const std::vector<AllocOp>& ops) {
   AllocRecording r;
   r.process = process;
   r.micro_batch = micro_batch;
@@ -37,8 +37,8 @@ SingleStage Pilot(int calibration_extra_alloc_at = -1) {
   s.device = "cuda";
   s.shape.seq_len = kSeq;
   s.shape.micro_batch = 4;
-  s.allocator_requests.push_back(Recording("reference", 4, Toy(4 * kSeq, 2)));
-  s.allocator_requests.push_back(Recording(
+  s.allocator_requests.push_back(RecordingMemoryReplay("reference", 4, Toy(4 * kSeq, 2)));
+  s.allocator_requests.push_back(RecordingMemoryReplay(
       "memory_calibration", 2, TrimRecording(Toy(2 * kSeq, 3, calibration_extra_alloc_at), false, false, 2)));
   return s;
 }

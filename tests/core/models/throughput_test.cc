@@ -26,7 +26,7 @@ SingleStage OnA100() {
   return s;
 }
 
-Workload W() {
+Workload WThroughput() {
   Workload w;
   w.params = 1000000000;
   w.layers = 24;
@@ -45,11 +45,11 @@ TEST(Throughput, MeasuredTypeIsFoundByFamily) {
 TEST(Throughput, ScalesComputeByTflopsKeepsDataWait) {
   HardwareCatalog c = Cat();
   Policy p;
-  ThroughputProjection same = ProjectThroughput(OnA100(), W(), c.gpus[0], c, p);
+  ThroughputProjection same = ProjectThroughput(OnA100(), WThroughput(), c.gpus[0], c, p);
   EXPECT_DOUBLE_EQ(same.compute_ms, 450);
   EXPECT_DOUBLE_EQ(same.data_wait_ms, 50);
   EXPECT_NEAR(same.tokens_per_second, 16384, 1e-9);
-  ThroughputProjection h = ProjectThroughput(OnA100(), W(), c.gpus[1], c, p);
+  ThroughputProjection h = ProjectThroughput(OnA100(), WThroughput(), c.gpus[1], c, p);
   EXPECT_NEAR(h.compute_ms, 450 * 312.0 / 989, 1e-9);
   EXPECT_DOUBLE_EQ(h.data_wait_ms, 50);
   EXPECT_NEAR(same.mfu, h.mfu, 1e-12);  // the assumption: MFU holds
@@ -62,7 +62,7 @@ TEST(Throughput, CpuPilotUsesAssumedMfu) {
   p.planning.assumed_mfu = 0.5;
   SingleStage s = OnA100();
   s.device = "cpu";
-  ThroughputProjection t = ProjectThroughput(s, W(), c.gpus[1], c, p);
+  ThroughputProjection t = ProjectThroughput(s, WThroughput(), c.gpus[1], c, p);
   EXPECT_NEAR(t.tokens_per_second, 0.5 * 989e12 / 6e9, 1e-6);
   EXPECT_NEAR(t.mfu, 0.5, 1e-12);
   EXPECT_NE(t.basis.find("assumed MFU of 0.50"), std::string::npos) << t.basis;
@@ -71,43 +71,43 @@ TEST(Throughput, CpuPilotUsesAssumedMfu) {
 TEST(Throughput, RingScalingAndRecommendation) {
   HardwareCatalog c = Cat();
   Policy p;
-  ThroughputProjection t = ProjectThroughput(OnA100(), W(), c.gpus[0], c, p);
+  ThroughputProjection t = ProjectThroughput(OnA100(), WThroughput(), c.gpus[0], c, p);
   ScalingQuery q{1, 1, "ddp", 25};
-  EXPECT_DOUBLE_EQ(ProjectScaling(t, W(), c.gpus[0], q, p).efficiency, 1.0);
+  EXPECT_DOUBLE_EQ(ProjectScaling(t, WThroughput(), c.gpus[0], q, p).efficiency, 1.0);
   q.gpus_per_node = 8;
-  ScalingEstimate one = ProjectScaling(t, W(), c.gpus[0], q, p);
+  ScalingEstimate one = ProjectScaling(t, WThroughput(), c.gpus[0], q, p);
   // 2 x 7/8 x 4e9 bytes / 600 GB/s + 2 x 7 x 153 buckets x 10 us.
   double comm = 2.0 * 7 / 8 * 4e9 / 600e9 * 1e3 + 2.0 * 7 * 153 * 10e-3;
   EXPECT_NEAR(one.comm_ms, comm, 1e-9);
   EXPECT_NEAR(one.efficiency, 500 / (500 + comm), 1e-12);
   q.nodes = 4;
-  ScalingEstimate four = ProjectScaling(t, W(), c.gpus[0], q, p);
+  ScalingEstimate four = ProjectScaling(t, WThroughput(), c.gpus[0], q, p);
   EXPECT_LT(four.efficiency, one.efficiency);  // 25 GB/s between nodes
-  int n = RecommendNodes(t, W(), c.gpus[0], q, p);
+  int n = RecommendNodes(t, WThroughput(), c.gpus[0], q, p);
   EXPECT_GE(n, 1);
   q.nodes = n;
-  EXPECT_GE(ProjectScaling(t, W(), c.gpus[0], q, p).efficiency,
+  EXPECT_GE(ProjectScaling(t, WThroughput(), c.gpus[0], q, p).efficiency,
             p.thresholds.min_scaling_efficiency);
   if (n < p.planning.max_nodes) {
     q.nodes = n + 1;
-    EXPECT_LT(ProjectScaling(t, W(), c.gpus[0], q, p).efficiency,
+    EXPECT_LT(ProjectScaling(t, WThroughput(), c.gpus[0], q, p).efficiency,
               p.thresholds.min_scaling_efficiency);
   }
   // A measured node stage replaces the analytic figure at its size.
   NodeMeasurement m{8, 0, 0.2, 0, std::nullopt};
   q.nodes = 1;
-  ScalingEstimate meas = ProjectScaling(t, W(), c.gpus[0], q, p, m);
+  ScalingEstimate meas = ProjectScaling(t, WThroughput(), c.gpus[0], q, p, m);
   EXPECT_NEAR(meas.efficiency, 0.8, 1e-12);
   // Measured between nodes at 5 GB/s, not the policy's 25: more nodes cost
   // more, and the basis says whose bandwidth it is.
   q.nodes = 4;
-  const ScalingEstimate assumed = ProjectScaling(t, W(), c.gpus[0], q, p, m);
+  const ScalingEstimate assumed = ProjectScaling(t, WThroughput(), c.gpus[0], q, p, m);
   m.inter_node_gb_per_s = 5.0;
-  const ScalingEstimate slow = ProjectScaling(t, W(), c.gpus[0], q, p, m);
+  const ScalingEstimate slow = ProjectScaling(t, WThroughput(), c.gpus[0], q, p, m);
   EXPECT_LT(slow.efficiency, assumed.efficiency);
   EXPECT_NE(slow.basis.find("between nodes 5.00 GB/s"), std::string::npos) << slow.basis;
   q.nodes = 1;
-  EXPECT_DOUBLE_EQ(ProjectScaling(t, W(), c.gpus[0], q, p, m).efficiency, meas.efficiency)
+  EXPECT_DOUBLE_EQ(ProjectScaling(t, WThroughput(), c.gpus[0], q, p, m).efficiency, meas.efficiency)
       << "inside a node the link counts";
 }
 

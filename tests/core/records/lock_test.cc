@@ -113,14 +113,14 @@ TEST(Lock, ReadFromFile) {
   EXPECT_EQ(bad.status().code(), Code::kNotFound);
 }
 
-struct BadCase {
+struct BadCaseLock {
   const char* name;
   std::function<void(Json&)> edit;
   std::string message;
 };
 
 TEST(Lock, StrictParsingNamesTheField) {
-  const BadCase cases[] = {
+  const BadCaseLock cases[] = {
       {"wrong type in array", [](Json& j) { j["gpus"][0]["memory_bytes"] = "80G"; },
        "pilot: lock.json: gpus[0].memory_bytes: expected integer, got string"},
       {"missing", [](Json& j) { j["job"].erase("user"); }, "pilot: lock.json: job.user: missing"},

@@ -10,7 +10,7 @@
 namespace pilot {
 namespace {
 
-const std::string kSrc = PILOT_SOURCE_DIR;
+const std::string kSrcPolicy = PILOT_SOURCE_DIR;
 
 TEST(Policy, EmptyFileGivesDefaults) {
   auto p = ParsePolicy("", "pilot.conf");
@@ -27,7 +27,7 @@ TEST(Policy, EmptyFileGivesDefaults) {
 }
 
 TEST(Policy, ShippedFileIsTheDefaults) {
-  auto p = LoadPolicy(kSrc + "/etc/pilot.conf");
+  auto p = LoadPolicy(kSrcPolicy + "/etc/pilot.conf");
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   Policy d = DefaultPolicy();
   EXPECT_EQ(p->state_dir, d.state_dir);
@@ -37,7 +37,7 @@ TEST(Policy, ShippedFileIsTheDefaults) {
 
 // The shipped file, uncommented, is a valid policy that sets every key.
 TEST(Policy, ShippedFileUncommentedSetsEveryKey) {
-  std::string text = testutil::ReadText(kSrc + "/etc/pilot.conf");
+  std::string text = testutil::ReadText(kSrcPolicy + "/etc/pilot.conf");
   std::string out;
   size_t pos = 0;
   int set = 0;
@@ -59,8 +59,8 @@ TEST(Policy, ShippedFileUncommentedSetsEveryKey) {
 }
 
 TEST(Policy, EveryKeyIsDocumented) {
-  std::string man = testutil::ReadText(kSrc + "/man/pilot.conf.5");
-  std::string conf = testutil::ReadText(kSrc + "/etc/pilot.conf");
+  std::string man = testutil::ReadText(kSrcPolicy + "/man/pilot.conf.5");
+  std::string conf = testutil::ReadText(kSrcPolicy + "/etc/pilot.conf");
   ASSERT_FALSE(man.empty());
   for (const auto& key : KnownPolicyKeys()) {
     std::string leaf = key.substr(key.find('.') == std::string::npos ? 0 : key.find('.') + 1);
@@ -99,13 +99,13 @@ timeout_seconds = 3
   EXPECT_EQ(p->registry.timeout_seconds, 3);
 }
 
-struct BadCase {
+struct BadCasePolicy {
   std::string text;
   std::string message;
 };
 
 TEST(Policy, StrictErrorsWithLine) {
-  const BadCase cases[] = {
+  const BadCasePolicy cases[] = {
       {"state_dr = \"/x\"\n",
        "pilot: pilot.conf:1: state_dr: unknown key\nHINT: did you mean state_dir?"},
       {"[thresholds]\nmemory_headrom = 0.1\n",

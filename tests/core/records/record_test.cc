@@ -72,7 +72,7 @@ Outer Sample() {
   return o;
 }
 
-std::string Error(const nlohmann::json& j, const JsonStyle& style = kPinnedStyle) {
+std::string ErrorRecord(const nlohmann::json& j, const JsonStyle& style = kPinnedStyle) {
   Outer o;
   return RecordFromJson(j, &o, style).Message();
 }
@@ -105,7 +105,7 @@ TEST(Record, AbsentMembers) {
   EXPECT_EQ(o.note, "default");
   j = RecordToJson(Sample());
   j.erase("count");
-  EXPECT_EQ(Error(j), "count: missing");
+  EXPECT_EQ(ErrorRecord(j), "count: missing");
 }
 
 TEST(Record, RefusesWhatTheFieldListDoesNotAllow) {
@@ -115,21 +115,21 @@ TEST(Record, RefusesWhatTheFieldListDoesNotAllow) {
     j[key] = value;
     return j;
   };
-  EXPECT_EQ(Error(with("count", "3")), "count: expected integer, got string");
-  EXPECT_EQ(Error(with("count", "3"), kMeasuredStyle), "count: expected an integer, got a string");
-  EXPECT_EQ(Error(with("count", 1.5)), "count: expected integer, got number");
-  EXPECT_EQ(Error(with("count", 11)), "count: must be between 0 and 10, got 11");
-  EXPECT_EQ(Error(with("count", int64_t{1} << 40)), "count: integer out of range");
-  EXPECT_EQ(Error(with("ratio", 2)), "ratio: must be between 0 and 1, got 2");
-  EXPECT_EQ(Error(with("kind", "c")), "kind: expected one of \"a\", \"b\", got \"c\"");
-  EXPECT_EQ(Error(with("colour", "blue")), "colour: expected one of \"red\", \"green\", got \"blue\"");
-  EXPECT_EQ(Error(with("name", "a b")), "name: must not contain spaces");
-  EXPECT_EQ(Error(with("items", nlohmann::json::array({1}))), "items[0]: expected object, got number");
-  EXPECT_EQ(Error(with("weights", {{"w", "x"}})), "weights.w: expected number, got string");
-  EXPECT_EQ(Error(with("other", 1)), "other: unknown field");
-  EXPECT_EQ(Error(with("other", 1), kMeasuredStyle), "other: unknown key");
-  EXPECT_EQ(Error(nlohmann::json::array()), "expected object, got array");
-  EXPECT_EQ(Error(nlohmann::json::array(), kMeasuredStyle),
+  EXPECT_EQ(ErrorRecord(with("count", "3")), "count: expected integer, got string");
+  EXPECT_EQ(ErrorRecord(with("count", "3"), kMeasuredStyle), "count: expected an integer, got a string");
+  EXPECT_EQ(ErrorRecord(with("count", 1.5)), "count: expected integer, got number");
+  EXPECT_EQ(ErrorRecord(with("count", 11)), "count: must be between 0 and 10, got 11");
+  EXPECT_EQ(ErrorRecord(with("count", int64_t{1} << 40)), "count: integer out of range");
+  EXPECT_EQ(ErrorRecord(with("ratio", 2)), "ratio: must be between 0 and 1, got 2");
+  EXPECT_EQ(ErrorRecord(with("kind", "c")), "kind: expected one of \"a\", \"b\", got \"c\"");
+  EXPECT_EQ(ErrorRecord(with("colour", "blue")), "colour: expected one of \"red\", \"green\", got \"blue\"");
+  EXPECT_EQ(ErrorRecord(with("name", "a b")), "name: must not contain spaces");
+  EXPECT_EQ(ErrorRecord(with("items", nlohmann::json::array({1}))), "items[0]: expected object, got number");
+  EXPECT_EQ(ErrorRecord(with("weights", {{"w", "x"}})), "weights.w: expected number, got string");
+  EXPECT_EQ(ErrorRecord(with("other", 1)), "other: unknown field");
+  EXPECT_EQ(ErrorRecord(with("other", 1), kMeasuredStyle), "other: unknown key");
+  EXPECT_EQ(ErrorRecord(nlohmann::json::array()), "expected object, got array");
+  EXPECT_EQ(ErrorRecord(nlohmann::json::array(), kMeasuredStyle),
             "(top level): expected an object, got an array");
   Outer o;
   EXPECT_EQ(RecordFromJson(with("count", "3"), &o).code(), Code::kCorrupt);
@@ -144,7 +144,7 @@ TEST(Record, NonFiniteNumbersOnlyAsStringsInTheMeasuredStyle) {
   Outer back;
   ASSERT_TRUE(RecordFromJson(measured, &back, kMeasuredStyle).ok());
   EXPECT_TRUE(std::isnan(back.weights["w"]));
-  EXPECT_EQ(Error(measured), "weights.w: expected number, got string");
+  EXPECT_EQ(ErrorRecord(measured), "weights.w: expected number, got string");
 }
 
 TEST(Record, KeysInFieldOrderWithTheirHints) {

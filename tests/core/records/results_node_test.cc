@@ -10,7 +10,7 @@
 namespace pilot {
 namespace {
 
-NodeStage Sample() {
+NodeStage SampleResultsNode() {
   NodeStage n;
   n.status = "ok";
   n.world_size = 2;
@@ -53,7 +53,7 @@ NodeStage Sample() {
 
 TEST(NodeResults, RoundTrip) {
   Results r;
-  r.node = Sample();
+  r.node = SampleResultsNode();
   const std::string text = ResultsToJson(r);
   Result<Results> back = ParseResults(text);
   ASSERT_TRUE(back.ok()) << back.status().ToString();
@@ -66,7 +66,7 @@ TEST(NodeResults, RoundTrip) {
 // no node count: they are left out, and read back as absent.
 TEST(NodeResults, LevelsAndNodesAreLeftOutOnOneNode) {
   Results r;
-  r.node = Sample();
+  r.node = SampleResultsNode();
   r.node->comm.nodes.reset();
   r.node->comm.intra_node.reset();
   r.node->comm.inter_node.reset();
@@ -94,7 +94,7 @@ TEST(NodeResults, NullAndAbsentReadAsNoStage) {
 
 TEST(NodeResults, StrictInsideTheStage) {
   Results r;
-  r.node = Sample();
+  r.node = SampleResultsNode();
   std::string text = ResultsToJson(r);
   const std::string key = "\"data_stall_ms_per_step\"";
   std::string extra = text;

@@ -18,7 +18,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-Results Sample() {
+Results SampleResults() {
   Results r;
   r.config_path = "/home/alice/gpt.toml";
   r.config_sha256 = std::string(64, 'a');
@@ -70,7 +70,7 @@ Results Sample() {
 }
 
 TEST(Results, RoundTripsExactly) {
-  Results r = Sample();
+  Results r = SampleResults();
   std::string text = ResultsToJson(r);
   Result<Results> back = ParseResults(text);
   ASSERT_TRUE(back.ok()) << back.status().ToString();
@@ -79,7 +79,7 @@ TEST(Results, RoundTripsExactly) {
 }
 
 TEST(Results, WritesTheDocumentedPaths) {
-  nlohmann::json j = nlohmann::json::parse(ResultsToJson(Sample()));
+  nlohmann::json j = nlohmann::json::parse(ResultsToJson(SampleResults()));
   EXPECT_EQ(j["schema"], "slurm-pilot/results/1");
   const auto& s = j["stages"]["single"];
   EXPECT_TRUE(s["restore"]["equal"].get<bool>());
@@ -93,7 +93,7 @@ TEST(Results, WritesTheDocumentedPaths) {
 }
 
 TEST(Results, NonFiniteNumbersSurvive) {
-  Results r = Sample();
+  Results r = SampleResults();
   r.single->losses = {std::nan(""), INFINITY, -INFINITY};
   Result<Results> back = ParseResults(ResultsToJson(r));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
@@ -103,7 +103,7 @@ TEST(Results, NonFiniteNumbersSurvive) {
 }
 
 TEST(Results, NoSingleStageIsNull) {
-  Results r = Sample();
+  Results r = SampleResults();
   r.single.reset();
   Result<Results> back = ParseResults(ResultsToJson(r));
   ASSERT_TRUE(back.ok());
@@ -112,7 +112,7 @@ TEST(Results, NoSingleStageIsNull) {
 
 // Edits the sample's JSON and returns the parse error message.
 std::string ErrorAfter(const std::function<void(nlohmann::json&)>& edit) {
-  nlohmann::json j = nlohmann::json::parse(ResultsToJson(Sample()));
+  nlohmann::json j = nlohmann::json::parse(ResultsToJson(SampleResults()));
   edit(j);
   Result<Results> r = ParseResults(j.dump(), "results.json");
   EXPECT_FALSE(r.ok());
@@ -139,7 +139,7 @@ TEST(Results, UnknownAndMissingKeysAreErrors) {
 }
 
 TEST(Results, MemoryCalibration) {
-  nlohmann::json j = nlohmann::json::parse(ResultsToJson(Sample()));
+  nlohmann::json j = nlohmann::json::parse(ResultsToJson(SampleResults()));
   const auto& c = j["stages"]["single"]["memory_calibration"];
   EXPECT_EQ(c["status"], "ok");
   EXPECT_EQ(c["micro_batch"], 4);
@@ -153,7 +153,7 @@ TEST(Results, MemoryCalibration) {
   EXPECT_EQ(c["process_peak_rss_bytes"], 1060966400);
   EXPECT_EQ(c["detail"], "");
   // A CPU figure only, and the member null: both round-trip.
-  Results r = Sample();
+  Results r = SampleResults();
   r.single->memory_calibration->peak_allocated_bytes.reset();
   r.single->memory_calibration->detail = "no allocator peaks on a CPU";
   std::string text = ResultsToJson(r);
@@ -167,7 +167,7 @@ TEST(Results, MemoryCalibration) {
   EXPECT_FALSE(back->single->memory_calibration);
   // A file written before the member existed reads as null; inside it the
   // reader is as strict as everywhere.
-  nlohmann::json old = nlohmann::json::parse(ResultsToJson(Sample()));
+  nlohmann::json old = nlohmann::json::parse(ResultsToJson(SampleResults()));
   old["stages"]["single"].erase("memory_calibration");
   back = ParseResults(old.dump());
   ASSERT_TRUE(back.ok()) << back.status().ToString();

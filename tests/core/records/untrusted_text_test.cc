@@ -24,7 +24,7 @@ using ::testing::HasSubstr;
 const std::string kTail = "Epoch 1 caf\xE9\n\x1b[2K 42%|\xE2\x96\x88\xE2\x96";
 const std::string kTailRead = "Epoch 1 caf\xEF\xBF\xBD\n\x1b[2K 42%|\xE2\x96\x88\xEF\xBF\xBD";
 
-Results ProgramResults() {
+Results ProgramResultsUntrustedText() {
   Results r;
   r.workload = "program";
   r.instance = "i1";
@@ -45,7 +45,7 @@ Results ProgramResults() {
 // file is valid UTF-8, and that it reads back with U+FFFD in place of each
 // ill-formed part and the rest of every text as it was.
 TEST(UntrustedText, ResultsWithBytesThatAreNotUtf8RoundTrip) {
-  const std::string text = ResultsToJson(ProgramResults());
+  const std::string text = ResultsToJson(ProgramResultsUntrustedText());
   EXPECT_TRUE(IsValidUtf8(text));
   Result<Results> back = ParseResults(text, "results.json");
   ASSERT_TRUE(back.ok()) << back.status().ToString();
@@ -110,7 +110,7 @@ TEST(UntrustedText, VerdictWithADuplicateKeyIsRefused) {
 // Proves results.json and a rank report with a key named twice are
 // refused, at the top and nested, with the key named.
 TEST(UntrustedText, ResultsAndRankReportWithADuplicateKeyAreRefused) {
-  const std::string results = ResultsToJson(ProgramResults());
+  const std::string results = ResultsToJson(ProgramResultsUntrustedText());
   Result<Results> r = ParseResults(WithMember(results, "", "\"instance\": \"i0\", "), "results.json");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().ToString(), "pilot: results.json: duplicate key \"instance\"");

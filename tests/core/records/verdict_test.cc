@@ -35,7 +35,7 @@ Verdict SampleVerdict() {
   return v;
 }
 
-bool Same(const Verdict& a, const Verdict& b) { return VerdictToJson(a) == VerdictToJson(b); }
+bool SameVerdict(const Verdict& a, const Verdict& b) { return VerdictToJson(a) == VerdictToJson(b); }
 
 TEST(Verdict, RoundTrip) {
   Verdict v = SampleVerdict();
@@ -43,7 +43,7 @@ TEST(Verdict, RoundTrip) {
   std::string text = VerdictToJson(v);
   auto back = ParseVerdict(text);
   ASSERT_TRUE(back.ok()) << back.status().ToString();
-  EXPECT_TRUE(Same(*back, v));
+  EXPECT_TRUE(SameVerdict(*back, v));
   EXPECT_EQ(back->checks[1].detail, "équal ✓");
   EXPECT_EQ(back->checks, v.checks);
   EXPECT_EQ(back->hardware, v.hardware);
@@ -175,7 +175,7 @@ TEST(Verdict, BothSignaturesRoundTrip) {
 
   auto back = ParseVerdict(VerdictToJson(v));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
-  EXPECT_TRUE(Same(*back, v));
+  EXPECT_TRUE(SameVerdict(*back, v));
   EXPECT_EQ(back->instance, v.instance);
   EXPECT_TRUE(VerifyVerdictEd25519(*back, pair.public_key).ok());
   EXPECT_TRUE(VerifyVerdictHmac(*back, "hmac-key").ok());
