@@ -4,8 +4,11 @@ Call ``slurm_pilot.step(loss, ...)`` once after each optimizer step, and
 ``saved(step, ...)`` / ``restored(step, ...)`` around the checkpoint. Inside a
 pilot (``PILOT_METRICS`` set) each writes one JSON line to the pilot's
 metrics sink: a step record, or an object with a "kind" ("env" once per
-process, "state" for the fingerprints of a save or a restore); outside a
-pilot every function is a cheap no-op, so the same program runs unchanged.
+process, "state" for the fingerprints of a save or a restore). A step
+record whose numbers are still on the GPU is written once they have reached
+the host, without waiting for the device (a later step() call, the last
+step, or exit). Outside a pilot every function is a cheap no-op, so the same
+program runs unchanged.
 See pilot-program(7).
 """
 

@@ -9,7 +9,7 @@ import hashlib
 import json
 from typing import TYPE_CHECKING, Any, Callable
 
-from slurm_pilot import _digest, _rng, _sink, _state
+from slurm_pilot import _defer, _digest, _rng, _sink, _state
 from slurm_pilot._pilot import active
 from slurm_pilot._util import env_int, number
 from slurm_pilot._watch import watch
@@ -153,7 +153,9 @@ def _fingerprint(when: str, step: int, model: Any, optimizer: Any, scheduler: An
             components[name] = {"error": ("%s: %s" % (type(e).__name__, e))[:80]}
     rank = env_int("RANK")
     head = {"kind": "state", "when": when, "step": int(step), "rank": 0 if rank is None else rank}
-    _sink.write(p, _encode_state(head, components))
+    line = _encode_state(head, components)
+    _defer.flush_current()  # the step records before it first, as step() made them
+    _sink.write(p, line)
     return components
 
 

@@ -1,17 +1,16 @@
-"""The step record: what step() measures and writes after each optimizer step."""
+"""The step record: what step() measures after each optimizer step (_defer writes it)."""
 
 from __future__ import annotations
 
-import math
 import os
 import resource
 import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from slurm_pilot import _env, _sink, _state
+from slurm_pilot import _defer, _state
 from slurm_pilot._pilot import active
-from slurm_pilot._util import dtype_name, env_int, number
+from slurm_pilot._util import dtype_name, env_int
 from slurm_pilot._watch import watch
 
 if TYPE_CHECKING:
@@ -119,6 +118,13 @@ def _optimizer_fields(p: _state.Probe, optimizer: Any, rec: dict[str, Any]) -> N
         rec["optimizer_state_bytes"] = p.optim_bytes
 
 
+def _flush_due(n: int) -> bool:
+    """True at the steps whose records are written before step() returns, waiting for the
+    device: the last (PILOT_STEPS), the checkpoint's K and the step after it."""
+    last, k = env_int("PILOT_STEPS"), env_int("PILOT_CHECKPOINT_STEP")
+    return (last is not None and n >= last) or (k is not None and k <= n <= k + 1)
+
+
 def step(loss: torch.Tensor | float, tokens: torch.Tensor | float | None = None, *,
          step: int | None = None, model: torch.nn.Module | None = None,
          optimizer: torch.optim.Optimizer | None = None, lr: torch.Tensor | float | None = None,
@@ -126,12 +132,19 @@ def step(loss: torch.Tensor | float, tokens: torch.Tensor | float | None = None,
          eval_loss: torch.Tensor | float | None = None, data_wait_ms: float | None = None,
          seq_len: int | None = None, micro_batch: int | None = None,
          **extra: Any) -> dict[str, Any] | None:
-    """Report one optimizer step; returns the record written (None outside a pilot).
+    """Report one optimizer step; returns the record (None outside a pilot).
 
     ``loss`` may be a tensor. ``step`` defaults to the previous step + 1 (the
     first is 1, or restored()+1). ``model`` and ``optimizer`` add their sizes;
     ``lr`` defaults to the optimizer's first group. Extra keyword arguments
     are written as fields of their own.
+
+    Numbers handed as CUDA tensors are not read here: they are copied to host
+    memory without waiting for the device and the record is written by a
+    later call that finds them arrived (see _defer), or at the last step, at
+    the checkpoint's step and the one after it, and at exit. The dictionary
+    returned holds the values handed in until then, and the record as written
+    from then on.
     """
     if not active():
         return None
@@ -140,16 +153,10 @@ def step(loss: torch.Tensor | float, tokens: torch.Tensor | float | None = None,
     watch()
     device, dev = _device_of(loss, model)
     torch = sys.modules.get("torch")
-    # No synchronize: a loss the program turned into a number has waited for
-    # the step already, and a tensor waits for it here, once. That wait is
-    # the step's, not the probe's: probe_ms leaves it out.
-    before = time.perf_counter()
-    loss_value = number(loss)
-    now = time.perf_counter()
     n = p.last_step + 1 if step is None else int(step)
     p.last_step = n
 
-    rec = {"step": n, "loss": loss_value}
+    rec = {"step": n, "loss": loss}
     rank = env_int("RANK")
     rec["rank"] = 0 if rank is None else rank
     if lr is None and optimizer is not None and optimizer.param_groups:
@@ -157,9 +164,14 @@ def step(loss: torch.Tensor | float, tokens: torch.Tensor | float | None = None,
     for key, value in (("tokens", tokens), ("lr", lr), ("grad_norm", grad_norm),
                        ("eval_loss", eval_loss), ("data_wait_ms", data_wait_ms)):
         if value is not None:
-            rec[key] = number(value)
+            rec[key] = value
+    # No synchronize: numbers on the device are copied without waiting for it
+    # (_defer). A number read here at once that waits for the device (a
+    # tensor of a second device) waits for the step: probe_ms leaves it out.
+    record, read = _defer.start(p, rec, extra, dev)
+    now = time.perf_counter()
     if p.last_time is not None:
-        rec["step_ms"] = (now - p.last_time) * 1e3
+        rec["step_ms"] = (now - p.last_time) * 1e3  # the device's marks replace it (_defer)
     for key, value in (("seq_len", seq_len), ("micro_batch", micro_batch)):
         if value is not None:
             rec[key] = int(value)
@@ -177,19 +189,8 @@ def step(loss: torch.Tensor | float, tokens: torch.Tensor | float | None = None,
     if _state.scaler_seen:
         rec["grad_scaler"] = True
         _state.scaler_seen = False
-    for key in ("tokens", "seq_len", "micro_batch"):
-        if isinstance(rec.get(key), float) and math.isfinite(rec[key]):
-            rec[key] = int(rec[key])
-    done = time.perf_counter()
-    rec["probe_ms"] = (done - now + before - start) * 1e3
-    line, written = _sink.encode(rec, extra)
-    if not p.env_sent:  # once per process, before its first record
-        p.env_sent = True
-        _sink.write(p, _sink.encode(_env.env_record(torch, dev, rec["rank"]), {})[0])
-        _sink.write(p, line)
-        for packages in _env.packages_lines(rec["rank"]):
-            _sink.write(p, packages)
-    else:
-        _sink.write(p, line)
+    others = _defer.poll(p)  # earlier records now complete: their writing is not this call's work
+    rec["probe_ms"] = (time.perf_counter() - start - read - others) * 1e3
+    _defer.push(p, record, _flush_due(n))
     p.last_time = now
-    return written
+    return record.out

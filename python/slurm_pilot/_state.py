@@ -4,6 +4,7 @@ functions and constants only, and reach this state through here."""
 
 from __future__ import annotations
 
+import collections
 import os
 from typing import Any, Callable
 
@@ -27,6 +28,11 @@ class Probe:
         self.free_seen = False   # the device's free memory was read for a step
         self.device_peak: int | None = None  # the highest allocator peak of the steps after the first
         self.rng_first: dict[str, str | None] = {}  # "rng.python"/"rng.numpy": digest when first seen
+        # Step records not written yet, in step order (_defer.Record), the device's part of
+        # those that wait for it (a _defer.Staging) and the mark of the last record written.
+        self.waiting: collections.deque[Any] = collections.deque()
+        self.staging: Any = None
+        self.last_mark: Any = None
 
 
 probe: Probe | None = None
@@ -39,6 +45,9 @@ def current() -> Probe:
         probe = Probe()
     return probe
 
+
+# _defer.flush_at_exit is registered with atexit (once: a forked child inherits it).
+exit_flush_registered = False
 
 # Mixed precision as torch sees it: the last autocast region entered and
 # whether an enabled GradScaler scaled a loss, since the previous record.

@@ -13,10 +13,12 @@ import platform
 import random
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import textwrap
 import threading
 import time
 import types
@@ -37,7 +39,10 @@ if torch is None:
     raise unittest.SkipTest("torch is not importable")
 
 import slurm_pilot  # noqa: E402
-from slurm_pilot import _digest, _env, _sink, _state, _watch  # noqa: E402
+from slurm_pilot import _defer, _digest, _env, _sink, _state, _watch  # noqa: E402
+
+sys.path.insert(0, HERE)
+from fake_staging import FakeStaging  # noqa: E402
 
 STEPS, CKPT = 8, 4
 PILOT_VARS = ("PILOT_METRICS", "PILOT_STEPS", "PILOT_CHECKPOINT_STEP", "PILOT_CHECKPOINT_DIR",
@@ -68,7 +73,9 @@ def fresh_probe():
     _state.scaler_seen = False
 
 
-class ProbeTest(unittest.TestCase):
+class ProbeCase(unittest.TestCase):
+    """A pilot's environment around each test, the probe fresh as in a new process."""
+
     def setUp(self):
         # The "packages" lines after a process's first record are
         # test_probe_packages.py's; here a sink holds env, records and states.
@@ -100,6 +107,8 @@ class ProbeTest(unittest.TestCase):
         opt.step()
         return model, opt, loss
 
+
+class ProbeTest(ProbeCase):
     def test_no_op_outside_a_pilot(self):
         self.assertFalse(slurm_pilot.active())
         self.assertIsNone(slurm_pilot.step(1.0, tokens=10))
@@ -679,6 +688,214 @@ class ProbeTest(unittest.TestCase):
             b = a.copy()
             b[5000] = 1
             self.assertNotEqual(d(a), d(b))
+
+
+class DeferredTest(ProbeCase):
+    """Records whose numbers are on the device, its part faked on the CPU (FakeStaging): no
+    wait at the call, written in step order once their marks pass, and at the last step,
+    around the checkpoint's step, before a state line and at exit; never lost, never
+    reordered."""
+
+    def deferred(self, queries=None, **env):
+        self.pilot(**env)
+        staging = FakeStaging(queries)
+        _state.current().staging = staging
+        return staging
+
+    def steps(self, first, last, **kw):
+        for n in range(first, last + 1):
+            slurm_pilot.step(torch.tensor(float(n)), tokens=torch.tensor(8), **kw)
+
+    def written(self):
+        return [r["step"] for r in read_records(self.sink)]
+
+    def test_nothing_waits_for_the_device_at_the_call(self):
+        s = self.deferred(PILOT_STEPS=100)
+        loss = torch.tensor(2.5)
+        out = slurm_pilot.step(loss, tokens=torch.tensor(30.0), grad_norm=0.5,
+                               lr=torch.tensor(0.25, dtype=torch.float64))
+        loss.fill_(99.0)  # the program reuses it: the copy made at the call counts
+        self.assertEqual(read_lines(self.sink), [])  # not even the env line yet
+        self.assertEqual(out["loss"].data_ptr(), loss.data_ptr())  # the values handed in
+        self.assertEqual((s.copies, len(s.marks), s.waited), (3, 1, []))
+        s.passes(1)
+        slurm_pilot.step(torch.tensor(3.0))
+        lines = read_lines(self.sink)
+        self.assertEqual([line.get("kind") for line in lines], ["env", None])
+        rec = lines[1]
+        self.assertEqual((rec["step"], rec["loss"], rec["tokens"], rec["grad_norm"], rec["lr"]),
+                         (1, 2.5, 30, 0.5, 0.25))
+        self.assertIsInstance(rec["tokens"], int)
+        self.assertEqual(out, rec)  # the same dictionary, now the record as written
+        self.assertEqual(s.waited, [])
+        self.assertEqual(s.released, 3)
+
+    def test_a_loss_not_one_number_fails_at_the_call_and_no_graph_is_kept(self):
+        self.deferred(PILOT_STEPS=100)
+        with self.assertRaises((RuntimeError, ValueError)):
+            slurm_pilot.step(torch.ones(2))
+        model, opt, loss = self.model_step()
+        out = slurm_pilot.step(loss)
+        self.assertIsNotNone(loss.grad_fn)
+        self.assertIsNone(out["loss"].grad_fn)  # held detached while the record waits
+
+    def test_order_is_kept_whatever_order_the_marks_pass_in(self):
+        s = self.deferred(PILOT_STEPS=100)
+        self.steps(1, 4)
+        s.passes(2, 3, 4)  # step 1's copy is still on its way
+        self.steps(5, 5)
+        self.assertEqual(self.written(), [])
+        s.passes(1)
+        self.steps(6, 6)
+        self.assertEqual(self.written(), [1, 2, 3, 4])
+        s.passes(6)  # 6 before 5
+        self.steps(7, 7)
+        self.assertEqual(self.written(), [1, 2, 3, 4])
+        s.passes(5)
+        slurm_pilot.step(8.0)  # nothing on the device, but behind step 7, which waits
+        self.assertEqual(self.written(), [1, 2, 3, 4, 5, 6])
+        s.passes(7)
+        self.steps(9, 9)
+        recs = read_records(self.sink)
+        self.assertEqual([r["step"] for r in recs], [1, 2, 3, 4, 5, 6, 7, 8])
+        self.assertEqual([r["loss"] for r in recs], [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0])
+        self.assertEqual(s.waited, [])
+        self.assertEqual(len(read_records(self.sink, "env")), 1)
+
+    def test_the_last_step_writes_every_record(self):
+        s = self.deferred(PILOT_STEPS=5)
+        self.steps(1, 4)
+        self.assertEqual(self.written(), [])
+        self.steps(5, 5)
+        self.assertEqual(self.written(), [1, 2, 3, 4, 5])
+        self.assertEqual(s.waited, [1, 2, 3, 4, 5])  # in step order
+
+    def test_the_checkpoint_step_and_the_next_are_written_at_their_call(self):
+        s = self.deferred(PILOT_STEPS=100, PILOT_CHECKPOINT_STEP=3)
+        self.steps(1, 2)
+        self.assertEqual(self.written(), [])
+        self.steps(3, 3)  # before the save of step 3
+        self.assertEqual(self.written(), [1, 2, 3])
+        self.steps(4, 4)  # before any later save: the supervisor dates step 3's files by it
+        self.assertEqual(self.written(), [1, 2, 3, 4])
+        self.steps(5, 6)
+        self.assertEqual(self.written(), [1, 2, 3, 4])
+        self.assertEqual(s.waited, [1, 2, 3, 4])
+
+    def test_a_state_line_comes_after_the_records_before_it(self):
+        self.deferred(PILOT_STEPS=100)
+        self.steps(1, 2)
+        slurm_pilot.saved(2)
+        self.assertEqual([(line.get("kind"), line.get("step")) for line in read_lines(self.sink)],
+                         [("env", None), (None, 1), (None, 2), ("state", 2)])
+
+    def test_step_time_from_the_marks(self):
+        self.deferred(PILOT_STEPS=5)
+        self.steps(1, 3)
+        slurm_pilot.step(4.0)  # no mark: the wall clock's time since the previous call
+        self.steps(5, 5)
+        a, b, c, d, e = read_records(self.sink)
+        self.assertNotIn("step_ms", a)
+        self.assertEqual((b["step_ms"], c["step_ms"]), (300.0, 500.0))  # the device's clock
+        for r in (d, e):  # after a record without a mark, the wall clock's
+            self.assertGreater(r["step_ms"], 0)
+            self.assertLess(r["step_ms"], 60_000)
+            self.assertNotIn(r["step_ms"], (700.0, 900.0))
+        for r in (a, b, c, d, e):
+            self.assertGreaterEqual(r["probe_ms"], 0)
+        self.assertEqual(list(b)[:list(b).index("step_ms")],
+                         ["step", "loss", "rank", "tokens"])
+
+    def test_a_record_is_the_same_on_the_device_or_not(self):
+        """The same fields in the same order, the same values (times aside), an extra
+        tensor too large for a line dropped alike and never copied."""
+        model, opt, loss = self.model_step()
+
+        def run():
+            for _ in range(2):
+                slurm_pilot.step(loss, tokens=torch.tensor(30), model=model, optimizer=opt,
+                                 seq_len=3, micro_batch=1, grad_norm=torch.tensor(0.5),
+                                 data_wait_ms=1.5, note="x", mine=torch.tensor([1, 2]),
+                                 flag=torch.tensor(True), big=torch.zeros(3000))
+            return read_records(self.sink)
+
+        self.pilot(PILOT_STEPS=2)
+        cpu = run()
+        fresh_probe()
+        os.remove(self.sink)
+        s = self.deferred(PILOT_STEPS=2)
+        device = run()
+        self.assertEqual(len(s.marks), 2)
+        self.assertEqual(s.copies, 2 * 5)  # loss, tokens, grad_norm, mine, flag
+        self.assertEqual(len(cpu), 2)
+        times = ("probe_ms", "step_ms", "peak_rss_bytes")
+        for a, b in zip(cpu, device):
+            self.assertEqual(list(a), list(b))
+            self.assertEqual({k: v for k, v in a.items() if k not in times},
+                             {k: v for k, v in b.items() if k not in times})
+        self.assertEqual((device[0]["mine"], device[0]["flag"], device[0]["dropped"]),
+                         ([1, 2], True, 1))
+        self.assertNotIn("big", device[0])
+
+    def test_the_queue_is_bounded(self):
+        s = self.deferred(PILOT_STEPS=1000)
+        self.steps(1, _defer.MAX_WAITING + 2)
+        # MAX_WAITING records waiting: the next call waits for the oldest, and the next
+        self.assertEqual(s.waited, [1, 2])
+        self.assertEqual(self.written(), [1, 2])
+
+    def test_sigterm_is_left_alone(self):
+        """The probe installs no handler: a SIGTERM ends the process at once, as before."""
+        self.deferred(PILOT_STEPS=100)
+        before = signal.getsignal(signal.SIGTERM)
+        self.steps(1, 3)
+        self.assertEqual(signal.getsignal(signal.SIGTERM), before)
+
+    def run_exit(self, end, queries=3, wait=60.0):
+        """A process that reports 5 steps on the (fake) device and ends by ``end``."""
+        program = textwrap.dedent("""
+            import os, signal, sys
+            sys.path[:0] = [%r, %r]
+            import torch
+            import slurm_pilot
+            from slurm_pilot import _defer, _state
+            from fake_staging import FakeStaging
+            _defer.EXIT_WAIT_SECONDS = %r
+            _state.current().staging = FakeStaging(%r)
+            for n in range(1, 6):
+                slurm_pilot.step(torch.tensor(float(n)), tokens=8)
+            %s
+        """) % (os.path.join(ROOT, "python"), HERE, wait, queries, end)
+        env = {k: v for k, v in os.environ.items() if k not in PILOT_VARS}
+        env.update(PILOT_METRICS=self.sink, PILOT_STEPS="100")
+        started = time.monotonic()
+        run = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True,
+                             text=True, timeout=120)
+        return run, time.monotonic() - started
+
+    def test_exit_writes_the_records_waiting(self):
+        run, _ = self.run_exit("pass")
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertEqual(self.written(), [1, 2, 3, 4, 5])
+        self.assertEqual([r["loss"] for r in read_records(self.sink)], [1.0, 2.0, 3.0, 4.0, 5.0])
+
+    def test_an_error_that_ends_the_program_loses_no_record(self):
+        run, _ = self.run_exit("raise RuntimeError('the program failed')")
+        self.assertEqual(run.returncode, 1)
+        self.assertIn("RuntimeError: the program failed", run.stderr)
+        self.assertEqual(self.written(), [1, 2, 3, 4, 5])
+
+    def test_exit_does_not_wait_forever_for_the_device(self):
+        run, seconds = self.run_exit("pass", queries=None, wait=0.3)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertLess(seconds, 30)
+        self.assertEqual(self.written(), [])
+
+    def test_sigterm_ends_the_process_as_before(self):
+        run, _ = self.run_exit("os.kill(os.getpid(), signal.SIGTERM); signal.pause()")
+        self.assertEqual(run.returncode, -signal.SIGTERM)
+        written = self.written()
+        self.assertEqual(written, list(range(1, len(written) + 1)))  # what came, in order
 
 
 def free_port():
