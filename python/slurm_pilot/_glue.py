@@ -12,7 +12,7 @@ import types
 from typing import Any, Callable, Iterable, Iterator, Protocol
 
 import slurm_pilot
-from slurm_pilot import _state
+from slurm_pilot import _defer, _state
 from slurm_pilot._util import env_int
 
 
@@ -76,6 +76,12 @@ def report(record: dict[str, Any]) -> None:
     slurm_pilot.step(record.pop("loss"), record.pop("tokens"), step=record.pop("step"),
                      model=record.pop("model", None), optimizer=record.pop("optimizer", None),
                      **{k: v for k, v in record.items() if v is not None})
+
+
+def finish() -> None:
+    """The training ended: the step records still waiting for the device written now (the probe
+    writes them at the last step and at exit too)."""
+    _defer.flush_current()
 
 
 def env_tokens(micro_batch: int | None, accumulation: int) -> int | None:

@@ -247,6 +247,7 @@ class _Hooks:
         if not slurm_pilot.active():
             return
         self._flush()
+        _glue.finish()
         if self._print_due is not None:
             self._fingerprint(None)
         if self._saved_due is not None:  # no step after K ran

@@ -221,6 +221,7 @@ class _Hooks:
         if not slurm_pilot.active():
             return
         self._flush()
+        _glue.finish()
         step = trainer.global_step
         if not self._saved_done and _glue.reference_saves(step):  # no step after K ran
             self._saved_done = True

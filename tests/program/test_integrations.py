@@ -41,6 +41,9 @@ import slurm_pilot.lightning  # noqa: E402
 import slurm_pilot.loop  # noqa: E402
 from slurm_pilot import _state  # noqa: E402
 
+sys.path.insert(0, HERE)
+from fake_staging import FakeStaging  # noqa: E402
+
 PILOT_VARS = ("PILOT_METRICS", "PILOT_STEPS", "PILOT_CHECKPOINT_STEP", "PILOT_CHECKPOINT_DIR",
               "PILOT_RESUME_DIR", "PILOT_STAGE", "PILOT_PROCESS", "PILOT_DEVICE", "PILOT_SEED",
               "PILOT_SEQ_LEN", "PILOT_MICRO_BATCH", "RANK", "LOCAL_RANK", "WORLD_SIZE",
@@ -373,6 +376,56 @@ class LightningWithoutLightningTest(PilotEnv):
         a = slurm_pilot._glue.batch_digest(batch)
         self.assertEqual(a, slurm_pilot._glue.batch_digest((torch.arange(12).view(3, 4),)))
         self.assertNotEqual(a, slurm_pilot._glue.batch_digest((torch.arange(12).flip(0).view(3, 4),)))
+
+
+class DeviceRecordsTest(PilotEnv):
+    """Losses and norms handed as tensors that wait for the device (its part faked on the
+    CPU, fake_staging.py): the integrations still write every record, in step order, the
+    records up to K before the save's state line."""
+
+    def device(self, process, **kw):
+        sink = self.pilot(process, **kw)
+        staging = FakeStaging()
+        _state.current().staging = staging
+        return sink, staging
+
+    def test_the_loop_helper(self):
+        sink, staging = self.device("reference")  # 8 steps, K = 4
+        train()
+        with open(sink, "rb") as f:
+            lines = [json.loads(line) for line in f.read().splitlines()]
+        order = [(x.get("when"), x["step"]) for x in lines
+                 if "loss" in x or x.get("kind") == "state"]
+        self.assertEqual(order, [(None, 1), (None, 2), (None, 3), (None, 4), ("saved", 4),
+                                 (None, 5), (None, 6), (None, 7), (None, 8)])
+        self.assertEqual(staging.waited, [1, 2, 3, 4, 5, 6, 7, 8])  # at K, K+1 and the last
+
+    def test_the_lightning_callback_writes_them_when_training_ends(self):
+        sink, staging = self.device("reference", steps=8, at=100)
+        hooks = slurm_pilot.lightning._Hooks()
+        module = torch.nn.Linear(4, 4)
+        opt = torch.optim.SGD(module.parameters(), lr=0.5)
+        trainer = types.SimpleNamespace(global_step=0, optimizers=[opt], accumulate_grad_batches=1)
+        hooks.on_train_start(trainer, module)
+        for i in range(5):
+            batch = (torch.full((2, 3), i), torch.zeros(2, 4))
+            hooks.on_train_batch_start(trainer, module, batch, i)
+            loss = module(torch.ones(2, 4)).square().mean()
+            loss.backward()
+            hooks.on_before_optimizer_step(trainer, module, opt)
+            opt.step()
+            opt.zero_grad()
+            trainer.global_step += 1
+            hooks.on_train_batch_end(trainer, module, {"loss": loss}, batch, i)
+        self.assertEqual(read(sink)[0], [])  # every record still waits for the device
+        hooks.on_train_end(trainer, module)
+        records, _ = read(sink)
+        self.assertEqual([r["step"] for r in records], [1, 2, 3, 4, 5])
+        self.assertEqual(staging.waited, [1, 2, 3, 4, 5])
+        for r in records:
+            self.assertEqual(r["tokens"], 6)
+            self.assertIsInstance(r["loss"], float)
+            self.assertGreater(r["grad_norm"], 0)
 
 
 def run_program(self, argv, steps, at):
