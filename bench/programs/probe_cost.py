@@ -10,9 +10,13 @@ block's time, between two synchronizations, over its steps is the program's
 own step time; the overhead is the ratio of the medians of the two kinds of
 block. Two styles of program, each its own pass:
   item    the program calls loss.item() every step and reports the number
-  tensor  the program reports the loss tensor (the probe's .item() is the
-          step's only synchronization; the program alone never waits)
-The probe's own probe_ms of every reported step is summed up too. Prints
+  tensor  the program reports the loss tensor and never waits (the probe
+          copies it to the host without waiting and writes its record once
+          a later step finds the copy done)
+A block with the probe ends by writing every record it still holds, inside
+the block's time, and starts with none held (the settling steps' records
+written before its clock starts). The probe's own probe_ms of every reported
+step is summed up too. Prints
 one JSON object. Usage: probe_cost.py [--probe DIR] [--blocks 16] ...
 """
 
@@ -89,6 +93,11 @@ def measure(args, sink):
     import torch.nn.functional as F
     import slurm_pilot
     import train_gpt
+    try:  # the records a probe holds until the device has their numbers
+        from slurm_pilot._defer import flush_current as write_held
+    except ImportError:  # a probe that writes each record at its call
+        def write_held():
+            pass
 
     cuda = args.device == "cuda"
     dev = torch.device("cuda", 0) if cuda else torch.device("cpu")
@@ -140,10 +149,12 @@ def measure(args, sink):
             probe = b % 2 == 1  # off, on, off, on...
             for _ in range(3):  # settle into the kind of block
                 one_step(style, probe)
+            write_held()
             sync()
             t0 = time.perf_counter()
             for _ in range(args.block_steps):
                 one_step(style, probe)
+            write_held()  # the block's last records are its own work
             sync()
             per_step["on" if probe else "off"].append((time.perf_counter() - t0) * 1e3 / args.block_steps)
         off, on = statistics.median(per_step["off"]), statistics.median(per_step["on"])
