@@ -39,7 +39,7 @@ std::string Now() {
                            .count());
 }
 
-void Log(const std::string& line) { std::fprintf(stderr, "pilot: supervisor: %s\n", line.c_str()); }
+void LogSupervise(const std::string& line) { std::fprintf(stderr, "pilot: supervisor: %s\n", line.c_str()); }
 
 // kernel.yama.ptrace_scope, or -1 without Yama.
 int PtraceScope() {
@@ -63,7 +63,7 @@ class Supervisor {
     res_.started_at = info_.started_at;
     Result<Lock> lock = ReadLock(paths_.lock);
     if (!lock.ok()) {
-      Log("no usable lock: " + lock.status().Message());
+      LogSupervise("no usable lock: " + lock.status().Message());
       return kExitUsage;
     }
     lock_ = std::move(lock).value();
@@ -75,7 +75,7 @@ class Supervisor {
     BuildEnv();
     info_.ptrace_scope = PtraceScope();
     if (info_.ptrace_scope < 1) {
-      Log("note: kernel.yama.ptrace_scope is " +
+      LogSupervise("note: kernel.yama.ptrace_scope is " +
           (info_.ptrace_scope < 0 ? std::string("absent") : std::to_string(info_.ptrace_scope)) +
           ": any process of the user can attach to the workload");
     }
@@ -92,7 +92,7 @@ class Supervisor {
     if (StopRequested()) {
       info_.stopped = true;
       rc = kExitError;
-      Log("stopped (the job was cancelled or reached its time limit)");
+      LogSupervise("stopped (the job was cancelled or reached its time limit)");
     }
     res_.exit_code = rc;
     info_.finished_at = Now();
@@ -106,12 +106,12 @@ class Supervisor {
     // On a full state file system the reserve is released for it once.
     const uid_t uid = o_.run_as ? o_.run_as->uid : ::geteuid();
     const gid_t gid = o_.run_as ? o_.run_as->gid : ::getegid();
-    Status w = job::WriteJobUserFile(layout_, paths_.results, ResultsToJson(res_), uid, gid, Log);
+    Status w = job::WriteJobUserFile(layout_, paths_.results, ResultsToJson(res_), uid, gid, LogSupervise);
     if (!w.ok()) {
-      Log("cannot write results: " + w.ToString());
+      LogSupervise("cannot write results: " + w.ToString());
       return kExitError;
     }
-    Log("results in " + paths_.results + " (exit " + std::to_string(rc) + ")");
+    LogSupervise("results in " + paths_.results + " (exit " + std::to_string(rc) + ")");
     return rc;
   }
 
@@ -142,7 +142,7 @@ class Supervisor {
     env_ = BuildWorkloadEnv(in);
     info_.environment = env_.passed;
     info_.test_switches = env_.test_switches;
-    for (const std::string& name : env_.test_switches) Log("test switch passed (policy allows): " + name);
+    for (const std::string& name : env_.test_switches) LogSupervise("test switch passed (policy allows): " + name);
   }
 
   std::vector<std::string> BaseArgs() const {
@@ -186,7 +186,7 @@ class Supervisor {
     }
     if (!report.ok()) p.report_problem = report.status().Message();
     info_.processes.push_back(p);
-    Log(role + ": exit " + (out->signal ? "signal " + std::to_string(out->signal) : std::to_string(out->exit_code)) +
+    LogSupervise(role + ": exit " + (out->signal ? "signal " + std::to_string(out->signal) : std::to_string(out->exit_code)) +
         " after " + FormatFixed(out->wall_seconds, 1) + " s" +
         (report.ok() ? "" : "; " + report.status().Message()));
     return report;
@@ -198,7 +198,7 @@ class Supervisor {
     info_.checkpoint_manifest_sha256 = job::Sha256AsUser(
         job::RunCommand, checkpoint + "/" + kManifestFileName, o_.run_as, lock_.job.user, o_.home);
     if (info_.checkpoint_manifest_sha256.empty()) {
-      Log("cannot hash the checkpoint's manifest in " + checkpoint);
+      LogSupervise("cannot hash the checkpoint's manifest in " + checkpoint);
     }
   }
 
@@ -232,7 +232,7 @@ class Supervisor {
     Result<Results> child = Phase("restore", resume, &child_rc);
     const bool equal = JudgeRestore(*cfg_, st.device == "cuda", child_rc, child, &st);
     info_.restore_compared = true;
-    Log(std::string("restore ") + (equal ? "equal" : "NOT equal") +
+    LogSupervise(std::string("restore ") + (equal ? "equal" : "NOT equal") +
         (st.restore.detail.empty() ? "" : ": " + st.restore.detail));
     if (child_rc == kExitOutOfMemory) return kExitOutOfMemory;
     return equal ? kExitOk : kExitFailed;
@@ -268,7 +268,7 @@ class Supervisor {
     Result<std::vector<std::string>> hosts = pilot::ExpandHostlist(EnvValue(o_.job_env, "SLURM_JOB_NODELIST"));
     if (cfg_ && cfg_->parallel.launcher != "local" && hosts.ok() && hosts->size() > 1) {
       WorkOnNodesInput w{o_.run_as, env_.env, *hosts, out_};
-      if (std::optional<std::string> missing = WorkFolderMissing(w, Log)) {
+      if (std::optional<std::string> missing = WorkFolderMissing(w, LogSupervise)) {
         NodeStage n;
         n.status = "error";
         n.mode = cfg_->parallel.mode;
@@ -276,7 +276,7 @@ class Supervisor {
         n.world_size = cfg_->parallel.nproc;
         n.failure = NodeFailure{"train", std::nullopt, *missing};
         res_.node = n;
-        Log("problem: " + *missing);
+        LogSupervise("problem: " + *missing);
         return kExitFailed;
       }
     }

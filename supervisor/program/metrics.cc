@@ -68,7 +68,7 @@ void Int(const nlohmann::json& j, const char* key, std::optional<int64_t>* out) 
   }
 }
 
-void Num(const nlohmann::json& j, const char* key, std::optional<double>* out) {
+void NumMetrics(const nlohmann::json& j, const char* key, std::optional<double>* out) {
   auto it = j.find(key);
   if (it != j.end()) *out = NumberOrNonFinite(*it);
 }
@@ -146,7 +146,7 @@ std::string ShortString(const Json& j, const char* key, size_t max = 24) {
   return std::string(Utf8Head(it->get<std::string>(), max));
 }
 
-Result<int> RankOf(const Json& j, std::optional<int>* out) {
+Result<int> RankOfMetrics(const Json& j, std::optional<int>* out) {
   if (!j.contains("rank")) return 0;
   // A rank that is not one is refused, never read as "absent" (which
   // would credit the line to whichever process wrote it).
@@ -202,7 +202,7 @@ void Entries(const Json& j, const char* key, size_t max, bool extension,
 Result<ProbeLine> OtherLine(const Json& j, const std::string& kind) {
   ProbeLine out;
   std::optional<int> rank;
-  if (Result<int> r = RankOf(j, &rank); !r.ok()) return r.status();
+  if (Result<int> r = RankOfMetrics(j, &rank); !r.ok()) return r.status();
   if (kind == "env") {
     EnvLine e;
     e.rank = rank;
@@ -305,12 +305,12 @@ Result<MetricRecord> MetricFromJson(const Json& j) {
   std::optional<double> l = NumberOrNonFinite(*loss);
   if (!l) return Status::Invalid("metrics record", "\"loss\" must be a number");
   r.loss = *l;
-  if (Result<int> rk = RankOf(j, &r.rank); !rk.ok()) return rk.status();
+  if (Result<int> rk = RankOfMetrics(j, &r.rank); !rk.ok()) return rk.status();
   if (auto d = j.find("device"); d != j.end() && d->is_string()) {
     r.device = d->get<std::string>().substr(0, 16);
   }
   for (const IntField& f : kIntFields) Int(j, f.name, &(r.*f.member));
-  for (const NumField& f : kNumFields) Num(j, f.name, &(r.*f.member));
+  for (const NumField& f : kNumFields) NumMetrics(j, f.name, &(r.*f.member));
   r.autocast = ShortString(j, "autocast");
   r.autocast_device = ShortString(j, "autocast_device");
   r.param_dtype = ShortString(j, "param_dtype");

@@ -24,7 +24,7 @@
 namespace pilot::supervisor {
 namespace {
 
-void Log(const std::string& line) { std::fprintf(stderr, "pilot: supervisor: %s\n", line.c_str()); }
+void LogProgramPilot(const std::string& line) { std::fprintf(stderr, "pilot: supervisor: %s\n", line.c_str()); }
 
 class ProgramPilot {
  public:
@@ -92,7 +92,7 @@ class ProgramPilot {
       return false;
     }
     container_ = *std::move(c);
-    Log("container: " + container_->runtime + " " + container_->image);
+    LogProgramPilot("container: " + container_->runtime + " " + container_->image);
     return true;
   }
 
@@ -145,7 +145,7 @@ class ProgramPilot {
     PhaseLaunch launch = PhaseRanks(pl);
     for (const std::string& p : launch.problems) Problem(p);
     spec.ranks = std::move(launch.ranks);
-    Log(stage + " " + process + ": starting " + launch.description + " in " + spec.cwd);
+    LogProgramPilot(stage + " " + process + ": starting " + launch.description + " in " + spec.cwd);
     GroupResult g = RunGroup(spec);
     NotePhase(g, stage, process, in_.device_utilization, &program_);
     if (g.stopped) info_.stopped = true;
@@ -165,7 +165,7 @@ class ProgramPilot {
 
   void Problem(const std::string& what) {
     program_.problems.push_back(what);
-    Log("problem: " + what);
+    LogProgramPilot("problem: " + what);
   }
 
   // Lists and hashes the checkpoint folder as the job's user; the list goes
@@ -191,7 +191,7 @@ class ProgramPilot {
     }
     const CheckpointSaves& cs = listed->saves;
     if (cs.later_files > 0) {
-      Log(stage + ": " + std::to_string(cs.later_files) + " checkpoint file(s) changed after the reference " +
+      LogProgramPilot(stage + ": " + std::to_string(cs.later_files) + " checkpoint file(s) changed after the reference " +
           "passed step " + std::to_string(cfg_.checkpoint.at_step) + " (" + cs.later_example +
           (cs.rewritten ? "; all of them" : "") + ")");
     }
@@ -216,7 +216,7 @@ class ProgramPilot {
   // its descendants) opened, as the supervisor's fanotify marks saw it.
   void NoteCheckpointRead(const GroupResult& res) {
     const CheckpointRead& cr = program_.checkpoint_read = CheckpointReadOf(checkpoint_listed_, res);
-    Log("the resumed process opened " + std::to_string(cr.opened_files) + " of " +
+    LogProgramPilot("the resumed process opened " + std::to_string(cr.opened_files) + " of " +
         std::to_string(cr.files) + " checkpoint files (" + std::to_string(cr.opened_bytes) + " of " +
         std::to_string(cr.bytes) + " bytes)" + (cr.problem.empty() ? "" : "; " + cr.problem));
   }
@@ -313,7 +313,7 @@ class ProgramPilot {
     if (!s.restore.equal) s.restore.detail += RestoreDiagnosis(program_.state, res, Hints());
     program_.lr_compared = c.lr_compared;
     program_.eval_compared = c.eval_compared;
-    Log(std::string("restore ") + (s.restore.equal ? "equal" : "NOT equal") +
+    LogProgramPilot(std::string("restore ") + (s.restore.equal ? "equal" : "NOT equal") +
         (s.restore.detail.empty() ? "" : ": " + s.restore.detail));
     if (!s.restore.equal) {
       Problem(s.restore.detail);
@@ -348,7 +348,7 @@ class ProgramPilot {
     }
     if (AcrossNodes()) {
       WorkOnNodesInput w{in_.opts->run_as, in_.base_env, Hosts(), in_.out};
-      if (std::optional<std::string> missing = WorkFolderMissing(w, Log)) {
+      if (std::optional<std::string> missing = WorkFolderMissing(w, LogProgramPilot)) {
         return fail("train", PhaseProblem{"error", 1, std::nullopt, *missing}, kExitFailed);
       }
     }

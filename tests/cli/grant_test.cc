@@ -44,7 +44,7 @@ Ran RunPilot(const std::string& args) {
   return r;
 }
 
-std::string Slurp(const std::string& path) {
+std::string SlurpGrant(const std::string& path) {
   std::ifstream f(path);
   std::stringstream s;
   s << f.rdbuf();
@@ -99,7 +99,7 @@ class GrantTest : public ::testing::Test {
     Ran h = RunPilot("report --policy " + dir_ + "/pilot.conf --config " + cfg + " -o " + dir_ +
                      "/gpu.html " + dir_ + "/gpu.json");
     EXPECT_EQ(h.rc, 0) << h.output;
-    const std::string html = Slurp(dir_ + "/gpu.html");
+    const std::string html = SlurpGrant(dir_ + "/gpu.html");
     const size_t at = html.find("<h2>Projected against measured</h2>");
     EXPECT_NE(at, std::string::npos);
     return at == std::string::npos ? "" : html.substr(at);
@@ -138,10 +138,10 @@ TEST_F(GrantTest, GrantsAGoVerdictAndRecordsIt) {
   Store(Good(4242));
   Ran r = Grant("4242 --nodes 4 --partition gpu --duration 20-0");
   ASSERT_EQ(r.rc, 0) << r.output;
-  EXPECT_EQ(Slurp(dir_ + "/argv"),
+  EXPECT_EQ(SlurpGrant(dir_ + "/argv"),
             "create\nreservation\nReservationName=pilot_4242\nStartTime=now\nDuration=28800\n"
             "NodeCnt=4\nUsers=alice\nPartitionName=gpu\n");
-  std::string record = Slurp(dir_ + "/state/grants/4242.json");
+  std::string record = SlurpGrant(dir_ + "/state/grants/4242.json");
   EXPECT_NE(record.find("\"reservation\": \"pilot_4242\""), std::string::npos) << record;
   EXPECT_NE(record.find("\"user\": \"alice\""), std::string::npos);
   EXPECT_NE(record.find("\"duration_minutes\": 28800"), std::string::npos);
@@ -214,7 +214,7 @@ TEST_F(GrantTest, AValidEd25519SignatureIsEnough) {
   Write(dir_ + "/ed.key", pair->private_pem, 0600);
   Write(dir_ + "/ed.pub", pair->public_pem, 0644);
   const std::string seed = ReadEd25519PrivateKeyFile(dir_ + "/ed.key").value();
-  std::string conf = Slurp(dir_ + "/pilot.conf");
+  std::string conf = SlurpGrant(dir_ + "/pilot.conf");
   Write(dir_ + "/pilot.conf", conf + "public_key_file = \"" + dir_ + "/ed.pub\"\n");
 
   Verdict ed_only = Good(61);
@@ -315,7 +315,7 @@ TEST_F(GrantTest, PlanAndReportFromResults) {
   Ran h = RunPilot("report --policy " + dir_ + "/pilot.conf --config " + cfg + " -o " + dir_ +
                    "/r.html " + fx + "/results.json");
   ASSERT_EQ(h.rc, 0) << h.output;
-  std::string html = Slurp(dir_ + "/r.html");
+  std::string html = SlurpGrant(dir_ + "/r.html");
   for (const char* id : {"memory-steps", "memory-split", "loss-steps", "time-steps",
                          "time-breakdown", "hardware-fit", "budget"}) {
     EXPECT_NE(html.find(std::string("id=\"") + id + "\""), std::string::npos) << id;

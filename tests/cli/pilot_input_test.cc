@@ -20,20 +20,20 @@ namespace fs = std::filesystem;
 
 constexpr char kSecret[] = "SECRET-ROOT-ONLY-7f3a";
 
-struct Ran {
+struct RanPilotInput {
   int rc = -1;
   std::string out;  // standard output
   std::string err;  // standard error
 };
 
-std::string Slurp(const std::string& path) {
+std::string SlurpPilotInput(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   std::stringstream s;
   s << f.rdbuf();
   return s.str();
 }
 
-void Write(const std::string& path, const std::string& text, mode_t mode = 0644) {
+void WritePilotInput(const std::string& path, const std::string& text, mode_t mode = 0644) {
   std::ofstream(path, std::ios::binary) << text;
   chmod(path.c_str(), mode);
 }
@@ -56,34 +56,34 @@ class PilotInputTest : public ::testing::Test {
     work_ = job_ + "/work";
     fs::create_directories(work_);
     fs::create_directories(dir_ + "/state/verdicts");
-    Write(dir_ + "/pilot.conf", "state_dir = \"" + dir_ + "/state\"\nhardware_catalog = \"" +
+    WritePilotInput(dir_ + "/pilot.conf", "state_dir = \"" + dir_ + "/state\"\nhardware_catalog = \"" +
                                     PILOT_SOURCE_DIR + "/etc/hardware.toml\"\n");
     const std::string src = PILOT_SOURCE_DIR;
     fs::copy_file(src + "/configs/tiny-cpu.toml", dir_ + "/state/jobs/12/config.toml");
-    results_ = Slurp(src + "/tests/report/fixtures/results.json");
-    metrics_ = Slurp(src + "/tests/report/fixtures/metrics.jsonl");
+    results_ = SlurpPilotInput(src + "/tests/report/fixtures/results.json");
+    metrics_ = SlurpPilotInput(src + "/tests/report/fixtures/metrics.jsonl");
     ASSERT_NE(results_.find("\"AMD EPYC\""), std::string::npos);
     ASSERT_NE(metrics_.find("\"reference\""), std::string::npos);
     // A file only root may read, in forms the report would show: a
     // results.json whose device name is the secret, metrics whose process
     // name is.
-    Write(dir_ + "/secret-results.json",
+    WritePilotInput(dir_ + "/secret-results.json",
           Replace(results_, "\"AMD EPYC\"", std::string("\"") + kSecret + "\""), 0600);
-    Write(dir_ + "/secret-metrics.jsonl",
+    WritePilotInput(dir_ + "/secret-metrics.jsonl",
           Replace(metrics_, "\"reference\"", std::string("\"") + kSecret + "\""), 0600);
   }
   void TearDown() override { fs::remove_all(dir_); }
 
   // `prefix` runs it as someone else ("setpriv --reuid=... -- ").
-  Ran Pilot(const std::string& args, const std::string& prefix = "") {
-    Ran r;
+  RanPilotInput Pilot(const std::string& args, const std::string& prefix = "") {
+    RanPilotInput r;
     const std::string out = dir_ + "/out", err = dir_ + "/err";
     const std::string cmd = prefix + PILOT_BINARY + " " + args + " --policy " + dir_ +
                             "/pilot.conf >" + out + " 2>" + err + " </dev/null";
     const int st = std::system(cmd.c_str());
     r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    r.out = Slurp(out);
-    r.err = Slurp(err);
+    r.out = SlurpPilotInput(out);
+    r.err = SlurpPilotInput(err);
     return r;
   }
 
@@ -95,11 +95,11 @@ class PilotInputTest : public ::testing::Test {
 };
 
 TEST_F(PilotInputTest, ReportOfAJobReadsItsFiles) {
-  Write(job_ + "/results.json", results_);
+  WritePilotInput(job_ + "/results.json", results_);
   // The workload's own results.json in work/ is never the job's results.
-  Write(work_ + "/results.json", Replace(results_, "\"AMD EPYC\"", "\"forged\""));
-  Write(work_ + "/metrics.jsonl", metrics_);
-  Ran r = Pilot("report 12 -o -");
+  WritePilotInput(work_ + "/results.json", Replace(results_, "\"AMD EPYC\"", "\"forged\""));
+  WritePilotInput(work_ + "/metrics.jsonl", metrics_);
+  RanPilotInput r = Pilot("report 12 -o -");
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_NE(r.out.find("AMD EPYC"), std::string::npos);
   EXPECT_EQ(r.out.find("forged"), std::string::npos);
@@ -123,16 +123,16 @@ TEST_F(PilotInputTest, OnlyTheJobsUserReadsItsReport) {
   fs::copy_file(std::string(PILOT_SOURCE_DIR) + "/etc/hardware.toml", dir_ + "/hardware.toml",
                 fs::copy_options::overwrite_existing);
   fs::permissions(dir_ + "/hardware.toml", fs::perms(0644));
-  Write(dir_ + "/pilot.conf", "state_dir = \"" + dir_ + "/state\"\nhardware_catalog = \"" + dir_ +
+  WritePilotInput(dir_ + "/pilot.conf", "state_dir = \"" + dir_ + "/state\"\nhardware_catalog = \"" + dir_ +
                                   "/hardware.toml\"\n");
   ASSERT_TRUE(pilot::job::WriteJobUserFile(pilot::job::StateLayout(dir_ + "/state"),
                                            job_ + "/results.json", results_, 65534, 65534,
                                            nullptr)
                   .ok());
-  Ran mine = Pilot("report 12 -o -", as_user);
+  RanPilotInput mine = Pilot("report 12 -o -", as_user);
   EXPECT_EQ(mine.rc, 0) << mine.err;
   EXPECT_NE(mine.out.find("AMD EPYC"), std::string::npos);
-  Ran r = Pilot("report 12 -o -", as_other);
+  RanPilotInput r = Pilot("report 12 -o -", as_other);
   EXPECT_EQ(r.rc, 1) << r.err;
   EXPECT_EQ(r.out.find("AMD EPYC"), std::string::npos);
   EXPECT_NE(r.err.find("pilot: " + job_ + "/results.json: Permission denied\n"
@@ -146,7 +146,7 @@ TEST_F(PilotInputTest, OnlyTheJobsUserReadsItsReport) {
 TEST_F(PilotInputTest, ReportRefusesLinkedResultsAndMetrics) {
   fs::create_symlink(dir_ + "/secret-results.json", job_ + "/results.json");
   fs::create_symlink(dir_ + "/secret-metrics.jsonl", work_ + "/metrics.jsonl");
-  Ran r = Pilot("report 12 -o -");
+  RanPilotInput r = Pilot("report 12 -o -");
   EXPECT_EQ(r.rc, 1) << r.err;
   EXPECT_EQ(r.out.find(kSecret), std::string::npos);
   EXPECT_EQ(r.err.find(kSecret), std::string::npos);
@@ -155,18 +155,18 @@ TEST_F(PilotInputTest, ReportRefusesLinkedResultsAndMetrics) {
                        "belongs to its user)"),
             std::string::npos)
       << r.err;
-  Ran p = Pilot("plan 12");
+  RanPilotInput p = Pilot("plan 12");
   EXPECT_EQ(p.rc, 1) << p.err;
   EXPECT_EQ(p.out.find(kSecret), std::string::npos);
   EXPECT_NE(p.err.find(job_ + "/results.json: is a symbolic link"), std::string::npos) << p.err;
 }
 
 TEST_F(PilotInputTest, ReportLeavesOutLinkedMetrics) {
-  Write(job_ + "/results.json", results_);
+  WritePilotInput(job_ + "/results.json", results_);
   fs::create_symlink(dir_ + "/secret-metrics.jsonl", work_ + "/metrics.jsonl");
-  Ran r = Pilot("report 12 -o " + dir_ + "/r.html");
+  RanPilotInput r = Pilot("report 12 -o " + dir_ + "/r.html");
   ASSERT_EQ(r.rc, 0) << r.err;
-  const std::string html = Slurp(dir_ + "/r.html");
+  const std::string html = SlurpPilotInput(dir_ + "/r.html");
   EXPECT_EQ(html.find(kSecret), std::string::npos);
   EXPECT_EQ(r.err, "pilot: report: " + work_ +
                        "/metrics.jsonl: is a symbolic link (not followed: the job's folder "
@@ -178,27 +178,27 @@ TEST_F(PilotInputTest, ReportLeavesOutLinkedMetrics) {
 TEST_F(PilotInputTest, UnderAWorkRootTheMetricsAreReadThereWithoutLinks) {
   const std::string work_root = dir_ + "/scratch";
   fs::create_directories(work_root + "/12");
-  Write(dir_ + "/pilot.conf", "state_dir = \"" + dir_ + "/state\"\nwork_root = \"" + work_root +
+  WritePilotInput(dir_ + "/pilot.conf", "state_dir = \"" + dir_ + "/state\"\nwork_root = \"" + work_root +
                                   "\"\nhardware_catalog = \"" + PILOT_SOURCE_DIR +
                                   "/etc/hardware.toml\"\n");
-  Write(job_ + "/results.json", results_);
-  Write(work_ + "/metrics.jsonl", "not read: the old place");
+  WritePilotInput(job_ + "/results.json", results_);
+  WritePilotInput(work_ + "/metrics.jsonl", "not read: the old place");
   fs::create_symlink(dir_ + "/secret-metrics.jsonl", work_root + "/12/metrics.jsonl");
-  Ran r = Pilot("report 12 -o " + dir_ + "/r.html");
+  RanPilotInput r = Pilot("report 12 -o " + dir_ + "/r.html");
   ASSERT_EQ(r.rc, 0) << r.err;
-  EXPECT_EQ(Slurp(dir_ + "/r.html").find(kSecret), std::string::npos);
+  EXPECT_EQ(SlurpPilotInput(dir_ + "/r.html").find(kSecret), std::string::npos);
   EXPECT_EQ(r.err, "pilot: report: " + work_root +
                        "/12/metrics.jsonl: is a symbolic link (not followed: the job's folder "
                        "belongs to its user) (per-step plots left out)\n");
 }
 
 TEST_F(PilotInputTest, ReportRefusesALinkedWorkFolderAndAFifo) {
-  Write(job_ + "/results.json", results_);
+  WritePilotInput(job_ + "/results.json", results_);
   fs::remove_all(work_);
   fs::create_directories(dir_ + "/elsewhere");
   fs::copy_file(dir_ + "/secret-metrics.jsonl", dir_ + "/elsewhere/metrics.jsonl");
   fs::create_directory_symlink(dir_ + "/elsewhere", work_);
-  Ran r = Pilot("report 12 -o -");
+  RanPilotInput r = Pilot("report 12 -o -");
   EXPECT_EQ(r.rc, 0) << r.err;
   EXPECT_EQ(r.out.find(kSecret), std::string::npos);
   EXPECT_NE(r.err.find(work_ + ": is a symbolic link"), std::string::npos) << r.err;
@@ -216,7 +216,7 @@ TEST_F(PilotInputTest, ReportRefusesALinkedWorkFolderAndAFifo) {
 TEST_F(PilotInputTest, RootReadingAPathInsideTheJobsFolderFollowsNoLinks) {
   if (geteuid() != 0) GTEST_SKIP() << "the path rule is root's";
   fs::create_symlink(dir_ + "/secret-results.json", work_ + "/results.json");
-  Ran r = Pilot("report -o - " + work_ + "/results.json");
+  RanPilotInput r = Pilot("report -o - " + work_ + "/results.json");
   EXPECT_EQ(r.rc, 1);
   EXPECT_EQ(r.out.find(kSecret), std::string::npos);
   EXPECT_NE(r.err.find(work_ + "/results.json: is a symbolic link"), std::string::npos) << r.err;
@@ -226,15 +226,15 @@ TEST_F(PilotInputTest, RootReadingAPathInsideTheJobsFolderFollowsNoLinks) {
   EXPECT_NE(r.err.find("is a symbolic link"), std::string::npos) << r.err;
   // --calibrate names a second results.json: read the same way.
   fs::remove(work_ + "/results.json");
-  Write(work_ + "/results.json", results_);
+  WritePilotInput(work_ + "/results.json", results_);
   fs::create_symlink(dir_ + "/secret-results.json", work_ + "/cal.json");
   r = Pilot("plan --calibrate " + work_ + "/cal.json " + work_ + "/results.json");
   EXPECT_EQ(r.rc, 1);
   EXPECT_NE(r.err.find(work_ + "/cal.json: is a symbolic link"), std::string::npos) << r.err;
   // A results.json whose config_path names a root-only file: root reads the
   // job's config.toml instead (the plan works and shows nothing of it).
-  Write(dir_ + "/root-only.toml", std::string("[run]\nname = \"") + kSecret + "\"\n", 0600);
-  Write(work_ + "/results.json",
+  WritePilotInput(dir_ + "/root-only.toml", std::string("[run]\nname = \"") + kSecret + "\"\n", 0600);
+  WritePilotInput(work_ + "/results.json",
         Replace(results_, "\"configs/tiny-cpu.toml\"", "\"" + dir_ + "/root-only.toml\""));
   r = Pilot("plan " + work_ + "/results.json");
   EXPECT_EQ(r.rc, 0) << r.err;
@@ -245,9 +245,9 @@ TEST_F(PilotInputTest, RootReadingAPathInsideTheJobsFolderFollowsNoLinks) {
 // Outside the state directory a path is read as before: a link there is the
 // caller's own business.
 TEST_F(PilotInputTest, APathOutsideTheStateDirectoryIsReadAsGiven) {
-  Write(dir_ + "/mine.json", results_);
+  WritePilotInput(dir_ + "/mine.json", results_);
   fs::create_symlink(dir_ + "/mine.json", dir_ + "/link.json");
-  Ran r = Pilot("report -o - " + dir_ + "/link.json");
+  RanPilotInput r = Pilot("report -o - " + dir_ + "/link.json");
   EXPECT_EQ(r.rc, 0) << r.err;
   EXPECT_NE(r.out.find("AMD EPYC"), std::string::npos);
 }

@@ -21,20 +21,20 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Ran {
+struct RanVerdict {
   int rc = -1;
   std::string out;
   std::string err;
 };
 
-std::string Slurp(const std::string& path) {
+std::string SlurpVerdict(const std::string& path) {
   std::ifstream f(path);
   std::stringstream s;
   s << f.rdbuf();
   return s.str();
 }
 
-void Write(const std::string& path, const std::string& text, mode_t mode = 0644) {
+void WriteVerdict(const std::string& path, const std::string& text, mode_t mode = 0644) {
   std::ofstream(path) << text;
   chmod(path.c_str(), mode);
 }
@@ -52,32 +52,32 @@ class VerdictCliTest : public ::testing::Test {
     dir_ = tmpl;
     fs::create_directories(dir_ + "/state/verdicts");
     fs::create_directories(dir_ + "/keys");
-    Write(dir_ + "/keys/hmac.key", NewKeyFileContents().value(), 0600);
+    WriteVerdict(dir_ + "/keys/hmac.key", NewKeyFileContents().value(), 0600);
     hmac_ = ReadKeyFile(dir_ + "/keys/hmac.key").value();
     Result<Ed25519KeyFiles> pair = NewEd25519KeyFiles();
     ASSERT_TRUE(pair.ok()) << pair.status().ToString();
-    Write(dir_ + "/keys/ed.key", pair->private_pem, 0600);
-    Write(dir_ + "/keys/ed.pub", pair->public_pem, 0644);
+    WriteVerdict(dir_ + "/keys/ed.key", pair->private_pem, 0600);
+    WriteVerdict(dir_ + "/keys/ed.pub", pair->public_pem, 0644);
     seed_ = ReadEd25519PrivateKeyFile(dir_ + "/keys/ed.key").value();
     key_id_ = KeyId(pair->public_key);
-    Write(dir_ + "/pilot.conf", "state_dir = \"" + dir_ + "/state\"\nkey_file = \"" + dir_ +
+    WriteVerdict(dir_ + "/pilot.conf", "state_dir = \"" + dir_ + "/state\"\nkey_file = \"" + dir_ +
                                     "/keys/hmac.key\"\nsigning_key_file = \"" + dir_ +
                                     "/keys/ed.key\"\npublic_key_file = \"" + dir_ +
                                     "/keys/ed.pub\"\n");
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  Ran Pilot(const std::string& args) {
-    Ran r;
+  RanVerdict Pilot(const std::string& args) {
+    RanVerdict r;
     const std::string out = dir_ + "/out", err = dir_ + "/err";
     std::string cmd = std::string(PILOT_BINARY) + " " + args + " >" + out + " 2>" + err;
     const int st = std::system(cmd.c_str());
     r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    r.out = Slurp(out);
-    r.err = Slurp(err);
+    r.out = SlurpVerdict(out);
+    r.err = SlurpVerdict(err);
     return r;
   }
-  Ran WithPolicy(const std::string& command, const std::string& args) {
+  RanVerdict WithPolicy(const std::string& command, const std::string& args) {
     return Pilot(command + " --policy " + dir_ + "/pilot.conf " + args);
   }
 
@@ -102,7 +102,7 @@ class VerdictCliTest : public ::testing::Test {
     return VerdictToJson(v);
   }
   std::string File(const std::string& name, const std::string& text) {
-    Write(dir_ + "/" + name, text);
+    WriteVerdict(dir_ + "/" + name, text);
     return dir_ + "/" + name;
   }
 
@@ -115,7 +115,7 @@ class VerdictCliTest : public ::testing::Test {
 TEST_F(VerdictCliTest, VerifyVerdictExitCodes) {
   const Verdict v = Sample(42, "2026-11-30T04:05:06Z", "i1");
   const std::string good = File("good.json", Signed(v));
-  Ran r = WithPolicy("verify-verdict", good);
+  RanVerdict r = WithPolicy("verify-verdict", good);
   EXPECT_EQ(r.rc, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("signature  valid (ed25519, key " + key_id_ + ")"), std::string::npos)
       << r.out;
@@ -133,13 +133,13 @@ TEST_F(VerdictCliTest, VerifyVerdictExitCodes) {
   const size_t at = text.find("\"GO\"");
   ASSERT_NE(at, std::string::npos);
   text.replace(at, 4, "\"NO-GO\"");
-  Ran tampered = WithPolicy("verify-verdict", File("tampered.json", text));
+  RanVerdict tampered = WithPolicy("verify-verdict", File("tampered.json", text));
   EXPECT_EQ(tampered.rc, 1) << tampered.out;
   EXPECT_NE(tampered.out.find("signature  INVALID (ed25519): ed25519 signature mismatch"),
             std::string::npos)
       << tampered.out;
 
-  Ran unsigned_ = WithPolicy("verify-verdict", File("unsigned.json", VerdictToJson(v)));
+  RanVerdict unsigned_ = WithPolicy("verify-verdict", File("unsigned.json", VerdictToJson(v)));
   EXPECT_EQ(unsigned_.rc, 1) << unsigned_.out;
   EXPECT_NE(unsigned_.out.find("signature  unsigned (ed25519): no ed25519 signature"),
             std::string::npos)
@@ -149,8 +149,8 @@ TEST_F(VerdictCliTest, VerifyVerdictExitCodes) {
   // Signed by another pair: the installed key does not know it.
   Result<Ed25519KeyFiles> other = NewEd25519KeyFiles();
   ASSERT_TRUE(other.ok());
-  Write(dir_ + "/other.pub", other->public_pem);
-  Ran foreign = Pilot("verify-verdict --public-key " + dir_ + "/other.pub " + good);
+  WriteVerdict(dir_ + "/other.pub", other->public_pem);
+  RanVerdict foreign = Pilot("verify-verdict --public-key " + dir_ + "/other.pub " + good);
   EXPECT_EQ(foreign.rc, 1);
   EXPECT_NE(foreign.out.find("by another key"), std::string::npos) << foreign.out;
 
@@ -159,8 +159,8 @@ TEST_F(VerdictCliTest, VerifyVerdictExitCodes) {
   EXPECT_EQ(WithPolicy("verify-verdict", dir_ + "/missing.json").rc, 2);
   EXPECT_EQ(WithPolicy("verify-verdict", dir_).rc, 2);  // a directory
   EXPECT_EQ(WithPolicy("verify-verdict", File("junk.json", "{")).rc, 2);
-  Write(dir_ + "/big.json", std::string(kMaxVerdictBytes + 1, ' '));
-  Ran big = WithPolicy("verify-verdict", dir_ + "/big.json");
+  WriteVerdict(dir_ + "/big.json", std::string(kMaxVerdictBytes + 1, ' '));
+  RanVerdict big = WithPolicy("verify-verdict", dir_ + "/big.json");
   EXPECT_EQ(big.rc, 2);
   EXPECT_NE(big.err.find("larger than"), std::string::npos) << big.err;
   ASSERT_EQ(mkfifo((dir_ + "/fifo").c_str(), 0600), 0);
@@ -172,13 +172,13 @@ TEST_F(VerdictCliTest, VerifyVerdictReadsSchemaV1) {
   Verdict v = Sample(7, "2026-11-30T04:05:06Z", "");
   v.schema = kVerdictSchemaV1;
   ASSERT_TRUE(SignVerdict(&v, hmac_).ok());
-  Ran r = WithPolicy("verify-verdict", File("v1.json", VerdictToJson(v)));
+  RanVerdict r = WithPolicy("verify-verdict", File("v1.json", VerdictToJson(v)));
   EXPECT_EQ(r.rc, 1) << r.out << r.err;  // read, but it has no Ed25519 signature
   EXPECT_NE(r.out.find("schema     slurm-pilot/verdict/1"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("signature  unsigned"), std::string::npos) << r.out;
   // pilot verdict still checks its HMAC.
-  Write(dir_ + "/state/verdicts/7.json", VerdictToJson(v));
-  Ran shown = WithPolicy("verdict", "7");
+  WriteVerdict(dir_ + "/state/verdicts/7.json", VerdictToJson(v));
+  RanVerdict shown = WithPolicy("verdict", "7");
   EXPECT_EQ(shown.rc, 0) << shown.out << shown.err;
   EXPECT_NE(shown.out.find("(signature valid, expires"), std::string::npos) << shown.out;
   EXPECT_NE(shown.out.find("  hmac       valid (hmac-sha256, key " + v.key_id + ")"),
@@ -187,8 +187,8 @@ TEST_F(VerdictCliTest, VerifyVerdictReadsSchemaV1) {
 }
 
 TEST_F(VerdictCliTest, VerdictShowsTheEd25519Check) {
-  Write(dir_ + "/state/verdicts/42.json", Signed(Sample(42, "2026-11-30T04:05:06Z", "i1")));
-  Ran r = WithPolicy("verdict", "42");
+  WriteVerdict(dir_ + "/state/verdicts/42.json", Signed(Sample(42, "2026-11-30T04:05:06Z", "i1")));
+  RanVerdict r = WithPolicy("verdict", "42");
   EXPECT_EQ(r.rc, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("GO  (signature valid, expires"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("  signature  valid (ed25519, key " + key_id_ + ")\n"),
@@ -201,7 +201,7 @@ TEST_F(VerdictCliTest, VerdictShowsTheEd25519Check) {
   EXPECT_NE(r.out.find("(need >= 10)  (workload's figure)\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("(need same)  (workload's figures, compared by supervisor)\n"), std::string::npos)
       << r.out;
-  Ran j = WithPolicy("verdict", "--json 42");
+  RanVerdict j = WithPolicy("verdict", "--json 42");
   ASSERT_EQ(j.rc, 0) << j.err;
   Json parsed = Json::parse(j.out);
   EXPECT_EQ(parsed["signature_check"]["ed25519"], "valid");
@@ -211,43 +211,43 @@ TEST_F(VerdictCliTest, VerdictShowsTheEd25519Check) {
   EXPECT_EQ(parsed["instance"], "i1");
 
   // Edited after signing: INVALID, exit 1, in the table and in --json.
-  std::string text = Slurp(dir_ + "/state/verdicts/42.json");
+  std::string text = SlurpVerdict(dir_ + "/state/verdicts/42.json");
   text.replace(text.find("\"alice\""), 7, "\"bobby\"");
-  Write(dir_ + "/state/verdicts/42.json", text);
-  Ran bad = WithPolicy("verdict", "42");
+  WriteVerdict(dir_ + "/state/verdicts/42.json", text);
+  RanVerdict bad = WithPolicy("verdict", "42");
   EXPECT_EQ(bad.rc, 1);
   EXPECT_NE(bad.out.find("  signature  INVALID (ed25519, key " + key_id_ +
                          "): ed25519 signature mismatch"),
             std::string::npos)
       << bad.out;
   EXPECT_NE(bad.err.find("signature INVALID"), std::string::npos) << bad.err;
-  Ran badj = WithPolicy("verdict", "--json 42");
+  RanVerdict badj = WithPolicy("verdict", "--json 42");
   EXPECT_EQ(badj.rc, 1);
   EXPECT_EQ(Json::parse(badj.out)["signature_check"]["ed25519"], "invalid");
 
   // Without the public key the signature cannot be checked; that is said.
   fs::remove(dir_ + "/keys/ed.pub");
-  Ran nokey = WithPolicy("verdict", "--json 42");
+  RanVerdict nokey = WithPolicy("verdict", "--json 42");
   EXPECT_EQ(Json::parse(nokey.out)["signature_check"]["ed25519"], "unchecked") << nokey.out;
 }
 
 TEST_F(VerdictCliTest, AllShowsTheHistoryOldestFirstThenTheLatest) {
   fs::create_directories(dir_ + "/state/verdicts/history");
   // File names sort otherwise than the issue times.
-  Write(dir_ + "/state/verdicts/history/42-b.json",
+  WriteVerdict(dir_ + "/state/verdicts/history/42-b.json",
         Signed(Sample(42, "2026-11-29T00:00:00Z", "b")));
-  Write(dir_ + "/state/verdicts/history/42-a.json",
+  WriteVerdict(dir_ + "/state/verdicts/history/42-a.json",
         Signed(Sample(42, "2026-11-30T00:00:00Z", "a")));
-  Write(dir_ + "/state/verdicts/history/420-x.json",
+  WriteVerdict(dir_ + "/state/verdicts/history/420-x.json",
         Signed(Sample(420, "2026-11-28T00:00:00Z", "x")));  // another job
-  Write(dir_ + "/state/verdicts/42.json", Signed(Sample(42, "2026-12-01T00:00:00Z", "c")));
+  WriteVerdict(dir_ + "/state/verdicts/42.json", Signed(Sample(42, "2026-12-01T00:00:00Z", "c")));
 
-  Ran latest = WithPolicy("verdict", "42");
+  RanVerdict latest = WithPolicy("verdict", "42");
   ASSERT_EQ(latest.rc, 0) << latest.err;
   EXPECT_EQ(latest.out.find("instance b"), std::string::npos);
   EXPECT_NE(latest.out.find("instance c"), std::string::npos) << latest.out;
 
-  Ran all = WithPolicy("verdict", "--all 42");
+  RanVerdict all = WithPolicy("verdict", "--all 42");
   ASSERT_EQ(all.rc, 0) << all.out << all.err;
   const size_t b = all.out.find("issued 2026-11-29T00:00:00Z  instance b");
   const size_t a = all.out.find("issued 2026-11-30T00:00:00Z  instance a");
@@ -260,7 +260,7 @@ TEST_F(VerdictCliTest, AllShowsTheHistoryOldestFirstThenTheLatest) {
   EXPECT_LT(a, c);
   EXPECT_EQ(all.out.find("instance x"), std::string::npos) << all.out;
 
-  Ran js = WithPolicy("verdict", "--all --json 42");
+  RanVerdict js = WithPolicy("verdict", "--all --json 42");
   ASSERT_EQ(js.rc, 0) << js.err;
   Json arr = Json::parse(js.out);
   ASSERT_TRUE(arr.is_array());
@@ -272,14 +272,14 @@ TEST_F(VerdictCliTest, AllShowsTheHistoryOldestFirstThenTheLatest) {
   for (const Json& e : arr) EXPECT_EQ(e["signature_check"]["ed25519"], "valid");
 
   // A tampered history entry makes --all exit 1, the latest alone still 0.
-  std::string text = Slurp(dir_ + "/state/verdicts/history/42-a.json");
+  std::string text = SlurpVerdict(dir_ + "/state/verdicts/history/42-a.json");
   text.replace(text.find("\"GO\""), 4, "\"NO-GO\"");
-  Write(dir_ + "/state/verdicts/history/42-a.json", text);
+  WriteVerdict(dir_ + "/state/verdicts/history/42-a.json", text);
   EXPECT_EQ(WithPolicy("verdict", "--all 42").rc, 1);
   EXPECT_EQ(WithPolicy("verdict", "42").rc, 0);
 
   // pilot list lists jobs, not history files.
-  Ran list = WithPolicy("list", "--all");
+  RanVerdict list = WithPolicy("list", "--all");
   ASSERT_EQ(list.rc, 0) << list.err;
   size_t lines = 0;
   for (char ch : list.out) lines += ch == '\n';
@@ -290,7 +290,7 @@ TEST_F(VerdictCliTest, AllShowsTheHistoryOldestFirstThenTheLatest) {
 
 TEST_F(VerdictCliTest, KeygenCreatesThePair) {
   fs::remove_all(dir_ + "/keys");
-  Ran r = WithPolicy("keygen", "");
+  RanVerdict r = WithPolicy("keygen", "");
   ASSERT_EQ(r.rc, 0) << r.out << r.err;
   EXPECT_EQ(Mode(dir_ + "/keys/hmac.key"), 0600u);
   EXPECT_EQ(Mode(dir_ + "/keys/ed.key"), 0600u);
@@ -303,23 +303,23 @@ TEST_F(VerdictCliTest, KeygenCreatesThePair) {
                        KeyId(*pub) + ")"),
             std::string::npos)
       << r.out;
-  const std::string private_pem = Slurp(dir_ + "/keys/ed.key");
+  const std::string private_pem = SlurpVerdict(dir_ + "/keys/ed.key");
 
   // Everything exists: refused without --force, nothing changes.
-  Ran again = WithPolicy("keygen", "");
+  RanVerdict again = WithPolicy("keygen", "");
   EXPECT_EQ(again.rc, 1);
   EXPECT_NE(again.err.find("the keys exist already"), std::string::npos) << again.err;
-  EXPECT_EQ(Slurp(dir_ + "/keys/ed.key"), private_pem);
+  EXPECT_EQ(SlurpVerdict(dir_ + "/keys/ed.key"), private_pem);
 
   // A lost public key is written again from the private one, which is kept.
   fs::remove(dir_ + "/keys/ed.pub");
-  Ran repair = WithPolicy("keygen", "");
+  RanVerdict repair = WithPolicy("keygen", "");
   ASSERT_EQ(repair.rc, 0) << repair.err;
   EXPECT_EQ(ReadEd25519PublicKeyFile(dir_ + "/keys/ed.pub").value(), *pub);
-  EXPECT_EQ(Slurp(dir_ + "/keys/ed.key"), private_pem);
+  EXPECT_EQ(SlurpVerdict(dir_ + "/keys/ed.key"), private_pem);
 
   // --force replaces both pairs' keys.
-  Ran forced = WithPolicy("keygen", "--force");
+  RanVerdict forced = WithPolicy("keygen", "--force");
   ASSERT_EQ(forced.rc, 0) << forced.err;
   EXPECT_NE(ReadEd25519PublicKeyFile(dir_ + "/keys/ed.pub").value(), *pub);
   EXPECT_EQ(Mode(dir_ + "/keys/ed.key"), 0600u);

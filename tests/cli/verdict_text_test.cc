@@ -23,20 +23,20 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Ran {
+struct RanVerdictText {
   int rc = -1;
   std::string out;
   std::string err;
 };
 
-std::string Slurp(const std::string& path) {
+std::string SlurpVerdictText(const std::string& path) {
   std::ifstream f(path);
   std::stringstream s;
   s << f.rdbuf();
   return s.str();
 }
 
-void Write(const std::string& path, const std::string& text, mode_t mode = 0644) {
+void WriteVerdictText(const std::string& path, const std::string& text, mode_t mode = 0644) {
   std::ofstream(path) << text;
   chmod(path.c_str(), mode);
 }
@@ -65,28 +65,28 @@ class VerdictTextTest : public ::testing::Test {
     dir_ = tmpl;
     fs::create_directories(dir_ + "/state/verdicts");
     fs::create_directories(dir_ + "/keys");
-    Write(dir_ + "/keys/hmac.key", NewKeyFileContents().value(), 0600);
+    WriteVerdictText(dir_ + "/keys/hmac.key", NewKeyFileContents().value(), 0600);
     Result<Ed25519KeyFiles> pair = NewEd25519KeyFiles();
     ASSERT_TRUE(pair.ok()) << pair.status().ToString();
-    Write(dir_ + "/keys/ed.key", pair->private_pem, 0600);
-    Write(dir_ + "/keys/ed.pub", pair->public_pem, 0644);
+    WriteVerdictText(dir_ + "/keys/ed.key", pair->private_pem, 0600);
+    WriteVerdictText(dir_ + "/keys/ed.pub", pair->public_pem, 0644);
     seed_ = ReadEd25519PrivateKeyFile(dir_ + "/keys/ed.key").value();
-    Write(dir_ + "/pilot.conf", "state_dir = \"" + dir_ + "/state\"\nkey_file = \"" + dir_ +
+    WriteVerdictText(dir_ + "/pilot.conf", "state_dir = \"" + dir_ + "/state\"\nkey_file = \"" + dir_ +
                                     "/keys/hmac.key\"\nsigning_key_file = \"" + dir_ +
                                     "/keys/ed.key\"\npublic_key_file = \"" + dir_ +
                                     "/keys/ed.pub\"\n");
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  Ran Pilot(const std::string& command, const std::string& args) {
-    Ran r;
+  RanVerdictText Pilot(const std::string& command, const std::string& args) {
+    RanVerdictText r;
     const std::string out = dir_ + "/out", err = dir_ + "/err";
     const std::string cmd = std::string(PILOT_BINARY) + " " + command + " --policy " + dir_ +
                             "/pilot.conf " + args + " >" + out + " 2>" + err;
     const int st = std::system(cmd.c_str());
     r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    r.out = Slurp(out);
-    r.err = Slurp(err);
+    r.out = SlurpVerdictText(out);
+    r.err = SlurpVerdictText(err);
     return r;
   }
 
@@ -114,8 +114,8 @@ class VerdictTextTest : public ::testing::Test {
 // out, with no ESC, CR or other control byte in its output, and keeps a
 // multi-line tail as lines, each under the first.
 TEST_F(VerdictTextTest, VerdictShowsAProgramsEscapesInert) {
-  Write(dir_ + "/state/verdicts/42.json", HostileVerdict(42));
-  Ran r = Pilot("verdict", "42");
+  WriteVerdictText(dir_ + "/state/verdicts/42.json", HostileVerdict(42));
+  RanVerdictText r = Pilot("verdict", "42");
   EXPECT_EQ(r.rc, 0) << r.out << r.err;
   EXPECT_TRUE(Inert(r.out));
   EXPECT_TRUE(Inert(r.err));
@@ -135,8 +135,8 @@ TEST_F(VerdictTextTest, VerdictShowsAProgramsEscapesInert) {
 // no control byte either (DEL and C1 controls as \u escapes).
 TEST_F(VerdictTextTest, VerdictJsonIsInertAndTheSameValue) {
   const std::string text = HostileVerdict(43);
-  Write(dir_ + "/state/verdicts/43.json", text);
-  Ran r = Pilot("verdict", "--json 43");
+  WriteVerdictText(dir_ + "/state/verdicts/43.json", text);
+  RanVerdictText r = Pilot("verdict", "--json 43");
   EXPECT_EQ(r.rc, 0) << r.out << r.err;
   EXPECT_TRUE(Inert(r.out));
   Result<Json> shown = ParseJsonText(r.out, "out");
@@ -149,8 +149,8 @@ TEST_F(VerdictTextTest, VerdictJsonIsInertAndTheSameValue) {
 
 // Proves `pilot list` shows a user and run name inert too.
 TEST_F(VerdictTextTest, ListShowsNamesInert) {
-  Write(dir_ + "/state/verdicts/44.json", HostileVerdict(44));
-  Ran r = Pilot("list", "--all");
+  WriteVerdictText(dir_ + "/state/verdicts/44.json", HostileVerdict(44));
+  RanVerdictText r = Pilot("list", "--all");
   EXPECT_EQ(r.rc, 0) << r.out << r.err;
   EXPECT_TRUE(Inert(r.out));
   EXPECT_NE(r.out.find("alice\\x1b]0; "), std::string::npos) << r.out;
@@ -163,28 +163,28 @@ TEST_F(VerdictTextTest, ListShowsNamesInert) {
 TEST_F(VerdictTextTest, VerdictWithADuplicateKeyIsRefused) {
   const std::string text = HostileVerdict(45);
   const std::string good = dir_ + "/good.json";
-  Write(good, text);
-  Ran ok = Pilot("verify-verdict", good);
+  WriteVerdictText(good, text);
+  RanVerdictText ok = Pilot("verify-verdict", good);
   EXPECT_EQ(ok.rc, 0) << ok.out << ok.err;
   EXPECT_TRUE(Inert(ok.out));
   EXPECT_NE(ok.out.find("decision   NO-GO"), std::string::npos) << ok.out;
 
   std::string twice = text;
   twice.insert(twice.find('{') + 1, "\n  \"decision\": \"GO\",");
-  Write(dir_ + "/twice.json", twice);
-  Ran r = Pilot("verify-verdict", dir_ + "/twice.json");
+  WriteVerdictText(dir_ + "/twice.json", twice);
+  RanVerdictText r = Pilot("verify-verdict", dir_ + "/twice.json");
   EXPECT_EQ(r.rc, 2) << r.out << r.err;
   EXPECT_EQ(r.out.find("decision"), std::string::npos) << r.out;
   EXPECT_NE(r.err.find("twice.json: duplicate key \"decision\""), std::string::npos) << r.err;
 
   std::string nested = text;
   nested.insert(nested.find('{', nested.find("\"job\"")) + 1, "\"id\": 7, ");
-  Write(dir_ + "/nested.json", nested);
+  WriteVerdictText(dir_ + "/nested.json", nested);
   r = Pilot("verify-verdict", dir_ + "/nested.json");
   EXPECT_EQ(r.rc, 2) << r.out << r.err;
   EXPECT_NE(r.err.find("duplicate key \"id\" in \"job\""), std::string::npos) << r.err;
 
-  Write(dir_ + "/state/verdicts/45.json", twice);
+  WriteVerdictText(dir_ + "/state/verdicts/45.json", twice);
   r = Pilot("verdict", "45");
   EXPECT_EQ(r.rc, 1) << r.out << r.err;
   EXPECT_NE(r.err.find("duplicate key \"decision\""), std::string::npos) << r.err;

@@ -8,11 +8,11 @@
 namespace pilot::supervisor {
 namespace {
 
-bool Has(const std::vector<std::string>& v, const std::string& s) {
+bool HasWorkloadEnv(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();
 }
 
-WorkloadEnvInput Input() {
+WorkloadEnvInput InputWorkloadEnv() {
   WorkloadEnvInput in;
   in.job_id = 42;
   in.instance = "abc";
@@ -30,34 +30,34 @@ WorkloadEnvInput Input() {
 }
 
 TEST(WorkloadEnv, PassesTheAllowListAndSetsItsOwn) {
-  WorkloadEnv e = BuildWorkloadEnv(Input());
+  WorkloadEnv e = BuildWorkloadEnv(InputWorkloadEnv());
   for (const char* kept : {"SLURM_JOB_ID=42", "CUDA_VISIBLE_DEVICES=0,1", "NCCL_DEBUG=INFO",
                            "OMP_NUM_THREADS=4", "PATH=/usr/local/bin:/usr/bin:/bin",
                            "HOME=/home/alice", "USER=alice", "LOGNAME=alice",
                            "SLURM_PILOT_ACTIVE=42", "SLURM_PILOT_INSTANCE=abc"}) {
-    EXPECT_TRUE(Has(e.env, kept)) << kept;
+    EXPECT_TRUE(HasWorkloadEnv(e.env, kept)) << kept;
   }
   for (const char* gone : {"SLURM_PILOT_ACTIVE=1", "SLURM_PILOT_CONFIG=/x", "LD_PRELOAD=/evil.so",
                            "LD_LIBRARY_PATH=/evil", "PILOT_DEVICE_BASELINE=999", "PILOT_RANK=3",
                            "PYTHONPATH=/tmp", "PATH=/home/alice/bin", "HOME=/elsewhere",
                            "SLURM_JOB_ID=43", "garbage", "=nameless",
                            "PILOT_RUNNER_TEST_SKIP_RESTORE=optimizer"}) {
-    EXPECT_FALSE(Has(e.env, gone)) << gone;
+    EXPECT_FALSE(HasWorkloadEnv(e.env, gone)) << gone;
   }
-  EXPECT_TRUE(Has(e.dropped, "LD_PRELOAD"));
-  EXPECT_TRUE(Has(e.dropped, "PILOT_RUNNER_TEST_SKIP_RESTORE"));
+  EXPECT_TRUE(HasWorkloadEnv(e.dropped, "LD_PRELOAD"));
+  EXPECT_TRUE(HasWorkloadEnv(e.dropped, "PILOT_RUNNER_TEST_SKIP_RESTORE"));
   EXPECT_TRUE(e.test_switches.empty());
-  EXPECT_TRUE(Has(e.passed, "NCCL_DEBUG"));
-  EXPECT_FALSE(Has(e.passed, "PATH"));
+  EXPECT_TRUE(HasWorkloadEnv(e.passed, "NCCL_DEBUG"));
+  EXPECT_FALSE(HasWorkloadEnv(e.passed, "PATH"));
 }
 
 TEST(WorkloadEnv, TestSwitchesOnlyWhenThePolicyAllows) {
-  WorkloadEnvInput in = Input();
+  WorkloadEnvInput in = InputWorkloadEnv();
   in.allow_test_switches = true;
   WorkloadEnv e = BuildWorkloadEnv(in);
-  EXPECT_TRUE(Has(e.env, "PILOT_RUNNER_TEST_SKIP_RESTORE=optimizer"));
+  EXPECT_TRUE(HasWorkloadEnv(e.env, "PILOT_RUNNER_TEST_SKIP_RESTORE=optimizer"));
   EXPECT_EQ(e.test_switches, std::vector<std::string>{"PILOT_RUNNER_TEST_SKIP_RESTORE"});
-  EXPECT_FALSE(Has(e.env, "LD_PRELOAD=/evil.so"));
+  EXPECT_FALSE(HasWorkloadEnv(e.env, "LD_PRELOAD=/evil.so"));
 }
 
 }  // namespace
