@@ -128,7 +128,9 @@ inline constexpr CheckInfo kChecks[] = {
      "(1 - memory_headroom) of its memory (warn when no GPU type was chosen)"},
     {"budget",
      "the whole pipeline within a 30-day term (else fail) and within run.reservation_days "
-     "(else warn); skip without a throughput"},
+     "(else warn); skip without a throughput, or without a plan (a program that reported no "
+     "parameter count; the detail says why, and that pilot grant refuses a verdict without a "
+     "budget)"},
 };
 
 // `name`, when kChecks holds it; a name it lacks does not compile.

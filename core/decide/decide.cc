@@ -626,6 +626,13 @@ Verdict Decide(const DecideInput& in, const Policy& policy, const HardwareCatalo
     CheckNode(*in.results->node, policy, s != nullptr && s->device == "cuda", &checks);
   }
   std::optional<Plan> plan;
+  std::string no_plan;  // why there is no plan, when the pilot ran to the end
+  if (s != nullptr && cfg != nullptr && s->shape.params <= 0) {
+    no_plan = in.results->program
+                  ? "the program reported no parameter count (slurm_pilot.step with model=, or "
+                    "params in its records: pilot-program(7))"
+                  : "the pilot measured no parameter count";
+  }
   if (s != nullptr && cfg != nullptr && s->shape.params > 0) {
     std::optional<NodeMeasurement> node;
     if (in.results->node) node = NodeMeasurementFrom(*in.results->node);
@@ -634,13 +641,24 @@ Verdict Decide(const DecideInput& in, const Policy& policy, const HardwareCatalo
     verdict_plan.replay_memory = false;
     verdict_plan.native_extensions = ExtensionsToQualify(*in.results);
     Result<Plan> p = MakePlan(*s, *cfg, catalog, policy, verdict_plan, CalibrationFrom(*s), node);
-    if (p.ok()) plan = std::move(*p);
+    if (p.ok()) {
+      plan = std::move(*p);
+    } else {
+      no_plan = "no plan could be made: " + p.status().Message();
+    }
   }
   v.hardware = FitHardware(plan ? &*plan : nullptr, cfg, catalog);
   if (plan) {
     v.budget = plan->budget;
     CheckMemoryFit(*plan, policy, &checks);
     CheckBudget(v.budget, *cfg, &checks);
+  } else if (!no_plan.empty()) {
+    // Said, not left out: a verdict without a budget cannot be granted.
+    checks.push_back(MakeCheck(CheckName("budget"), CheckStatus::kSkip, "no budget",
+                               "<= " + Fmt("%g", cfg->run.reservation_days) + " days requested, <= 30 days",
+                               no_plan + "; without a budget the verdict recommends no hardware and "
+                                         "pilot grant refuses it",
+                               VerifiedBy::kWorkload));
   }
 
   RequireIndependent(policy, in.results && in.results->program, &checks);

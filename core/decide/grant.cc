@@ -96,7 +96,14 @@ std::vector<std::string> GrantRefusals(const Verdict& v, const Status& signature
   }
   if (v.job.user.empty()) why.push_back("the verdict names no user");
   const int term = TermDays(v.budget.term);
-  if (term == 0) {
+  if (v.budget.days <= 0) {
+    // No estimate at all: the budget check says why (decide.cc).
+    std::string reason = "the pilot measured nothing to estimate the run from";
+    for (const Check& c : v.checks) {
+      if (c.name == "budget" && !c.detail.empty()) reason = c.detail;
+    }
+    why.push_back("the verdict has no budget (" + reason + "): a grant needs one");
+  } else if (term == 0) {
     why.push_back("the budget recommends no term (" + v.budget.term +
                   "): the run does not fit a 30-day reservation");
   } else if (r.duration_minutes && *r.duration_minutes > int64_t{term} * 1440) {

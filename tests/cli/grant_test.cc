@@ -182,6 +182,13 @@ TEST_F(GrantTest, Refusals) {
        "exceeds the 7-day term"},
       {"no term", [](Verdict& v) { v.budget.term = "none"; }, true, "",
        "does not fit a 30-day reservation"},
+      {"no budget",
+       [](Verdict& v) {
+         v.budget = Budget{};
+         v.checks.push_back({"budget", CheckStatus::kSkip, "no budget", "", "no parameter count",
+                             VerifiedBy::kWorkload});
+       },
+       true, "", "the verdict has no budget (no parameter count): a grant needs one"},
       {"not binding", [](Verdict& v) { v.binding = false; }, true, "", "not binding"},
   };
   int64_t id = 100;

@@ -106,6 +106,18 @@ TEST(DecideProgram, TheSupervisorVouchesForCompletion) {
   EXPECT_EQ(k.measured, "1 files, torch, 12 tensors, optimizer state");
 }
 
+// A GO whose program reported no parameter count has no plan: the budget
+// check says so and what it means for a grant, rather than being left out.
+TEST(DecideProgram, NoParameterCountIsSaidInTheBudgetCheck) {
+  const Verdict v = DecideNow(ProgramPilot());
+  ASSERT_EQ(v.decision, Decision::kGo);
+  EXPECT_LE(v.budget.days, 0);
+  const Check b = Get(v, "budget");
+  EXPECT_EQ(b.status, CheckStatus::kSkip);
+  EXPECT_NE(b.detail.find("reported no parameter count"), std::string::npos) << b.detail;
+  EXPECT_NE(b.detail.find("pilot grant refuses it"), std::string::npos) << b.detail;
+}
+
 TEST(DecideProgram, AFailureIsTheSupervisorsSentence) {
   DecideInput in = ProgramPilot();
   FailureInfo f;
