@@ -7,8 +7,9 @@
 #               micro-batch 12, bf16, blocks of steps alternating between the
 #               program alone and the program reporting every step; with
 #               the probe of this tree, and with an earlier probe when
-#               .carry/old-probe/slurm_pilot exists (the one before its cheap
-#               path, for the comparison)
+#               .carry/old-probe/slurm_pilot exists (an earlier probe for the
+#               comparison: git archive COMMIT python/slurm_pilot |
+#               tar -x --strip-components=1 -C .carry/old-probe)
 #   hf_resume   bench/programs/hf_resume_check.py: examples/hf_trainer.py's
 #               Trainer at the framework bench's shape, reference / fresh
 #               resumed / second reference, without a pilot
