@@ -13,6 +13,16 @@ bool PilotOwned(std::string_view name) {
   return name.substr(0, 6) == "PILOT_" || name.substr(0, 12) == "SLURM_PILOT_";
 }
 
+// Python's own ways to load code that no pin covers: a folder searched
+// before the program's imports (a sitecustomize.py there runs first), the
+// standard library's location, the user's site folder (usercustomize.py and
+// .pth files run at start-up) and a file run before the program. The job's
+// are not passed; the config (pinned) may set the first three.
+bool PythonHook(std::string_view name) {
+  return name == "PYTHONPATH" || name == "PYTHONHOME" || name == "PYTHONUSERBASE" ||
+         name == "PYTHONSTARTUP" || name == "PYTHONNOUSERSITE";
+}
+
 }  // namespace
 
 std::vector<std::string> ProgramEnv(const ProgramEnvInput& in) {
@@ -22,17 +32,23 @@ std::vector<std::string> ProgramEnv(const ProgramEnvInput& in) {
     const size_t eq = kv.find('=');
     if (eq == std::string::npos || eq == 0) continue;
     const std::string name = kv.substr(0, eq);
-    if (PilotOwned(name) || std::find(seen.begin(), seen.end(), name) != seen.end()) continue;
+    if (PilotOwned(name) || PythonHook(name) || std::find(seen.begin(), seen.end(), name) != seen.end()) {
+      continue;
+    }
     seen.push_back(name);  // the first of a name twice wins, as getenv(3) reads it
     SetEnvValue(&env, name, kv.substr(eq + 1));
   }
-  std::string py = EnvValue(in.job_env, "PYTHONPATH");
+  std::string py;
   if (in.cfg != nullptr) {
     for (const auto& [k, v] : in.cfg->program.env) SetEnvValue(&env, k, v);
-    // program.env's PYTHONPATH takes the job's place, after the probe.
+    // Only program.env's PYTHONPATH (pinned with the config), after the probe.
     if (auto it = in.cfg->program.env.find("PYTHONPATH"); it != in.cfg->program.env.end()) py = it->second;
   }
   SetEnvValue(&env, "PYTHONPATH", in.probe_path + (py.empty() ? "" : ":" + py));
+  // The user's site folder is not searched: what pip install --user put
+  // there, its .pth files and usercustomize.py would change the program
+  // without changing what the pilot pinned.
+  SetEnvValue(&env, "PYTHONNOUSERSITE", "1");
   if (in.cfg != nullptr) {
     if (!in.cfg->training.alloc_conf.empty() && in.device == "cuda") {
       SetEnvValue(&env, "PYTORCH_CUDA_ALLOC_CONF", in.cfg->training.alloc_conf);

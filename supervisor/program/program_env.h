@@ -4,7 +4,10 @@
 // site's MPI, fabric and accelerator variables, tokens, caches), so that a
 // program that runs in the job runs in the pilot. What the pilot owns is
 // not the job's to set: its own PILOT_* variables, the supervisor's
-// SLURM_PILOT_* and the rank variables each process gets. The pilot's own
+// SLURM_PILOT_* and the rank variables each process gets. Nor are Python's
+// ways to load code from outside the pins (the job's PYTHONPATH, PYTHONHOME,
+// PYTHONUSERBASE, PYTHONSTARTUP, and the user's site folder: PYTHONNOUSERSITE
+// is always 1); program.env, which is pinned, may set the first three. The pilot's own
 // helpers that run as the user (listing and verifying the checkpoint) keep
 // a clean environment.
 //

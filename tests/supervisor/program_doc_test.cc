@@ -70,6 +70,8 @@ ProgramEnvInput Input(const Config* cfg) {
                  "SLURM_JOB_ID=42", "SLURM_PILOT_ACTIVE=42"};
   in.job_env = {"PATH=/home/alice/venv/bin:/usr/bin", "VIRTUAL_ENV=/home/alice/venv",
                 "PYTHONPATH=/home/alice/src", "LD_PRELOAD=/home/alice/evil.so",
+                "PYTHONHOME=/home/alice/py", "PYTHONUSERBASE=/home/alice/.local",
+                "PYTHONSTARTUP=/home/alice/start.py", "PYTHONNOUSERSITE=",
                 "HF_HOME=/scratch/hf", "SECRET_TOKEN=abc", "OMPI_MCA_btl=^openib",
                 "PILOT_METRICS=/tmp/forged", "SLURM_PILOT_ACTIVE=7", "SLURM_PROCID=0",
                 "SECRET_TOKEN=second"};
@@ -102,7 +104,7 @@ TEST(ProgramDoc, EveryVariableTheSupervisorSetsIsInTheEnvironmentSection) {
     if (NameOf(kv).rfind("PILOT_", 0) != 0) given.insert(NameOf(kv));
   }
   for (const auto& [k, v] : cfg.program.env) given.insert(k);
-  std::set<std::string> set_by_pilot = {"PYTHONPATH"};
+  std::set<std::string> set_by_pilot = {"PYTHONPATH", "PYTHONNOUSERSITE"};
   for (const std::string& kv : env) {
     if (!given.contains(NameOf(kv))) set_by_pilot.insert(NameOf(kv));
   }
@@ -131,7 +133,12 @@ TEST(ProgramDoc, EveryMetricsFieldIsInTheMetricsRecordSection) {
 TEST(ProgramEnv, ValuesPassThroughAndDrops) {
   const Config cfg = ProgramConfig();
   const std::vector<std::string> env = ProgramEnv(Input(&cfg));
-  EXPECT_EQ(Value(env, "PYTHONPATH"), "/usr/share/slurm-pilot/python:/home/alice/src");
+  // Python's ways to load code from outside the pins are not the job's.
+  EXPECT_EQ(Value(env, "PYTHONPATH"), "/usr/share/slurm-pilot/python");
+  EXPECT_EQ(Value(env, "PYTHONHOME"), "(unset)");
+  EXPECT_EQ(Value(env, "PYTHONUSERBASE"), "(unset)");
+  EXPECT_EQ(Value(env, "PYTHONSTARTUP"), "(unset)");
+  EXPECT_EQ(Value(env, "PYTHONNOUSERSITE"), "1");
   EXPECT_EQ(Value(env, "TOKENIZERS_PARALLELISM"), "false");
   EXPECT_EQ(Value(env, "MY_FLAG"), "1");
   EXPECT_EQ(Value(env, "PATH"), "/home/alice/venv/bin:/usr/bin");
@@ -195,13 +202,18 @@ TEST(ProgramEnv, SrunSetsTheTaskVariables) {
   EXPECT_EQ(Value(env, "SLURM_NTASKS"), "(unset)");
 }
 
-// program.env's PYTHONPATH replaces the job's, and the probe stays first:
-// without it `import slurm_pilot` fails.
+// program.env's PYTHONPATH (pinned with the config) is the only one, and
+// the probe stays first: without it `import slurm_pilot` fails. The user's
+// site folder stays off whatever program.env says.
 TEST(ProgramEnv, ProgramEnvPythonPathKeepsTheProbeFirst) {
   Config cfg = ProgramConfig();
   cfg.program.env["PYTHONPATH"] = "src:lib";
+  cfg.program.env["PYTHONUSERBASE"] = "/home/alice/.local";
+  cfg.program.env["PYTHONNOUSERSITE"] = "";
   const std::vector<std::string> env = ProgramEnv(Input(&cfg));
   EXPECT_EQ(Value(env, "PYTHONPATH"), "/usr/share/slurm-pilot/python:src:lib");
+  EXPECT_EQ(Value(env, "PYTHONUSERBASE"), "/home/alice/.local");
+  EXPECT_EQ(Value(env, "PYTHONNOUSERSITE"), "1");
 }
 
 // training.deterministic: the probe's switch for every process, and
