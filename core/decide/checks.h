@@ -94,6 +94,11 @@ inline constexpr CheckInfo kChecks[] = {
      "thresholds.min_busy_device_utilization of the time (NVML) or its processes kept "
      "thresholds.min_busy_cpu_cores CPU cores busy (/proc), per phase, as the supervisor "
      "measured (skip when no phase reported steps for 2 s)"},
+    {"resumed_work",
+     "a user's program only: the CPU time the resumed process spent before its first record, "
+     "beyond the reference's before its step 1, stayed below half the CPU time K of the "
+     "reference's steps took plus twice its save and a 1 CPU-s margin (fail: it trained steps "
+     "1..K again; skip when K steps are too little work to tell, or were not measured)"},
     {"checkpoint",
      "verify ran: COMPLETE marker, manifest sizes and hashes, optimizer state for every "
      "parameter, eval loss recomputed within tolerance (a program's checkpoint: its files "

@@ -606,6 +606,7 @@ Verdict Decide(const DecideInput& in, const Policy& policy, const HardwareCatalo
     if (in.results->program) {
       checks.push_back(CheckpointReadCheck(*in.results->program, policy));
       checks.push_back(BusyCheck(*in.results->program, policy));
+      checks.push_back(ResumedWorkCheck(*in.results->program, cfg->checkpoint.at_step));
     }
   }
   if (in.results && in.results->program) {

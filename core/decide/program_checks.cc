@@ -81,6 +81,83 @@ Check BusyCheck(const ProgramInfo& prog, const Policy& p) {
   return make(CheckStatus::kPass, seen.front(), Join(seen, "; "));
 }
 
+namespace {
+
+const PhaseStart* StartOf(const ProgramInfo& prog, const std::string& stage, const std::string& process) {
+  for (const PhaseStart& s : prog.starts) {
+    if (s.stage == stage && s.process == process) return &s;
+  }
+  return nullptr;
+}
+
+const PhaseBusy* BusyOf(const ProgramInfo& prog, const std::string& stage, const std::string& process) {
+  for (const PhaseBusy& b : prog.busy) {
+    if (b.stage == stage && b.process == process) return &b;
+  }
+  return nullptr;
+}
+
+std::string Cpu(double s) { return FormatFixed(s, s < 10 ? 2 : 1) + " CPU-s"; }
+
+}  // namespace
+
+Check ResumedWorkCheck(const ProgramInfo& prog, int64_t checkpoint_step) {
+  const std::string want = "the resumed process's work before step K+1 below half of K reference steps "
+                           "beyond the reference's start, loading and a " +
+                           Cpu(kResumeStartMargin) + " margin";
+  Check c{std::string(CheckName("resumed_work")), CheckStatus::kSkip, "not measured", want, "",
+          VerifiedBy::kSupervisor};
+  std::vector<std::string> seen, unclear;
+  for (const char* stage : {"single", "node"}) {
+    const PhaseStart* ref = StartOf(prog, stage, "reference");
+    const PhaseStart* res = StartOf(prog, stage, "resumed");
+    const PhaseBusy* busy = BusyOf(prog, stage, "reference");
+    if (ref == nullptr || res == nullptr) continue;
+    if (busy == nullptr || busy->steps < 1 || busy->cpu_cores <= 0) {
+      unclear.push_back(std::string(stage) + ": the reference's work per step was not measured (fewer than "
+                        "2 s of steps, or its processes ran where the supervisor does not read them)");
+      continue;
+    }
+    const double per_step = busy->cpu_cores * busy->seconds / static_cast<double>(busy->steps);
+    const double k_work = per_step * static_cast<double>(checkpoint_step);
+    const double step_cost = per_step;
+    const double load = ref->save_step_cpu_seconds < 0
+                            ? 0
+                            : 2 * std::max(0.0, ref->save_step_cpu_seconds - step_cost);
+    const double extra = res->cpu_seconds - ref->cpu_seconds;
+    const double limit = k_work / 2 + load + kResumeStartMargin;
+    const std::string words =
+        std::string(stage) + ": the resumed process worked " + Cpu(res->cpu_seconds) + " before step " +
+        std::to_string(res->first_step) + " (" + FormatFixed(res->seconds, 1) + " s after its start), the reference " +
+        Cpu(ref->cpu_seconds) + " before step " + std::to_string(ref->first_step) + "; " +
+        std::to_string(checkpoint_step) + " steps cost the reference " + Cpu(k_work) +
+        (ref->save_step_cpu_seconds < 0 ? "" : ", its save " + Cpu(load / 2));
+    if (extra >= limit) {
+      c.status = CheckStatus::kFail;
+      c.measured = FormatFixed(extra, 2) + " CPU-s more than the reference";
+      c.detail = words + ": the resumed process did about " +
+                 FormatFixed(std::min(1e6, (extra - load) / std::max(per_step, 1e-9)), 0) +
+                 " steps' work before it reported step K+1, as a process that trains steps 1..K again "
+                 "does; a restore costs loading only";
+      return c;
+    }
+    if (k_work < 2 * (load + kResumeStartMargin)) {
+      unclear.push_back(words + ": too little work to tell a retrain from start-up and loading");
+      continue;
+    }
+    seen.push_back(words);
+    c.measured = FormatFixed(extra, 2) + " CPU-s more than the reference";
+  }
+  if (!seen.empty()) {
+    c.status = CheckStatus::kPass;
+    c.detail = Join(seen, "; ") + ": resumed, not trained again";
+    return c;
+  }
+  c.detail = unclear.empty() ? "the supervisor read no phase's start (no records)" : Join(unclear, "; ");
+  c.detail += "; the grant does not rest on this check";
+  return c;
+}
+
 Check ProgramPrecisionCheck(const ProgramInfo& prog) {
   const ProgramPrecision& pr = prog.precision;
   Check c{std::string(CheckName("precision")), CheckStatus::kSkip, "not reported", "",

@@ -402,6 +402,17 @@ void Fields(V& v, S& s, std::type_identity<PhaseBusy>) {
   v("seconds", s.seconds, NumRange{0, 1e9});
   v("cpu_cores", s.cpu_cores, NumRange{0, 1e6});
   v("device_utilization", s.device_utilization, NumRange{-1, 1});
+  v("steps", s.steps, IntRange{0, INT64_MAX}, kMayBeAbsent);
+}
+
+template <class V, class S>
+void Fields(V& v, S& s, std::type_identity<PhaseStart>) {
+  v("stage", s.stage);
+  v("process", s.process);
+  v("first_step", s.first_step, IntRange{0, INT64_MAX});
+  v("seconds", s.seconds, NumRange{0, 1e9});
+  v("cpu_seconds", s.cpu_seconds, NumRange{0, 1e9});
+  v("save_step_cpu_seconds", s.save_step_cpu_seconds, NumRange{-1, 1e9});
 }
 
 template <class V, class S>
@@ -488,6 +499,7 @@ void Fields(V& v, S& s, std::type_identity<ProgramInfo>) {
   v("checkpoint_read", s.checkpoint_read, kMayBeAbsent);
   v("outlived", s.outlived, kMayBeAbsent);
   v("busy", s.busy, kMayBeAbsent);
+  v("starts", s.starts, kMayBeAbsent);
   v("checkpoint_saves", s.checkpoint_saves, kMayBeAbsent);
   v("memory_steps", s.memory_steps, kMayBeAbsent);
   v("memory_limit_bytes", s.memory_limit_bytes, IntRange{0, INT64_MAX}, kMayBeAbsent);

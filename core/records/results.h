@@ -465,7 +465,25 @@ struct PhaseBusy {
   double seconds = 0;              // the window measured
   double cpu_cores = 0;            // CPU seconds per second over it
   double device_utilization = -1;  // 0..1, the GPUs' mean; -1 = not measured
+  int64_t steps = 0;               // distinct steps reported inside the window (0 = not counted)
   bool operator==(const PhaseBusy&) const = default;
+};
+
+// What a phase's processes did before their first record, as the supervisor
+// read it: their CPU time (their process groups, reaped children included)
+// when the record arrived. A resumed process that trains steps 1..K again
+// before it reports K+1 spends about K of the reference's steps more than
+// the reference did before its step 1.
+struct PhaseStart {
+  std::string stage;                  // "single" | "node"
+  std::string process;                // "reference" | "resumed"
+  int64_t first_step = 0;             // the step of its first record
+  double seconds = 0;                 // from the phase's start to that record
+  double cpu_seconds = 0;             // the processes' CPU seconds by then
+  // The reference: CPU seconds between the first records of step K and
+  // K+1 (its save and one step); -1 = not read.
+  double save_step_cpu_seconds = -1;
+  bool operator==(const PhaseStart&) const = default;
 };
 
 // The image the program's processes ran in ([container] runtime), as the
@@ -505,6 +523,7 @@ struct ProgramInfo {
   // process group), killed then: "single resumed: pid 123 (python3), uid 1000".
   std::vector<std::string> outlived;
   std::vector<PhaseBusy> busy;       // per phase, the supervisor's measurement
+  std::vector<PhaseStart> starts;    // per phase, before its first record
   CheckpointSaves checkpoint_saves;  // the single stage's listed files and step K
   std::vector<StepMemory> memory_steps;  // the single reference's steps, rank 0
   // The memory the job's processes may use, as the supervisor read it: its

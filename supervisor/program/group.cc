@@ -346,6 +346,9 @@ class GroupRun {
     for (Live& l : live_) {
       if (l.pid > 0) running.insert(l.pid);
     }
+    // The CPU time at the records that mark a phase's start and its save,
+    // before the once-a-second sample (which may read the same moment).
+    if (!all_reaped) usage_.MarkRecords(running, spec_.cpu_mark_steps, &marked_, &g_);
     usage_.Sample(running, all_reaped, &g_);
   }
 
@@ -495,6 +498,7 @@ class GroupRun {
   GroupResult g_;
   RecordIntake intake_{spec_, t0_, &g_};
   PhaseUsage usage_{t0_};
+  size_t marked_ = 0;  // records PhaseUsage::MarkRecords has looked at
   std::optional<Clock::time_point> end_after_;  // when the grace period ends
   std::optional<Clock::time_point> term_sent_;
   bool kill_sent_ = false;

@@ -110,6 +110,17 @@ struct GroupSpec {
   // Files whose opening by a process of the phase is recorded (at most
   // kMaxWatchFiles; the rest are not watched).
   std::vector<std::string> watch_files;
+  // Steps at whose first record the phase's CPU time is read as well
+  // (GroupResult::cpu_marks; the first record's always is).
+  std::vector<int64_t> cpu_mark_steps;
+};
+
+// The phase's processes' CPU time (their process groups, reaped children
+// included: proc_tree.h) read when a record arrived.
+struct CpuMark {
+  int64_t step = 0;
+  double seconds = 0;      // the record's time since the phase started
+  double cpu_seconds = 0;  // CPU seconds of the phase's processes by then
 };
 
 // The longest record line (bytes, without its newline) the protocol allows.
@@ -164,6 +175,10 @@ struct GroupResult {
   // device's utilization over the same time.
   double busy_window_seconds = 0;
   double busy_cpu_seconds = 0;
+  int64_t busy_steps = 0;             // distinct steps whose records came inside the window
+  // The first record's CpuMark, then GroupSpec::cpu_mark_steps' (each read
+  // within a round, 200 ms, of its record's arrival).
+  std::vector<CpuMark> cpu_marks;
   std::chrono::steady_clock::time_point busy_from, busy_to;
   bool hung = false;                  // no record for step_timeout seconds
   double hung_seconds = 0;

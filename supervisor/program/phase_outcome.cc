@@ -44,12 +44,29 @@ void NotePhase(const GroupResult& g, const std::string& stage, const std::string
         std::to_string(r.records) + " records, " + FormatFixed(r.wall_seconds, 1) + " s" +
         (r.terminated ? " (ended by the supervisor)" : ""));
   }
+  if (!g.cpu_marks.empty()) {
+    PhaseStart st;
+    st.stage = stage;
+    st.process = process;
+    st.first_step = g.cpu_marks.front().step;
+    st.seconds = g.cpu_marks.front().seconds;
+    st.cpu_seconds = g.cpu_marks.front().cpu_seconds;
+    // The marks of two consecutive steps (GroupSpec::cpu_mark_steps: the
+    // reference's K and K+1) frame its save and one step.
+    for (const CpuMark& a : g.cpu_marks) {
+      for (const CpuMark& b : g.cpu_marks) {
+        if (b.step == a.step + 1) st.save_step_cpu_seconds = std::max(0.0, b.cpu_seconds - a.cpu_seconds);
+      }
+    }
+    p->starts.push_back(st);
+  }
   if (g.busy_window_seconds > 0) {
     PhaseBusy b;
     b.stage = stage;
     b.process = process;
     b.seconds = g.busy_window_seconds;
     b.cpu_cores = g.busy_cpu_seconds / g.busy_window_seconds;
+    b.steps = g.busy_steps;
     if (device) {
       if (std::optional<double> u = device(g.busy_from, g.busy_to)) b.device_utilization = *u;
     }

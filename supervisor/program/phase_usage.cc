@@ -1,6 +1,7 @@
 #include "supervisor/program/phase_usage.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "supervisor/program/proc_tree.h"
 
@@ -26,10 +27,32 @@ void PhaseUsage::MeasureBusy(GroupResult* out) const {
     b = &s;
   }
   if (a == nullptr || b->first - a->first < 2.0) return;
+  std::set<int64_t> steps;
+  for (const MetricRecord& r : out->records) {
+    if (r.arrived > a->first && r.arrived <= b->first) steps.insert(r.step);
+  }
+  out->busy_steps = static_cast<int64_t>(steps.size());
   out->busy_window_seconds = b->first - a->first;
   out->busy_cpu_seconds = std::max(0.0, b->second - a->second);
   out->busy_from = t0_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(a->first));
   out->busy_to = t0_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(b->first));
+}
+
+void PhaseUsage::MarkRecords(const std::set<pid_t>& running, const std::vector<int64_t>& steps,
+                             size_t* seen, GroupResult* out) {
+  std::optional<double> cpu;  // one read for every record of this round
+  for (; *seen < out->records.size(); ++*seen) {
+    const MetricRecord& r = out->records[*seen];
+    const bool first = *seen == 0;
+    bool wanted = first;
+    if (!wanted && std::find(steps.begin(), steps.end(), r.step) != steps.end()) {
+      wanted = std::none_of(out->cpu_marks.begin(), out->cpu_marks.end(),
+                            [&](const CpuMark& m) { return m.step == r.step; });
+    }
+    if (!wanted) continue;
+    if (!cpu) cpu = UsageOfGroups(running).cpu_seconds;
+    out->cpu_marks.push_back(CpuMark{r.step, r.arrived, *cpu});
+  }
 }
 
 }  // namespace pilot::supervisor

@@ -29,6 +29,11 @@ class PhaseUsage {
   void Sample(const std::set<pid_t>& running, bool all_reaped, GroupResult* out);
   // Sets out's busy_* from the samples inside its records' window.
   void MeasureBusy(GroupResult* out) const;
+  // Reads the CPU time of `running` now for each record from out->records'
+  // index `*seen` on that is the first kept, or the first of a step in
+  // `steps`, and moves `*seen` to the end.
+  void MarkRecords(const std::set<pid_t>& running, const std::vector<int64_t>& steps, size_t* seen,
+                   GroupResult* out);
 
  private:
   const Clock::time_point t0_;

@@ -127,6 +127,8 @@ class ProgramPilot {
     spec.process_per_rank = layout.kind == launch::kLocal;
     if (!layout.AcrossNodes()) spec.metrics_socket = SocketPath(stage, process);
     spec.watch_files = watch_files;
+    // The reference's save: the CPU time at its records of K and K+1.
+    if (process == "reference") spec.cpu_mark_steps = {cfg_.checkpoint.at_step, cfg_.checkpoint.at_step + 1};
     PhaseLaunchInput pl;
     pl.cfg = &cfg_;
     pl.lock = in_.lock;

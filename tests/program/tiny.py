@@ -42,6 +42,8 @@ FAULTS = {
     "wrong_shape": "trains and reports half of PILOT_SEQ_LEN",
     "retrain_on_resume": "the resumed process never opens its checkpoint: it trains steps 1..K "
                          "again without reporting them, so its losses equal the reference's",
+    "reread_retrain": "the resumed process reads every byte of its checkpoint, throws them away "
+                      "and trains steps 1..K again without reporting them",
     "escaped_forger": "the reference starts a daemon that leaves its process group and reports "
                       "steps 1..N in its name, then lingers",
     "escape_crash": "stderr ends in terminal escapes that repaint the line, then the process fails",
@@ -78,6 +80,8 @@ def parse(argv):
                          "PILOT_RESUME_DIR/checkpoint-PILOT_CHECKPOINT_STEP")
     ap.add_argument("--autocast", choices=["bf16"],
                     help="run the forward in torch.autocast with this dtype")
+    ap.add_argument("--step-cpu", type=float, default=0, metavar="SECONDS",
+                    help="spend this much more CPU time in every step (a heavier step's work)")
     ap.add_argument("--require-env", action="append", default=[], metavar="NAME",
                     help="fail at once unless NAME is in the environment (repeatable)")
     return ap.parse_args(argv)
@@ -271,7 +275,13 @@ def main(argv=None):
     temperature = 1.0  # state_outside: raised every step, never saved
     leaked = []
     resume = resume_from(args)
-    if resume and fault == "retrain_on_resume":
+    if resume and fault == "reread_retrain":
+        for folder, _, names in os.walk(resume):
+            for name in names:
+                with open(os.path.join(folder, name), "rb") as f:
+                    while f.read(1 << 20):
+                        pass
+    if resume and fault in ("retrain_on_resume", "reread_retrain"):
         quiet_until = slurm_pilot.checkpoint_step()
         slurm_pilot.restored(quiet_until)  # claimed, never read
         resume = None
@@ -324,6 +334,10 @@ def main(argv=None):
         sched.step()
         if fault == "state_outside":
             temperature += 0.25
+        if args.step_cpu > 0:
+            end = time.process_time() + args.step_cpu
+            while time.process_time() < end:
+                pass
         if fault == "leak":
             leaked.append(torch.ones(16 << 20))  # 64 MiB, written, never freed
         if step > quiet_until:

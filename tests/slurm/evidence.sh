@@ -256,6 +256,25 @@ case_program_attacks() {
     program_toml "$cfg" "attack-$fault" "$dir" 2 "$cmd" "step_timeout = 60"
     jobs[$fault]=$(submit --pilot="$cfg" --pilot-stage=single --wrap true)
   done
+  # The pinned program whose resume raises, with a sitecustomize.py on the
+  # submitting shell's PYTHONPATH that drops the fault in the resumed
+  # process only: the same run identity, a different program.
+  mkdir -p "$dir/hooks"
+  cat >"$dir/hooks/sitecustomize.py" <<'PY'
+import os, sys
+if os.environ.get("PILOT_PROCESS") == "resumed" and "--fault" in sys.argv:
+    at = sys.argv.index("--fault")
+    del sys.argv[at:at + 2]
+PY
+  chown -R "$TEST_USER" "$dir/hooks"
+  program_toml "$dir/hooked.toml" attack-hooked "$dir" 2 '["python3", "tiny.py", "--fault", "raise_on_resume"]' \
+    "step_timeout = 60"
+  jobs[hooked]=$(submit --pilot="$dir/hooked.toml" --pilot-stage=single --export=ALL,PYTHONPATH="$dir/hooks" --wrap true)
+  # Reads its whole checkpoint, throws it away and trains steps 1..K again
+  # unreported (steps of 1 CPU-s, K = 5: enough work to tell).
+  program_toml "$dir/reread.toml" attack-reread "$dir" 2 \
+    '["python3", "tiny.py", "--step-cpu", "1", "--fault", "reread_retrain"]' "step_timeout = 60"
+  jobs[reread_retrain]=$(submit --pilot="$dir/reread.toml" --pilot-stage=single --wrap true)
   local clean=${jobs[clean]}
   cat >"$TMP/outsider.py" <<'PY'
 import os, socket, sys, time
@@ -332,6 +351,19 @@ PY
     fail "fake_training: only busy should fail: $(reason_of "$job")"
   [[ $(check_named "${jobs[stderr_bytes]}" busy) != fail ]] || fail "a training program counted as idle: $(reason_of "${jobs[stderr_bytes]}")"
   note "fake_training -> $(check_detail "$job" busy)"
+  # The hook outside the pins did not run: the resume raised, as pinned.
+  job=${jobs[hooked]}
+  [[ $(decision "$job") == NO-GO ]] || fail "hooked: job $job is $(decision "$job")"
+  grep -q "KeyError" <<<"$(reason_of "$job")" || fail "hooked: the pinned fault is not named: $(reason_of "$job")"
+  note "hooked -> $(reason_of "$job")"
+  # The retrain that read every byte: what root saw names it.
+  job=${jobs[reread_retrain]}
+  [[ $(decision "$job") == NO-GO ]] || fail "reread_retrain: job $job is $(decision "$job")"
+  [[ $(check_named "$job" checkpoint_read) == pass && $(check_named "$job" restore) == pass ]] ||
+    fail "reread_retrain: it read the checkpoint and its losses compare equal: $(reason_of "$job")"
+  [[ $(check_named "$job" resumed_work) == fail ]] || fail "reread_retrain: resumed_work $(check_named "$job" resumed_work)"
+  [[ $(check_named "$clean" resumed_work) != fail ]] || fail "clean: resumed_work failed: $(check_detail "$clean" resumed_work)"
+  note "reread_retrain -> $(check_detail "$job" resumed_work)"
   # Nothing of the user's survives the pilots.
   sleep 1
   if pgrep -u "$TEST_USER" -f tiny.py >/dev/null; then

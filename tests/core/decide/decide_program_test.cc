@@ -27,6 +27,7 @@ DecideInput ProgramPilot() {
   cfg.run.seq_len = 256;
   cfg.run.micro_batch = 4;
   cfg.training.steps = 20;
+  cfg.checkpoint.at_step = 10;
   cfg.program.command = {"python3", "train.py"};
   in.config = cfg;
 
@@ -261,6 +262,37 @@ TEST(DecideProgram, CheckpointReadIsWhatRootSaw) {
   const Verdict warned = read({false, "fanotify: Operation not permitted", 3, 1000, 0, 0}, lenient);
   EXPECT_EQ(Get(warned, "checkpoint_read").status, CheckStatus::kWarn);
   EXPECT_EQ(warned.decision, Decision::kGo);
+}
+
+// The resumed process's work before its first record against the
+// reference's (K = 10 in ProgramPilot()): a retrain of K steps fails, a
+// restore passes, a large checkpoint's load is allowed for by the save, and
+// K steps too cheap to tell, or not measured, skip.
+TEST(DecideProgram, ResumedWorkTellsAResumeFromARetrain) {
+  auto work = [](double ref_cpu, double res_cpu, double save_step, double per_step) {
+    DecideInput in = ProgramPilot();
+    ProgramInfo& p = *in.results->program;
+    p.busy = {{"single", "reference", 20, per_step, -1, 20}};  // 20 steps in 20 s
+    p.starts = {{"single", "reference", 1, 3.0, ref_cpu, save_step},
+                {"single", "resumed", 11, 3.0, res_cpu, -1}};
+    return Get(DecideNow(in), "resumed_work");
+  };
+  // Steps of 1 CPU-s: K steps are 10 CPU-s; the limit is 5 + 0 + 1.
+  EXPECT_EQ(work(2.0, 2.4, 1.0, 1.0).status, CheckStatus::kPass) << work(2.0, 2.4, 1.0, 1.0).detail;
+  const Check retrain = work(2.0, 12.2, 1.0, 1.0);
+  EXPECT_EQ(retrain.status, CheckStatus::kFail);
+  EXPECT_EQ(retrain.verified_by, VerifiedBy::kSupervisor);
+  EXPECT_NE(retrain.detail.find("did about 10 steps' work"), std::string::npos) << retrain.detail;
+  // Steps of 3 CPU-s and a save of 4: a load of up to 8 is allowed; a retrain beside it is not.
+  EXPECT_EQ(work(2.0, 12.0, 7.0, 3.0).status, CheckStatus::kPass) << work(2.0, 12.0, 7.0, 3.0).detail;
+  EXPECT_EQ(work(2.0, 12.0 + 30.0, 7.0, 3.0).status, CheckStatus::kFail);
+  // Steps of 0.05 CPU-s: 10 steps are 0.5 CPU-s, within start-up's margin.
+  const Check cheap = work(2.0, 2.5, 0.05, 0.05);
+  EXPECT_EQ(cheap.status, CheckStatus::kSkip);
+  EXPECT_NE(cheap.detail.find("too little work to tell"), std::string::npos) << cheap.detail;
+  EXPECT_NE(cheap.detail.find("the grant does not rest on this check"), std::string::npos);
+  DecideInput none = ProgramPilot();
+  EXPECT_EQ(Get(DecideNow(none), "resumed_work").status, CheckStatus::kSkip);
 }
 
 // The supervisor's measure of work while steps were reported: the GPUs'

@@ -7,11 +7,14 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "core/base/atomic_file.h"
+#include "core/decide/program_checks.h"
 #include "core/records/lock.h"
 #include "core/records/results.h"
 #include "supervisor/supervise.h"
@@ -72,7 +75,7 @@ class ProgramPilotTest : public ::testing::Test {
     o.home = pw != nullptr ? pw->pw_dir : "/";
     o.runner = PILOT_RUNNER_PATH;
     o.stage = stage;
-    o.job_env = {"PATH=/usr/bin:/bin"};
+    o.job_env = job_env_;
     o.policy.state_dir = dir_;
     o.policy.probe_path = std::string(PILOT_SOURCE_DIR) + "/python";
     o.policy.verify_timeout_seconds = 120;
@@ -102,6 +105,7 @@ class ProgramPilotTest : public ::testing::Test {
   }
 
   std::string dir_;
+  std::vector<std::string> job_env_ = {"PATH=/usr/bin:/bin"};
   Results results_;
 };
 
@@ -134,6 +138,81 @@ TEST_F(ProgramPilotTest, ACleanProgramResumesBitwiseInBothStages) {
   EXPECT_TRUE(results_.supervisor && results_.supervisor->restore_compared);
   // Reference and resumed, single and node (two ranks each).
   EXPECT_EQ(results_.program->processes.size(), 6u);
+}
+
+// Code Python loads from outside the pins would change the pinned program
+// without changing its identity (only in the resumed process, say): a
+// sitecustomize.py on the job's PYTHONPATH, and in the user's site folder
+// (where pip install --user puts packages) a usercustomize.py and a .pth
+// file. Each would run with the job's environment; none runs in the pilot.
+TEST_F(ProgramPilotTest, PythonHooksOutsideThePinsDoNotRun) {
+  const std::string hooks = dir_ + "/hooks", base = dir_ + "/userbase";
+  fs::create_directories(hooks);
+  const std::vector<std::string> hostile = {"PATH=/usr/bin:/bin", "PYTHONPATH=" + hooks,
+                                            "PYTHONUSERBASE=" + base};
+  std::string user_site;
+  {
+    const std::string cmd = "env -i PYTHONUSERBASE=" + base + " " + PILOT_TORCH_PYTHON +
+                            " -c 'import site; print(site.getusersitepackages())'";
+    FILE* f = popen(cmd.c_str(), "r");
+    ASSERT_NE(f, nullptr);
+    char line[4096] = {0};
+    ASSERT_NE(fgets(line, sizeof line, f), nullptr);
+    pclose(f);
+    user_site = line;
+    while (!user_site.empty() && user_site.back() == '\n') user_site.pop_back();
+  }
+  fs::create_directories(user_site);
+  auto marker = [&](const std::string& what) { return dir_ + "/hook-ran-" + what; };
+  auto hook = [&](const std::string& what) { return "open('" + marker(what) + "', 'w').close()\n"; };
+  ASSERT_TRUE(WriteFileAtomic(hooks + "/sitecustomize.py", hook("sitecustomize")).ok());
+  ASSERT_TRUE(WriteFileAtomic(user_site + "/usercustomize.py", hook("usercustomize")).ok());
+  ASSERT_TRUE(WriteFileAtomic(user_site + "/hook.pth", "import os; " + hook("pth")).ok());
+  // With the job's environment as it is, each hook runs.
+  std::string control = "env -i";
+  for (const std::string& kv : hostile) control += " '" + kv + "'";
+  ASSERT_EQ(std::system((control + " " + PILOT_TORCH_PYTHON + " -c pass").c_str()), 0);
+  for (const char* what : {"sitecustomize", "usercustomize", "pth"}) {
+    ASSERT_TRUE(fs::exists(marker(what))) << what << " did not run without the pilot";
+    fs::remove(marker(what));
+  }
+  job_env_ = hostile;
+  EXPECT_EQ(Run(Tiny(), "single"), 0) << Problems();
+  for (const char* what : {"sitecustomize", "usercustomize", "pth"}) {
+    EXPECT_FALSE(fs::exists(marker(what))) << what << " ran in the pilot's processes";
+  }
+}
+
+// A resume, not a retrain: a resumed process that reads its whole
+// checkpoint, throws it away and trains steps 1..K again before it reports
+// K+1 opens every file and reports the reference's losses, but does about K
+// of the reference's steps more work before its first record than the
+// reference did before its step 1; an honest resume does not (steps of
+// 1 CPU-s, K = 4: a retrain is 4 CPU-s, the limit 3).
+TEST_F(ProgramPilotTest, AResumeIsToldFromARetrainByItsWorkBeforeStepKPlusOne) {
+  auto config = [](const std::string& fault) {
+    const std::string cmd = "command = [" + kPython + ", \"tiny.py\", \"--step-cpu\", \"1\"" +
+                            (fault.empty() ? "" : ", \"--fault\", \"" + fault + "\"") + "]\n";
+    return "[program]\n" + cmd +
+           "step_timeout = 60\n[training]\nsteps = 6\ndevice = \"cpu\"\ndeterministic = true\n"
+           "warmup_steps = 1\n[checkpoint]\nat_step = 4\n[parallel]\nnproc = 2\n";
+  };
+  EXPECT_EQ(Run(config(""), "single"), 0) << Problems();
+  ASSERT_TRUE(results_.program);
+  const Check honest = ResumedWorkCheck(*results_.program, 4);
+  EXPECT_EQ(honest.status, CheckStatus::kPass) << honest.detail;
+
+  fs::remove_all(dir_ + "/jobs/1");
+  fs::create_directories(dir_ + "/jobs/1/work");
+  results_ = Results{};
+  Run(config("reread_retrain"), "single");
+  ASSERT_TRUE(results_.program);
+  ASSERT_TRUE(results_.single);
+  EXPECT_TRUE(results_.single->restore.equal) << "its losses should equal the reference's";
+  EXPECT_EQ(results_.program->checkpoint_read.opened_files, results_.program->checkpoint_read.files);
+  const Check retrain = ResumedWorkCheck(*results_.program, 4);
+  EXPECT_EQ(retrain.status, CheckStatus::kFail) << retrain.detail;
+  EXPECT_NE(retrain.detail.find("trains steps 1..K again"), std::string::npos) << retrain.detail;
 }
 
 struct Broken {
