@@ -113,12 +113,12 @@ Check ResumedWorkCheck(const ProgramInfo& prog, int64_t checkpoint_step) {
     const PhaseStart* res = StartOf(prog, stage, "resumed");
     const PhaseBusy* busy = BusyOf(prog, stage, "reference");
     if (ref == nullptr || res == nullptr) continue;
-    if (busy == nullptr || busy->steps < 1 || busy->cpu_cores <= 0) {
+    if (busy == nullptr || busy->steps <= 0 || busy->cpu_cores <= 0) {
       unclear.push_back(std::string(stage) + ": the reference's work per step was not measured (fewer than "
                         "2 s of steps, or its processes ran where the supervisor does not read them)");
       continue;
     }
-    const double per_step = busy->cpu_cores * busy->seconds / static_cast<double>(busy->steps);
+    const double per_step = busy->cpu_cores * busy->seconds / busy->steps;
     const double k_work = per_step * static_cast<double>(checkpoint_step);
     const double step_cost = per_step;
     const double load = ref->save_step_cpu_seconds < 0

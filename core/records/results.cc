@@ -402,7 +402,7 @@ void Fields(V& v, S& s, std::type_identity<PhaseBusy>) {
   v("seconds", s.seconds, NumRange{0, 1e9});
   v("cpu_cores", s.cpu_cores, NumRange{0, 1e6});
   v("device_utilization", s.device_utilization, NumRange{-1, 1});
-  v("steps", s.steps, IntRange{0, INT64_MAX}, kMayBeAbsent);
+  v("steps", s.steps, NumRange{0, 1e12}, kMayBeAbsent);
 }
 
 template <class V, class S>

@@ -465,7 +465,7 @@ struct PhaseBusy {
   double seconds = 0;              // the window measured
   double cpu_cores = 0;            // CPU seconds per second over it
   double device_utilization = -1;  // 0..1, the GPUs' mean; -1 = not measured
-  int64_t steps = 0;               // distinct steps reported inside the window (0 = not counted)
+  double steps = 0;                // the window's length in steps (0 = not measured)
   bool operator==(const PhaseBusy&) const = default;
 };
 

@@ -175,7 +175,7 @@ struct GroupResult {
   // device's utilization over the same time.
   double busy_window_seconds = 0;
   double busy_cpu_seconds = 0;
-  int64_t busy_steps = 0;             // distinct steps whose records came inside the window
+  double busy_steps = 0;              // the window's length in steps (mean time between steps)
   // The first record's CpuMark, then GroupSpec::cpu_mark_steps' (each read
   // within a round, 200 ms, of its record's arrival).
   std::vector<CpuMark> cpu_marks;

@@ -1,6 +1,7 @@
 #include "supervisor/program/phase_usage.h"
 
 #include <algorithm>
+#include <map>
 #include <optional>
 
 #include "supervisor/program/proc_tree.h"
@@ -27,11 +28,16 @@ void PhaseUsage::MeasureBusy(GroupResult* out) const {
     b = &s;
   }
   if (a == nullptr || b->first - a->first < 2.0) return;
-  std::set<int64_t> steps;
-  for (const MetricRecord& r : out->records) {
-    if (r.arrived > a->first && r.arrived <= b->first) steps.insert(r.step);
+  // The window in steps: its length over the mean time between the first
+  // records of consecutive steps (exact where counting the records inside
+  // it would be off by up to one step).
+  std::map<int64_t, double> first_of_step;
+  for (const MetricRecord& r : out->records) first_of_step.emplace(r.step, r.arrived);
+  if (first_of_step.size() >= 2) {
+    const double span = first_of_step.rbegin()->second - first_of_step.begin()->second;
+    const double period = span / static_cast<double>(first_of_step.size() - 1);
+    if (period > 0) out->busy_steps = (b->first - a->first) / period;
   }
-  out->busy_steps = static_cast<int64_t>(steps.size());
   out->busy_window_seconds = b->first - a->first;
   out->busy_cpu_seconds = std::max(0.0, b->second - a->second);
   out->busy_from = t0_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(a->first));

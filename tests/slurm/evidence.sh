@@ -271,9 +271,9 @@ PY
     "step_timeout = 60"
   jobs[hooked]=$(submit --pilot="$dir/hooked.toml" --pilot-stage=single --export=ALL,PYTHONPATH="$dir/hooks" --wrap true)
   # Reads its whole checkpoint, throws it away and trains steps 1..K again
-  # unreported (steps of 1 CPU-s, K = 5: enough work to tell).
+  # unreported (steps of 0.7 CPU-s, K = 5: enough work to tell).
   program_toml "$dir/reread.toml" attack-reread "$dir" 2 \
-    '["python3", "tiny.py", "--step-cpu", "1", "--fault", "reread_retrain"]' "step_timeout = 60"
+    '["python3", "tiny.py", "--step-cpu", "0.7", "--fault", "reread_retrain"]' "step_timeout = 60"
   jobs[reread_retrain]=$(submit --pilot="$dir/reread.toml" --pilot-stage=single --wrap true)
   local clean=${jobs[clean]}
   cat >"$TMP/outsider.py" <<'PY'
