@@ -120,10 +120,10 @@ Check ResumedWorkCheck(const ProgramInfo& prog, int64_t checkpoint_step) {
     }
     const double per_step = busy->cpu_cores * busy->seconds / busy->steps;
     const double k_work = per_step * static_cast<double>(checkpoint_step);
-    const double step_cost = per_step;
+    // The CPU between the reference's records of K and K+1 is its save and one step.
     const double load = ref->save_step_cpu_seconds < 0
                             ? 0
-                            : 2 * std::max(0.0, ref->save_step_cpu_seconds - step_cost);
+                            : 2 * std::max(0.0, ref->save_step_cpu_seconds - per_step);
     const double extra = res->cpu_seconds - ref->cpu_seconds;
     const double limit = k_work / 2 + load + kResumeStartMargin;
     const std::string words =

@@ -49,12 +49,10 @@ void PhaseUsage::MarkRecords(const std::set<pid_t>& running, const std::vector<i
   std::optional<double> cpu;  // one read for every record of this round
   for (; *seen < out->records.size(); ++*seen) {
     const MetricRecord& r = out->records[*seen];
-    const bool first = *seen == 0;
-    bool wanted = first;
-    if (!wanted && std::find(steps.begin(), steps.end(), r.step) != steps.end()) {
-      wanted = std::none_of(out->cpu_marks.begin(), out->cpu_marks.end(),
-                            [&](const CpuMark& m) { return m.step == r.step; });
-    }
+    const bool wanted = *seen == 0 ||
+                        (std::find(steps.begin(), steps.end(), r.step) != steps.end() &&
+                         std::none_of(out->cpu_marks.begin(), out->cpu_marks.end(),
+                                      [&](const CpuMark& m) { return m.step == r.step; }));
     if (!wanted) continue;
     if (!cpu) cpu = UsageOfGroups(running).cpu_seconds;
     out->cpu_marks.push_back(CpuMark{r.step, r.arrived, *cpu});
