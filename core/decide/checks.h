@@ -83,8 +83,10 @@ inline constexpr CheckInfo kChecks[] = {
      "allow_smaller_shape: warn and a non-binding verdict)"},
     {"steps", "the steps completed reach thresholds.min_pilot_steps"},
     {"restore",
-     "a fresh process resumed from the checkpoint, skipped nothing and is equal (bitwise, or "
-     "within thresholds.restore_tolerance)"},
+     "a fresh process resumed from the checkpoint and skipped nothing; bitwise equal on a CPU with "
+     "deterministic kernels, else its first step within thresholds.restore_first_tolerance and "
+     "each later one within thresholds.restore_tolerance or, for a program, within "
+     "thresholds.restore_noise_margin times a second resumed process's spread"},
     {"checkpoint_read",
      "a user's program only: the supervisor saw the resumed process open checkpoint files "
      "holding at least thresholds.min_checkpoint_read_fraction of the bytes the reference "

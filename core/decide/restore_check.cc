@@ -18,6 +18,64 @@ LossDiff CompareLosses(const std::vector<double>& resumed, const std::vector<dou
   return r;
 }
 
+NoiseJudgement JudgeNoise(const std::vector<double>& reference, const std::vector<double>& resumed,
+                          const std::vector<double>& repeat, const NoiseRule& rule,
+                          bool first_is_forward) {
+  NoiseJudgement j;
+  const size_t n = std::min(reference.size(), resumed.size());
+  auto fail = [&](size_t i, double spread) {
+    if (j.pass) {
+      j.pass = false;
+      j.bad_index = static_cast<int>(i);
+      j.bad_spread = spread;
+    }
+  };
+  if (reference.size() != resumed.size()) fail(n, 0);
+  const bool have_repeat = repeat.size() >= n && n > 0;
+  // spread[i]: the largest |repeat - resumed| over steps 0..i+lookahead.
+  std::vector<double> spread(n, 0.0);
+  if (have_repeat) {
+    std::vector<double> gap(n);
+    for (size_t i = 0; i < n; ++i) {
+      const double g = std::fabs(repeat[i] - resumed[i]);
+      gap[i] = std::isfinite(g) ? g : INFINITY;
+    }
+    double run = 0;
+    for (size_t i = 0; i < n; ++i) {
+      run = std::max(run, gap[i]);
+      double ahead = run;
+      for (size_t a = i + 1; a < n && a <= i + kNoiseLookahead; ++a) ahead = std::max(ahead, gap[a]);
+      spread[i] = ahead;
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const double a = reference[i], b = resumed[i];
+    const double d = std::fabs(a - b);
+    const double rel = std::isfinite(d) ? d / std::max(std::fabs(a), 1e-12) : INFINITY;
+    if (!std::isfinite(a) || !std::isfinite(b)) {
+      fail(i, 0);
+      continue;
+    }
+    if (i == 0 && first_is_forward) {
+      j.first_rel = rel;
+      if (!(rel <= rule.first)) fail(i, 0);
+      continue;
+    }
+    if (rel <= rule.floor) continue;
+    ++j.beyond_floor;
+    if (!have_repeat) {
+      j.needs_repeat = true;
+      continue;
+    }
+    const double ratio = spread[i] > 0 ? d / spread[i] : INFINITY;
+    j.max_ratio = std::max(j.max_ratio, ratio);
+    if (!(ratio <= rule.margin)) fail(i, spread[i]);
+  }
+  // Undecided without the repeat: pass false, bad_index -1.
+  if (j.needs_repeat) j.pass = false;
+  return j;
+}
+
 bool JudgeRestore(const Config& cfg, bool cuda, int child_rc, const Result<Results>& child,
                   SingleStage* st) {
   RestoreInfo& r = st->restore;

@@ -43,6 +43,10 @@ void Fields(V& v, S& s, std::type_identity<Thresholds>) {
     Doc{"free fraction of GPU memory required"});
   v("restore_tolerance", s.restore_tolerance, NumRange{0, 1}, kMayBeAbsent,
     Doc{"max relative loss difference after a restore"});
+  v("restore_first_tolerance", s.restore_first_tolerance, NumRange{0, 1}, kMayBeAbsent,
+    Doc{"max relative loss difference at the first step after a restore"});
+  v("restore_noise_margin", s.restore_noise_margin, NumRange{1, 1e6}, kMayBeAbsent,
+    Doc{"a later step within this many times a second resume's spread"});
   v("min_pilot_steps", s.min_pilot_steps, IntRange{1, 1000000}, kMayBeAbsent,
     Doc{"optimizer steps a pilot must complete"});
   v("verdict_lifetime_days", s.verdict_lifetime_days, IntRange{1, 365}, kMayBeAbsent,

@@ -22,6 +22,12 @@ struct RecordKey;  // core/records/record.h
 struct Thresholds {
   double memory_headroom = 0.10;           // free fraction of GPU memory required
   double restore_tolerance = 1e-3;         // max relative loss diff after restore (GPU)
+  // Where kernels are not deterministic (core/decide/restore_check.h): the
+  // first step after the resume within this relative difference, and a
+  // later step past restore_tolerance within this many times the spread
+  // of a second resumed process.
+  double restore_first_tolerance = 1e-4;
+  double restore_noise_margin = 10;
   int min_pilot_steps = 10;                // optimizer steps the pilot must complete
   int verdict_lifetime_days = 14;          // a verdict expires this long after issue
   int max_unpiloted_days = 7;              // longest job allowed without a GO verdict

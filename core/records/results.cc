@@ -81,6 +81,12 @@ void Fields(V& v, S& s, std::type_identity<RestoreInfo>) {
   v("from_step", s.from_step);
   v("to_step", s.to_step);
   v("resumed_losses", s.resumed_losses);
+  v("first_rel_loss_diff", s.first_rel_loss_diff, kMayBeAbsent);
+  v("first_tolerance", s.first_tolerance, kMayBeAbsent);
+  v("repeat_losses", s.repeat_losses, kMayBeAbsent);
+  v("noise_margin", s.noise_margin, kMayBeAbsent);
+  v("noise_max_ratio", s.noise_max_ratio, kMayBeAbsent);
+  v("noise_steps", s.noise_steps, kMayBeAbsent);
   v("max_abs_loss_diff", s.max_abs_loss_diff);
   v("max_rel_loss_diff", s.max_rel_loss_diff);
   v("max_abs_param_diff", s.max_abs_param_diff);
@@ -285,7 +291,13 @@ void Fields(V& v, S& s, std::type_identity<NodeRestore>) {
   v("from_world_size", s.from_world_size);
   v("ran", s.ran);
   v("equal", s.equal);
+  v("mode", s.mode, kMayBeAbsent);
   v("tolerance", s.tolerance);
+  v("first_rel_loss_diff", s.first_rel_loss_diff, kMayBeAbsent);
+  v("first_tolerance", s.first_tolerance, kMayBeAbsent);
+  v("noise_margin", s.noise_margin, kMayBeAbsent);
+  v("noise_max_ratio", s.noise_max_ratio, kMayBeAbsent);
+  v("noise_steps", s.noise_steps, kMayBeAbsent);
   v("max_abs_loss_diff", s.max_abs_loss_diff);
   v("max_rel_loss_diff", s.max_rel_loss_diff);
   v("max_abs_param_diff", s.max_abs_param_diff);
@@ -373,7 +385,7 @@ void Fields(V& v, S& s, std::type_identity<SupervisorInfo>) {
 template <class V, class S>
 void Fields(V& v, S& s, std::type_identity<ProgramProcess>) {
   v("stage", s.stage, OneOf{{"single", "node"}});
-  v("process", s.process, OneOf{{"reference", "resumed"}});
+  v("process", s.process, OneOf{{"reference", "resumed", "repeat"}});
   v("rank", s.rank);
   v("exit_code", s.exit_code);
   v("signal", s.signal);

@@ -119,11 +119,20 @@ struct CheckpointInfo {
 struct RestoreInfo {
   bool ran = false;
   bool equal = false;              // losses and parameters within tolerance
-  std::string mode;                // "bitwise" (CPU) | "tolerance" (GPU)
-  double tolerance = 0;            // relative, for "tolerance"
+  // "bitwise" (CPU, deterministic kernels) | "tolerance" (every step
+  // within it) | "noise" (steps past it judged against a second resumed
+  // process: core/decide/restore_check.h)
+  std::string mode;
+  double tolerance = 0;            // relative, for "tolerance" and "noise"
   int64_t from_step = 0;
   int64_t to_step = 0;
   std::vector<double> resumed_losses;  // steps from_step+1 .. to_step
+  double first_rel_loss_diff = 0;  // step from_step+1 ("tolerance", "noise")
+  double first_tolerance = 0;      // its bound
+  std::vector<double> repeat_losses;  // "noise": the second resumed process's, as resumed_losses
+  double noise_margin = 0;         // "noise": a step past `tolerance` within this x the spread
+  double noise_max_ratio = 0;      // the largest |reference - resumed| / spread
+  int noise_steps = 0;             // steps past `tolerance` judged against the spread
   double max_abs_loss_diff = 0;
   double max_rel_loss_diff = 0;
   double max_abs_param_diff = 0;   // largest element-wise |a - b|

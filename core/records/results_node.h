@@ -115,7 +115,13 @@ struct NodeRestore {
   int from_world_size = 0;          // processes that saved
   bool ran = false;
   bool equal = false;               // losses and final parameters within tolerance
+  std::string mode;                 // as RestoreInfo's ("" from the runner)
   double tolerance = 0;             // relative (eval.restore_tolerance)
+  double first_rel_loss_diff = 0;   // as RestoreInfo's, the largest over ranks
+  double first_tolerance = 0;
+  double noise_margin = 0;
+  double noise_max_ratio = 0;
+  int noise_steps = 0;
   double max_abs_loss_diff = 0;
   double max_rel_loss_diff = 0;
   double max_abs_param_diff = 0;

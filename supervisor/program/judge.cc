@@ -297,48 +297,103 @@ std::optional<PhaseProblem> CheckPhase(const GroupResult& g, const PhaseExpect& 
   return std::nullopt;
 }
 
+namespace {
+
+// One rank's losses (or eval losses) at the steps all sides report.
+struct Series {
+  std::vector<int64_t> steps;
+  std::vector<double> reference, resumed, repeat;
+};
+
+std::string FirstStepWords(int64_t step, int rank, double a, double b, double rel, double bound) {
+  return "the first step after the resume (" + std::to_string(step) + ", rank " +
+         std::to_string(rank) + ") differs: reference " + Num(a) + ", resumed " + Num(b) +
+         " (rel diff " + Num(rel) + ", at most " + Num(bound) +
+         ": it is a forward of the restored state on the same batch)";
+}
+
+// The sentence for a step the noise rule failed (j.bad_index >= 0).
+std::string NoiseWords(const std::string& what, const Series& s, const NoiseJudgement& j, int rank,
+                       const RestoreRule& rule, bool first_is_forward) {
+  const size_t i = static_cast<size_t>(j.bad_index);
+  if (i >= s.steps.size()) return what + " of rank " + std::to_string(rank) + " are missing steps";
+  const int64_t step = s.steps[i];
+  const double a = s.reference[i], b = s.resumed[i];
+  if (!std::isfinite(a) || !std::isfinite(b)) {
+    return what + " at step " + std::to_string(step) + " is not finite (reference " + Num(a) +
+           ", resumed " + Num(b) + ")";
+  }
+  if (i == 0 && first_is_forward) return FirstStepWords(step, rank, a, b, RelDiff(b, a), rule.noise.first);
+  const double d = std::fabs(a - b);
+  std::string m = what + " diverge after resume from step " + std::to_string(step) + " (rank " +
+                  std::to_string(rank) + "): reference " + Num(a) + ", resumed " + Num(b) +
+                  " (rel diff " + Num(RelDiff(b, a)) + ", tolerance " + Num(rule.noise.floor);
+  if (j.bad_spread > 0) {
+    m += "; " + Num(d / j.bad_spread) + " times the spread of a second resumed process, " +
+         Num(j.bad_spread) + ", at most " + Num(rule.noise.margin) + ")";
+  } else {
+    m += "; a second resumed process repeated the first exactly: the difference is not the "
+         "kernels' noise)";
+  }
+  return m;
+}
+
+}  // namespace
+
 RestoreComparison CompareResumed(const GroupResult& reference, const GroupResult& resumed,
-                                 int64_t k, int64_t n, int ranks, bool bitwise, double tolerance) {
+                                 const GroupResult* repeat, int64_t k, int64_t n, int ranks,
+                                 const RestoreRule& rule) {
   RestoreComparison c;
   RestoreInfo& r = c.info;
+  const bool bitwise = rule.bitwise;
   r.ran = true;
-  r.mode = bitwise ? "bitwise" : "tolerance";
-  r.tolerance = bitwise ? 0 : tolerance;
+  r.mode = bitwise ? "bitwise" : repeat != nullptr ? "noise" : "tolerance";
+  r.tolerance = bitwise ? 0 : rule.noise.floor;
+  if (!bitwise) r.first_tolerance = rule.noise.first;
+  if (repeat != nullptr) r.noise_margin = rule.noise.margin;
   r.from_step = k;
   r.to_step = n;
   r.equal = true;
+  bool undecided = false;  // steps past the tolerance, no repeat
   std::string first_loss, first_lr, first_eval;
   for (int rank = 0; rank < ranks; ++rank) {
     const auto ref = StepsOf(reference, rank);
     const auto res = StepsOf(resumed, rank);
+    std::map<int64_t, MetricRecord> rep;
+    if (repeat != nullptr) rep = StepsOf(*repeat, rank);
+    Series loss, eval;
     for (int64_t step = k + 1; step <= n; ++step) {
       auto a = ref.find(step), b = res.find(step);
-      if (a == ref.end() || b == res.end()) {
+      auto e = repeat != nullptr ? rep.find(step) : rep.end();
+      if (a == ref.end() || b == res.end() || (repeat != nullptr && e == rep.end())) {
         r.equal = false;
         if (first_loss.empty()) {
           first_loss = "step " + std::to_string(step) + " is missing from the " +
-                       (a == ref.end() ? "reference" : "resumed") + " run (rank " +
-                       std::to_string(rank) + ")";
+                       (a == ref.end() ? "reference" : b == res.end() ? "resumed" : "second resumed") +
+                       " run (rank " + std::to_string(rank) + ")";
         }
         continue;
       }
       const double ra = a->second.loss, rb = b->second.loss;
       if (rank == 0) r.resumed_losses.push_back(rb);
-      const double abs_diff = std::fabs(ra - rb), rel = RelDiff(rb, ra);
-      r.max_abs_loss_diff = std::max(r.max_abs_loss_diff, abs_diff);
-      r.max_rel_loss_diff = std::max(r.max_rel_loss_diff, rel);
-      const bool differs = bitwise ? ra != rb : rel > tolerance;
-      if (differs && first_loss.empty()) {
-        first_loss = "losses diverge after resume from step " + std::to_string(step) +
-                     " (rank " + std::to_string(rank) + "): reference " + Num(ra) + ", resumed " +
-                     Num(rb) + " (rel diff " + Num(rel) + (bitwise ? ", bitwise expected" : ", tolerance " + Num(tolerance)) + ")";
+      if (rank == 0 && repeat != nullptr) r.repeat_losses.push_back(e->second.loss);
+      r.max_abs_loss_diff = std::max(r.max_abs_loss_diff, std::fabs(ra - rb));
+      r.max_rel_loss_diff = std::max(r.max_rel_loss_diff, RelDiff(rb, ra));
+      loss.steps.push_back(step);
+      loss.reference.push_back(ra);
+      loss.resumed.push_back(rb);
+      if (repeat != nullptr) loss.repeat.push_back(e->second.loss);
+      if (bitwise && ra != rb && first_loss.empty()) {
+        first_loss = "losses diverge after resume from step " + std::to_string(step) + " (rank " +
+                     std::to_string(rank) + "): reference " + Num(ra) + ", resumed " + Num(rb) +
+                     " (rel diff " + Num(RelDiff(rb, ra)) + ", bitwise expected)";
       }
-      if (differs) r.equal = false;
+      if (bitwise && ra != rb) r.equal = false;
+      // The schedule is computed, not reduced: exact in every mode.
       if (a->second.lr && b->second.lr) {
         c.lr_compared = true;
         const double la = *a->second.lr, lb = *b->second.lr;
-        const bool lr_differs = bitwise ? la != lb : RelDiff(lb, la) > 1e-6;
-        if (lr_differs) {
+        if (la != lb) {
           r.equal = false;
           if (first_lr.empty()) {
             first_lr = "the learning rate differs after resume at step " + std::to_string(step) +
@@ -350,16 +405,47 @@ RestoreComparison CompareResumed(const GroupResult& reference, const GroupResult
       if (a->second.eval_loss && b->second.eval_loss) {
         c.eval_compared = true;
         const double ea = *a->second.eval_loss, eb = *b->second.eval_loss;
-        const bool ev_differs = bitwise ? ea != eb : RelDiff(eb, ea) > tolerance;
-        if (ev_differs) {
-          r.equal = false;
-          if (first_eval.empty()) {
-            first_eval = "eval_loss differs after resume at step " + std::to_string(step) +
-                         ": reference " + Num(ea) + ", resumed " + Num(eb);
+        if (bitwise) {
+          if (ea != eb) {
+            r.equal = false;
+            if (first_eval.empty()) {
+              first_eval = "eval_loss differs after resume at step " + std::to_string(step) +
+                           ": reference " + Num(ea) + ", resumed " + Num(eb);
+            }
           }
+        } else if (repeat == nullptr || e->second.eval_loss) {
+          eval.steps.push_back(step);
+          eval.reference.push_back(ea);
+          eval.resumed.push_back(eb);
+          if (repeat != nullptr) eval.repeat.push_back(*e->second.eval_loss);
         }
       }
     }
+    if (bitwise) continue;
+    const NoiseJudgement j = JudgeNoise(loss.reference, loss.resumed, loss.repeat, rule.noise);
+    r.first_rel_loss_diff = std::max(r.first_rel_loss_diff, j.first_rel);
+    r.noise_steps += j.beyond_floor;
+    r.noise_max_ratio = std::max(r.noise_max_ratio, j.max_ratio);
+    if (j.bad_index >= 0) {
+      r.equal = false;
+      if (first_loss.empty()) first_loss = NoiseWords("losses", loss, j, rank, rule, true);
+    } else if (j.needs_repeat) {
+      undecided = true;
+    }
+    const NoiseJudgement je = JudgeNoise(eval.reference, eval.resumed, eval.repeat, rule.noise, false);
+    if (je.bad_index >= 0) {
+      r.equal = false;
+      if (first_eval.empty()) first_eval = NoiseWords("eval losses", eval, je, rank, rule, false);
+    } else if (je.needs_repeat) {
+      undecided = true;
+    }
+  }
+  if (r.equal && undecided) {
+    r.equal = false;
+    c.needs_repeat = true;
+    r.detail = std::to_string(r.noise_steps) + " steps differ by more than the tolerance " +
+               Num(rule.noise.floor) + " and no second resumed process measured the noise";
+    return c;
   }
   if (!r.equal) {
     // The schedule's own symptom first: a reset scheduler changes lr at once.

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "core/decide/restore_check.h"
 #include "core/records/results.h"
 #include "supervisor/program/group.h"
 
@@ -45,16 +46,26 @@ std::optional<PhaseProblem> CheckPhase(const GroupResult& g, const PhaseExpect& 
 bool LooksOutOfMemory(const std::string& stderr_tail);
 
 // Compares the resumed process's steps K+1..N with the reference's, rank
-// by rank: loss (bitwise, or relative `tolerance`), and lr and eval_loss
-// where both report them. Fills `out` (ran, equal, mode, diffs, detail
-// naming the first step that differs and by how much).
+// by rank: the loss (bitwise, or by the noise rule of
+// core/decide/restore_check.h against `repeat`, a second resumed process,
+// when one ran), the learning rate exactly, and eval_loss (as the loss,
+// its first value not a forward) where both report them. Fills `info`
+// (ran, equal, mode, diffs, detail naming the first step that differs and
+// by how much). needs_repeat: nothing failed but steps past the tolerance,
+// which only a second resumed process can judge.
+struct RestoreRule {
+  bool bitwise = false;
+  NoiseRule noise;  // its floor is the tolerance
+};
 struct RestoreComparison {
   RestoreInfo info;
   bool lr_compared = false;
   bool eval_compared = false;
+  bool needs_repeat = false;
 };
 RestoreComparison CompareResumed(const GroupResult& reference, const GroupResult& resumed,
-                                 int64_t k, int64_t n, int ranks, bool bitwise, double tolerance);
+                                 const GroupResult* repeat, int64_t k, int64_t n, int ranks,
+                                 const RestoreRule& rule);
 
 // The single stage as results.json records it, from the reference phase
 // (and the resumed one's first record for memory_resumed).

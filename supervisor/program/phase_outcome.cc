@@ -161,11 +161,6 @@ std::string RestoreDiagnosis(const std::vector<StateComponentDiff>& state, const
     }
   }
   for (const std::string& h : said) out += "; " + h;
-  if (hints.gpu_nondeterministic) {
-    out += "; hint: without training.deterministic the program's GPU kernels may compute a "
-           "step differently in two runs, and the difference grows step by step: set it to "
-           "tell a restore that differs from a run that does not repeat itself";
-  }
   if (hints.rewritten) {
     out += "; every checkpoint file changed after the reference passed step " + std::to_string(hints.at_step) +
            ": it saved again into the same files, so the resumed process may have restored a "

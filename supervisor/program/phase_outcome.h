@@ -46,7 +46,6 @@ void NoteNodeReference(const GroupResult& ref, const launch::NodeLayout& layout,
 void NoteNodeResumed(const GroupResult& resumed, NodeStage* n);
 
 struct RestoreHints {
-  bool gpu_nondeterministic = false;  // cuda without training.deterministic
   bool rewritten = false;             // CheckpointSaves::rewritten
   int64_t at_step = 0;                // K
 };

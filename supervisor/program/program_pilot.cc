@@ -18,6 +18,7 @@
 #include "supervisor/program/observe.h"
 #include "supervisor/program/phase_layout.h"
 #include "supervisor/program/phase_outcome.h"
+#include "supervisor/program/restore_judge.h"
 #include "supervisor/work_on_nodes.h"
 #include "supervisor/workload_env.h"
 
@@ -106,9 +107,14 @@ class ProgramPilot {
     return metrics_dir_ + "/" + stage + "-" + process + ".sock";
   }
 
+  // `label` names the phase in results.json and the log where it is not
+  // `process`, the PILOT_PROCESS the program sees ("repeat": a second
+  // resumed process).
   GroupResult RunPhase(const std::string& stage, const std::string& process, int64_t first_step,
                        const std::string& checkpoint_dir, const std::string& resume_dir,
-                       const std::vector<std::string>& watch_files = {}) {
+                       const std::vector<std::string>& watch_files = {},
+                       const std::string& label = "") {
+    const std::string& name = label.empty() ? process : label;
     const launch::NodeLayout& layout = stage == "node" ? place_.node : place_.single;
     GroupSpec spec;
     spec.run_as = in_.opts->run_as;
@@ -125,7 +131,7 @@ class ProgramPilot {
         2000000, 4 * int64_t{cfg_.training.steps} * std::max(1, layout.world) + 1000);
     spec.tick = in_.tick;
     spec.process_per_rank = layout.kind == launch::kLocal;
-    if (!layout.AcrossNodes()) spec.metrics_socket = SocketPath(stage, process);
+    if (!layout.AcrossNodes()) spec.metrics_socket = SocketPath(stage, name);
     spec.watch_files = watch_files;
     // The reference's save: the CPU time at its records of K and K+1.
     if (process == "reference") spec.cpu_mark_steps = {cfg_.checkpoint.at_step, cfg_.checkpoint.at_step + 1};
@@ -147,9 +153,9 @@ class ProgramPilot {
     PhaseLaunch launch = PhaseRanks(pl);
     for (const std::string& p : launch.problems) Problem(p);
     spec.ranks = std::move(launch.ranks);
-    LogProgramPilot(stage + " " + process + ": starting " + launch.description + " in " + spec.cwd);
+    LogProgramPilot(stage + " " + name + ": starting " + launch.description + " in " + spec.cwd);
     GroupResult g = RunGroup(spec);
-    NotePhase(g, stage, process, in_.device_utilization, &program_);
+    NotePhase(g, stage, name, in_.device_utilization, &program_);
     if (g.stopped) info_.stopped = true;
     return g;
   }
@@ -224,15 +230,24 @@ class ProgramPilot {
   }
 
   // What RestoreDiagnosis may add beyond the state's fingerprints.
-  RestoreHints Hints() const {
-    RestoreHints h;
-    h.gpu_nondeterministic = device_ == "cuda" && !cfg_.training.deterministic;
-    h.rewritten = saves_.rewritten;
-    h.at_step = cfg_.checkpoint.at_step;
-    return h;
-  }
+  RestoreHints Hints() const { return RestoreHints{saves_.rewritten, cfg_.checkpoint.at_step}; }
 
   bool Bitwise() const { return device_ == "cpu" && cfg_.training.deterministic; }
+
+  // The resumed process's steps against the reference's, with a second
+  // resumed process when a step is past the tolerance (restore_judge.h);
+  // nullopt when the pilot was stopped meanwhile.
+  std::optional<RestoreComparison> Compare(const std::string& stage, const GroupResult& ref,
+                                           const GroupResult& res, const std::string& dir, int world) {
+    const int64_t k = cfg_.checkpoint.at_step;
+    auto repeat = [&]() -> std::optional<GroupResult> {
+      GroupResult g = RunPhase(stage, "resumed", k + 1, CheckpointDir(stage + "-repeat"), dir, {}, "repeat");
+      return g.stopped ? std::nullopt : std::optional<GroupResult>(std::move(g));
+    };
+    return CompareWithNoise(ref, res, k, cfg_.training.steps, world,
+                            RestoreRuleFor(cfg_, in_.opts->policy.thresholds, Bitwise()),
+                            Expect("resumed", world), repeat);
+  }
 
   int World() const { return place_.node.world; }
   bool AcrossNodes() const { return place_.node.AcrossNodes(); }
@@ -299,22 +314,16 @@ class ProgramPilot {
     info_.restore_compared = true;
     if (res.stopped) return kExitError;
     if (std::optional<PhaseProblem> rb = CheckPhase(res, Expect("resumed", 1))) {
-      s.restore.ran = true;
-      s.restore.equal = false;
-      s.restore.mode = Bitwise() ? "bitwise" : "tolerance";
-      s.restore.from_step = cfg_.checkpoint.at_step;
-      s.restore.to_step = cfg_.training.steps;
-      s.restore.detail = rb->message;
+      s.restore = UnequalRestore(Bitwise(), cfg_.checkpoint.at_step, cfg_.training.steps, rb->message);
       Problem(rb->message);
       return rb->kind == "oom" ? kExitOutOfMemory : kExitFailed;
     }
-    RestoreComparison c = CompareResumed(ref, res, cfg_.checkpoint.at_step, cfg_.training.steps, 1,
-                                         Bitwise(), cfg_.eval.restore_tolerance);
-    s.restore = c.info;
-    program_.state = CompareState(ref, res, cfg_.checkpoint.at_step);
-    if (!s.restore.equal) s.restore.detail += RestoreDiagnosis(program_.state, res, Hints());
-    program_.lr_compared = c.lr_compared;
-    program_.eval_compared = c.eval_compared;
+    std::optional<RestoreComparison> c = Compare("single", ref, res, dir, 1);
+    if (!c) return kExitError;
+    s.restore = c->info;
+    program_.state = JudgeState(ref, res, *c, Hints(), &s.restore.equal, &s.restore.detail);
+    program_.lr_compared = c->lr_compared;
+    program_.eval_compared = c->eval_compared;
     LogProgramPilot(std::string("restore ") + (s.restore.equal ? "equal" : "NOT equal") +
         (s.restore.detail.empty() ? "" : ": " + s.restore.detail));
     if (!s.restore.equal) {
@@ -390,13 +399,10 @@ class ProgramPilot {
     if (auto bad = CheckPhase(res, Expect("resumed", World()))) {
       return restore_failed(bad->message, bad->kind == "oom" ? kExitOutOfMemory : kExitFailed);
     }
-    RestoreComparison c = CompareResumed(ref, res, cfg_.checkpoint.at_step, cfg_.training.steps,
-                                         World(), Bitwise(), cfg_.eval.restore_tolerance);
-    nr.equal = c.info.equal;
-    nr.max_abs_loss_diff = c.info.max_abs_loss_diff;
-    nr.max_rel_loss_diff = c.info.max_rel_loss_diff;
-    nr.detail = c.info.detail;
-    if (!nr.equal) nr.detail += RestoreDiagnosis(CompareState(ref, res, cfg_.checkpoint.at_step), res, Hints());
+    std::optional<RestoreComparison> c = Compare("node", ref, res, dir, World());
+    if (!c) return kExitError;
+    NoteNodeComparison(*c, &nr);
+    JudgeState(ref, res, *c, Hints(), &nr.equal, &nr.detail);
     n.restore.push_back(nr);
     NoteNodeResumed(res, &n);
     if (!nr.equal) {

@@ -6,7 +6,11 @@ prints one line "iter N: loss=X lr=Y". It honours PILOT_STEPS,
 PILOT_CHECKPOINT_STEP, PILOT_CHECKPOINT_DIR and PILOT_RESUME_DIR itself; a
 resumed run's first line is step K+1. X is printed in full (repr), so a
 resumed run's losses can be compared bitwise. PRINT_LOSS_FAULT=rng_not_restored
-leaves the resumed run's torch generator as seeded (its dropout then differs).
+leaves the resumed run's torch generator as seeded (its dropout then differs);
+PRINT_LOSS_FAULT=optimizer_not_restored builds the resumed run's optimizer
+afresh (its first step is still the reference's, the next ones are not).
+PRINT_LOSS_JITTER=REL moves every weight after each step by unseeded noise of
+that relative size, as a GPU's kernels round differently in two runs.
 """
 
 import math
@@ -46,12 +50,15 @@ def main():
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 0.5 * (1 + math.cos(math.pi * s / steps)))
     random.seed(seed)
 
+    jitter = float(os.environ.get("PRINT_LOSS_JITTER") or 0)
+    noise = torch.Generator().manual_seed(int.from_bytes(os.urandom(7), "little"))
     first = 1
     resume = os.environ.get("PILOT_RESUME_DIR")
     if resume:
         ck = torch.load(os.path.join(resume, "state.pt"), weights_only=False)
         model.load_state_dict(ck["model"])
-        opt.load_state_dict(ck["optimizer"])
+        if os.environ.get("PRINT_LOSS_FAULT") != "optimizer_not_restored":
+            opt.load_state_dict(ck["optimizer"])
         sched.load_state_dict(ck["scheduler"])
         if os.environ.get("PRINT_LOSS_FAULT") != "rng_not_restored":  # a test's fault
             torch.set_rng_state(ck["torch_rng"])
@@ -66,6 +73,10 @@ def main():
         lr = opt.param_groups[0]["lr"]
         opt.step()
         sched.step()
+        if jitter > 0:
+            with torch.no_grad():
+                for p in model.parameters():
+                    p.mul_(1 + jitter * torch.randn(p.shape, generator=noise))
         print("iter %d: loss=%r lr=%.6g" % (step, loss.item(), lr), flush=True)
         if step == ckpt_step:
             d = os.environ["PILOT_CHECKPOINT_DIR"]

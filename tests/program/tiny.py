@@ -80,6 +80,9 @@ def parse(argv):
                          "PILOT_RESUME_DIR/checkpoint-PILOT_CHECKPOINT_STEP")
     ap.add_argument("--autocast", choices=["bf16"],
                     help="run the forward in torch.autocast with this dtype")
+    ap.add_argument("--jitter", type=float, default=0, metavar="REL",
+                    help="after each optimizer step, move every weight by unseeded noise of this "
+                         "relative size, as a GPU's kernels round differently in two runs")
     ap.add_argument("--step-cpu", type=float, default=0, metavar="SECONDS",
                     help="spend this much more CPU time in every step (a heavier step's work)")
     ap.add_argument("--require-env", action="append", default=[], metavar="NAME",
@@ -239,8 +242,11 @@ def main(argv=None):
                   % name, file=sys.stderr, flush=True)
             return 1
     rank, world = env_int("RANK", 0), env_int("WORLD_SIZE", 1)
-    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # before CUDA starts
-    torch.use_deterministic_algorithms(True)
+    # Deterministic kernels on a CPU, and on a GPU where the pilot asks for
+    # them (training.deterministic); else the GPU's defaults.
+    if not args.device.startswith("cuda") or os.environ.get("PILOT_DETERMINISTIC") == "1":
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # before CUDA starts
+        torch.use_deterministic_algorithms(True)
     if args.device.startswith("cuda"):
         device = torch.device("cuda", env_int("LOCAL_RANK", 0))
         torch.cuda.set_device(device)
@@ -269,6 +275,7 @@ def main(argv=None):
     if "numpy" in sys.modules:
         sys.modules["numpy"].random.seed(args.seed + rank)
 
+    jitter = torch.Generator().manual_seed(int.from_bytes(os.urandom(7), "little"))
     first = 1
     quiet_until = 0
     cursor = 0  # batches of the data stream consumed
@@ -332,6 +339,10 @@ def main(argv=None):
         lr = opt.param_groups[0]["lr"]
         opt.step()
         sched.step()
+        if args.jitter > 0:
+            with torch.no_grad():
+                for p in model.parameters():
+                    p.mul_(1 + args.jitter * torch.randn(p.shape, generator=jitter).to(p.device))
         if fault == "state_outside":
             temperature += 0.25
         if args.step_cpu > 0:

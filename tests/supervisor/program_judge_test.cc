@@ -396,8 +396,17 @@ TEST(CheckPhase, ProtocolBreaches) {
   EXPECT_EQ(silent->message, "rank 1 of the program reported no step");
 }
 
+RestoreRule Rule(bool bitwise, double floor) {
+  RestoreRule r;
+  r.bitwise = bitwise;
+  r.noise.floor = floor;
+  r.noise.first = 1e-4;
+  r.noise.margin = 10;
+  return r;
+}
+
 TEST(CompareResumed, BitwiseEqual) {
-  RestoreComparison c = CompareResumed(Ran(1, 20), Ran(11, 20), 10, 20, 1, true, 1e-3);
+  RestoreComparison c = CompareResumed(Ran(1, 20), Ran(11, 20), nullptr, 10, 20, 1, Rule(true, 1e-3));
   EXPECT_TRUE(c.info.ran);
   EXPECT_TRUE(c.info.equal) << c.info.detail;
   EXPECT_EQ(c.info.mode, "bitwise");
@@ -414,21 +423,62 @@ TEST(CompareResumed, BitwiseEqual) {
 TEST(CompareResumed, ToleranceAndTheFirstDivergentStep) {
   GroupResult res = Ran(11, 20);
   for (MetricRecord& r : res.records) r.loss *= 1 + 1e-5;
-  RestoreComparison near = CompareResumed(Ran(1, 20), res, 10, 20, 1, false, 1e-3);
+  RestoreComparison near = CompareResumed(Ran(1, 20), res, nullptr, 10, 20, 1, Rule(false, 1e-3));
   EXPECT_TRUE(near.info.equal) << near.info.detail;
   EXPECT_EQ(near.info.mode, "tolerance");
   EXPECT_NEAR(near.info.max_rel_loss_diff, 1e-5, 1e-9);
-  RestoreComparison exact = CompareResumed(Ran(1, 20), res, 10, 20, 1, true, 1e-3);
+  RestoreComparison exact = CompareResumed(Ran(1, 20), res, nullptr, 10, 20, 1, Rule(true, 1e-3));
   EXPECT_FALSE(exact.info.equal);
 
+  // Steps 15 and 17 past the tolerance: undecided until a second resumed
+  // process measures the noise.
   GroupResult off = Ran(11, 20);
-  off.records[4].loss = 9.0;  // step 15: the reference's is 10 - 1.5
-  off.records[6].loss = 1.0;  // step 17, later
-  RestoreComparison c = CompareResumed(Ran(1, 20), off, 10, 20, 1, false, 1e-3);
+  off.records[4].loss = 8.5 * (1 + 2e-3);  // step 15: the reference's is 10 - 1.5
+  off.records[6].loss = 8.3 * (1 + 5e-3);  // step 17
+  RestoreComparison c = CompareResumed(Ran(1, 20), off, nullptr, 10, 20, 1, Rule(false, 1e-3));
+  EXPECT_FALSE(c.info.equal);
+  EXPECT_TRUE(c.needs_repeat);
+  EXPECT_EQ(c.info.noise_steps, 2);
+  EXPECT_EQ(c.info.detail,
+            "2 steps differ by more than the tolerance 0.001 and no second resumed process measured "
+            "the noise");
+
+  // A second process that spreads as far from the first: noise.
+  GroupResult spread = Ran(11, 20);
+  spread.records[3].loss = 8.6 * (1 - 1e-3);  // step 14
+  spread.records[6].loss = 8.3 * (1 - 1e-3);
+  c = CompareResumed(Ran(1, 20), off, &spread, 10, 20, 1, Rule(false, 1e-3));
+  EXPECT_TRUE(c.info.equal) << c.info.detail;
+  EXPECT_FALSE(c.needs_repeat);
+  EXPECT_EQ(c.info.mode, "noise");
+  EXPECT_EQ(c.info.noise_margin, 10);
+  EXPECT_EQ(c.info.repeat_losses.size(), 10u);
+  EXPECT_NEAR(c.info.noise_max_ratio, 8.3 * 5e-3 / (8.3 * 5e-3 + 8.3 * 1e-3), 1e-6);
+
+  // A second process that repeats the first: the difference is the restore's.
+  c = CompareResumed(Ran(1, 20), off, &off, 10, 20, 1, Rule(false, 1e-3));
   EXPECT_FALSE(c.info.equal);
   EXPECT_EQ(c.info.detail,
-            "losses diverge after resume from step 15 (rank 0): reference 8.5, resumed 9 (rel diff "
-            "0.0588235294, tolerance 0.001)");
+            "losses diverge after resume from step 15 (rank 0): reference 8.5, resumed 8.517 (rel "
+            "diff 0.002, tolerance 0.001; a second resumed process repeated the first exactly: the "
+            "difference is not the kernels' noise)");
+  // One that stays much closer to the first than the reference does.
+  GroupResult close = off;
+  for (MetricRecord& r : close.records) r.loss *= 1 + 1e-5;
+  c = CompareResumed(Ran(1, 20), off, &close, 10, 20, 1, Rule(false, 1e-3));
+  EXPECT_FALSE(c.info.equal);
+  EXPECT_NE(c.info.detail.find("from step 15 (rank 0)"), std::string::npos) << c.info.detail;
+  EXPECT_NE(c.info.detail.find("times the spread of a second resumed process"), std::string::npos);
+
+  // The first step after the resume is a forward of the restored state:
+  // past restore_first_tolerance it fails without a second process.
+  GroupResult first = Ran(11, 20);
+  first.records[0].loss *= 1 + 5e-4;
+  c = CompareResumed(Ran(1, 20), first, nullptr, 10, 20, 1, Rule(false, 1e-3));
+  EXPECT_FALSE(c.info.equal);
+  EXPECT_FALSE(c.needs_repeat);
+  EXPECT_NEAR(c.info.first_rel_loss_diff, 5e-4, 1e-9);
+  EXPECT_EQ(c.info.detail.find("the first step after the resume (11, rank 0) differs"), 0u) << c.info.detail;
 }
 
 TEST(CompareResumed, LearningRateAndEvalLoss) {
@@ -437,7 +487,7 @@ TEST(CompareResumed, LearningRateAndEvalLoss) {
   for (MetricRecord& r : res.records) r.lr = 1e-3 * static_cast<double>(r.step - 10);  // restarted
   ref.records[19].eval_loss = 7.5;
   res.records[9].eval_loss = 7.5;
-  RestoreComparison c = CompareResumed(ref, res, 10, 20, 1, true, 0);
+  RestoreComparison c = CompareResumed(ref, res, nullptr, 10, 20, 1, Rule(true, 0));
   EXPECT_TRUE(c.lr_compared);
   EXPECT_TRUE(c.eval_compared);
   EXPECT_FALSE(c.info.equal);
@@ -447,7 +497,7 @@ TEST(CompareResumed, LearningRateAndEvalLoss) {
 
   for (MetricRecord& r : res.records) r.lr = 1e-3 * static_cast<double>(r.step);
   res.records[9].eval_loss = 7.625;
-  c = CompareResumed(ref, res, 10, 20, 1, true, 0);
+  c = CompareResumed(ref, res, nullptr, 10, 20, 1, Rule(true, 0));
   EXPECT_FALSE(c.info.equal);
   EXPECT_EQ(c.info.detail, "eval_loss differs after resume at step 20: reference 7.5, resumed 7.625");
 
@@ -455,7 +505,7 @@ TEST(CompareResumed, LearningRateAndEvalLoss) {
   res.records[9].eval_loss = 7.5;
   res.records[0].lr = 0.5;
   res.records[0].loss = 1;
-  c = CompareResumed(ref, res, 10, 20, 1, true, 0);
+  c = CompareResumed(ref, res, nullptr, 10, 20, 1, Rule(true, 0));
   EXPECT_EQ(c.info.detail.find("the learning rate differs after resume at step 11"), 0u);
   EXPECT_NE(c.info.detail.find("; losses diverge after resume from step 11"), std::string::npos);
 }
@@ -463,15 +513,15 @@ TEST(CompareResumed, LearningRateAndEvalLoss) {
 TEST(CompareResumed, AMissingStep) {
   GroupResult res = Ran(11, 20);
   res.records.erase(res.records.begin() + 2);  // step 13
-  RestoreComparison c = CompareResumed(Ran(1, 20), res, 10, 20, 1, true, 0);
+  RestoreComparison c = CompareResumed(Ran(1, 20), res, nullptr, 10, 20, 1, Rule(true, 0));
   EXPECT_FALSE(c.info.equal);
   EXPECT_EQ(c.info.detail, "step 13 is missing from the resumed run (rank 0)");
-  c = CompareResumed(Ran(1, 18), Ran(11, 20), 10, 20, 1, true, 0);
+  c = CompareResumed(Ran(1, 18), Ran(11, 20), nullptr, 10, 20, 1, Rule(true, 0));
   EXPECT_EQ(c.info.detail, "step 19 is missing from the reference run (rank 0)");
   // Rank by rank.
   GroupResult two = Ran(11, 20, 2);
   two.records.pop_back();  // rank 1, step 20
-  c = CompareResumed(Ran(1, 20, 2), two, 10, 20, 2, true, 0);
+  c = CompareResumed(Ran(1, 20, 2), two, nullptr, 10, 20, 2, Rule(true, 0));
   EXPECT_EQ(c.info.detail, "step 20 is missing from the resumed run (rank 1)");
 }
 

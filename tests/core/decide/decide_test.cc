@@ -453,6 +453,25 @@ TEST(Decide, Table) {
       {"restore over tolerance",
        [](DecideInput& in, Policy&) { in.results->single->restore.max_rel_loss_diff = 0.01; },
        "restore", CheckStatus::kFail, Decision::kNoGo, "differs"},
+      {"restore's first step past restore_first_tolerance",
+       [](DecideInput& in, Policy&) {
+         in.results->single->restore.first_tolerance = 1e-4;
+         in.results->single->restore.first_rel_loss_diff = 5e-4;
+       },
+       "restore", CheckStatus::kFail, Decision::kNoGo, "differs"},
+      {"restore judged against the noise, and root's losses say otherwise",
+       [](DecideInput& in, Policy&) {
+         // Steps 11..20: the reference's, the resumed (1% off from step
+         // 12) and a repeat that follows the resumed one exactly.
+         SingleStage& s = *in.results->single;
+         s.losses.assign(20, 2.0);
+         s.restore.mode = "noise";
+         s.restore.noise_steps = 9;
+         s.restore.resumed_losses.assign(10, 2.02);
+         s.restore.resumed_losses[0] = 2.0;
+         s.restore.repeat_losses = s.restore.resumed_losses;
+       },
+       "restore", CheckStatus::kFail, Decision::kNoGo, "differs"},
       {"restore not bitwise on cpu",
        [](DecideInput& in, Policy&) {
          in.results->single->restore.mode = "bitwise";
