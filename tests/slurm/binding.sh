@@ -3,7 +3,7 @@
 # BINDING; pilot(1), grant): its slurmctld runs etc/job_submit.lua against
 # the cluster's grant records (scripts/local-slurm).
 #
-#   binding.sh CASE   CASE: grant_run
+#   binding.sh CASE   CASE: grant_run | grant_bounds
 #
 # Environment as for e2e.sh (lib.sh); PILOT_TEST_USER2 (default pilotuser2)
 # is the other user.
@@ -32,6 +32,28 @@ wait_node_free() {
 job_state() { scontrol show job "$1" | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p'; }
 run_field() { json "$STATE/runs/$1.json" "$2"; }
 
+# A GO pilot of tiny.py (pinned) in the user's folder DIR (a copy of
+# tests/program), with ten days of data preparation so that its budget is a
+# 30-day term on any machine, granted for one node and ten days: sets JOB
+# and RESV.
+JOB="" DIR=""
+granted_pilot() {  # granted_pilot NAME
+  local out
+  grep -q '^JobSubmitPlugins=lua' "$SLURM_CONF" ||
+    fail "the cluster runs no job_submit.lua (Slurm's job_submit_lua.so missing?)"
+  DIR=$(user_copy "$SRC/tests/program" "$1")
+  program_toml "$DIR/bind.toml" bind "$DIR" 1 '["python3", "tiny.py"]' 'pin = ["tiny.py"]'
+  sed -i 's/^gpus_per_node = 2$/&\npreprocess_hours = 240/' "$DIR/bind.toml"
+  JOB=$(submit_wait --pilot="$DIR/bind.toml" --pilot-stage=single)
+  wait_verdict "$JOB"
+  [[ $(decision "$JOB") == GO ]] || fail "job $JOB: $(decision "$JOB"): $(verdict_text "$JOB")"
+  [[ $(json "$STATE/verdicts/$JOB.json" 'd["budget"]["term"]') == 30-day ]] ||
+    fail "job $JOB: term $(json "$STATE/verdicts/$JOB.json" 'd["budget"]')"
+  out=$("$PILOT" grant --policy "$POLICY" "$JOB" --nodes 1 --duration 10-00:00:00 2>&1) ||
+    fail "pilot grant $JOB: $out"
+  RESV=pilot_$JOB
+}
+
 # A program pilot (tiny.py pinned) with ten days of data preparation, so
 # that its budget is a 30-day term on any machine: GO, granted for 10 days.
 # Then, against the grant: a 10-day job without the reservation, or in it
@@ -43,21 +65,10 @@ run_field() { json "$STATE/runs/$1.json" "$2"; }
 # inherits the variable from a bound run runs.
 case_grant_run() {
   local t0=$SECONDS other dir job out ok bad stranger
-  grep -q '^JobSubmitPlugins=lua' "$SLURM_CONF" ||
-    fail "the cluster runs no job_submit.lua (Slurm's job_submit_lua.so missing?)"
   other=${PILOT_TEST_USER2:-pilotuser2}
   id "$other" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$other"
-  dir=$(user_copy "$SRC/tests/program" program-bind)
-  program_toml "$dir/bind.toml" bind "$dir" 1 '["python3", "tiny.py"]' 'pin = ["tiny.py"]'
-  sed -i 's/^gpus_per_node = 2$/&\npreprocess_hours = 240/' "$dir/bind.toml"
-  job=$(submit_wait --pilot="$dir/bind.toml" --pilot-stage=single)
-  wait_verdict "$job"
-  [[ $(decision "$job") == GO ]] || fail "job $job: $(decision "$job"): $(verdict_text "$job")"
-  [[ $(json "$STATE/verdicts/$job.json" 'd["budget"]["term"]') == 30-day ]] ||
-    fail "job $job: term $(json "$STATE/verdicts/$job.json" 'd["budget"]')"
-  out=$("$PILOT" grant --policy "$POLICY" "$job" --nodes 1 --duration 10-00:00:00 2>&1) ||
-    fail "pilot grant $job: $out"
-  RESV=pilot_$job
+  granted_pilot program-bind
+  dir=$DIR job=$JOB
   [[ $(json "$STATE/grants/$job.json" 'd["identity"]["sha256"]') == $(json "$STATE/verdicts/$job.json" 'd["identity"]["sha256"]') ]] ||
     fail "the grant does not record the verdict's run identity: $(cat "$STATE/grants/$job.json")"
   # The user checks what was granted with the site's public key; an edit
@@ -138,6 +149,69 @@ case_grant_run() {
   [[ ! -e $STATE/runs/$sequel.json ]] || fail "job $sequel was checked as a bound run"
   wait_node_idle
   note "grant_run took $((SECONDS - t0)) s"
+}
+
+# No change after admission that breaks the grant (job_submit.lua's
+# slurm_job_modify): against a granted pilot, a held run in its
+# reservation is admitted; the user's `scontrol update` of the held run
+# to two nodes, out of the reservation, past the grant's time or into
+# another partition is refused with the error code's text, `pilot explain`
+# tells why, and the job is unchanged; a shorter time limit is allowed; a
+# short job is neither let into the reservation at submission nor moved
+# into it later. The node is idle at the end.
+case_grant_bounds() {
+  local t0=$SECONDS job held out unbound
+  granted_pilot program-bounds
+  job=$JOB
+  note "pilot $job GO, granted ($((SECONDS - t0)) s)"
+  sbatch_held() { as_user sbatch --parsable --hold -o /dev/null "$@" --wrap true 2>&1; }
+
+  held=$(sbatch_held --time=10-0 --reservation="$RESV" --pilot-run="$job") || fail "the run was rejected: $held"
+  [[ $held =~ ^[0-9]+$ ]] || fail "the run was not submitted: $held"
+  out=$(sbatch_held --time=60 --reservation="$RESV") && fail "a short job was admitted into the reservation: $out"
+  grep -q "runs only its pilot's run (it does not name its pilot: add --pilot-run=$job)" <<<"$out" ||
+    fail "short job in the reservation: $out"
+
+  # Changes to the admitted run, as its user: Slurm shows the code's text,
+  # `pilot explain` the reason.
+  refused_change() {  # refused_change WANT_SLURM_TEXT WANT_REASON scontrol-update-args...
+    local text=$1 reason=$2 out
+    shift 2
+    out=$(as_user scontrol update job "$held" "$@" 2>&1) && fail "scontrol update $*: accepted: $out"
+    grep -q "$text" <<<"$out" || fail "scontrol update $*: $out"
+    out=$(as_user "$PILOT" explain "$held" 2>&1) || fail "pilot explain $held after $*: $out"
+    grep -qF "why     $reason" <<<"$out" || fail "pilot explain $held after $*: $out"
+  }
+  refused_change "Node count specification invalid" \
+    "a run bound to pilot $job may use at most 1 node(s), the grant's (asked for 2)" NumNodes=2
+  refused_change "Access/permission denied" \
+    "a run bound to pilot $job stays in reservation $RESV (asked for none)" Reservation=
+  refused_change "Requested time limit is invalid" \
+    "its time limit exceeds the grant of job $job (10.0 days)" TimeLimit=20-0
+  refused_change "Access/permission denied" \
+    "a run bound to pilot $job stays in partition" Partition=elsewhere
+  out=$(as_user "$PILOT" explain "$held") || fail "pilot explain $held: $out"
+  grep -q "grant   $RESV for $TEST_USER: at most 1 node(s) and 14400 minutes" <<<"$out" || fail "explain: $out"
+  out=$(scontrol show job "$held")
+  grep -q "Reservation=$RESV" <<<"$out" && grep -q "NumNodes=1 " <<<"$out" &&
+    grep -q "TimeLimit=10-00:00:00" <<<"$out" || fail "job $held changed: $out"
+  out=$(as_user scontrol update job "$held" TimeLimit=9-0 2>&1) || fail "a shorter time limit was refused: $out"
+
+  # A short job outside the grant may not be moved into it.
+  unbound=$(sbatch_held --time=60) || fail "a short job was rejected: $unbound"
+  out=$(as_user scontrol update job "$unbound" Reservation="$RESV" 2>&1) && fail "moved into $RESV: $out"
+  out=$(as_user "$PILOT" explain "$unbound" 2>&1) || fail "pilot explain $unbound: $out"
+  grep -q "add --pilot-run=$job" <<<"$out" || fail "pilot explain $unbound: $out"
+  out=$(as_user "$PILOT" explain 999999 2>&1) && fail "explain of a job without a record: $out"
+  grep -q "^pilot: explain: job 999999: no refused change recorded" <<<"$out" || fail "explain 999999: $out"
+  note "run $held admitted, changes refused ($((SECONDS - t0)) s)"
+
+  scancel "$held" "$unbound"
+  wait_job "$held"
+  scontrol delete reservation "$RESV" >/dev/null
+  RESV=""
+  wait_node_idle
+  note "grant_bounds took $((SECONDS - t0)) s"
 }
 
 run_case "$@"
