@@ -66,7 +66,7 @@ int RunExplain(const Invocation& inv) {
     inv.out << "  grant   ";
     if (g.ok()) {
       inv.out << ReservationName(*r->pilot_job) << " for " << VisibleText(g->user) << ": at most " << g->nodes
-              << " node(s) and " << g->duration_minutes << " minutes\n";
+              << " node(s) and " << g->duration_minutes << " minutes; one job, never an array\n";
     } else {
       inv.out << "pilot " << *r->pilot_job << ": " << VisibleText(g.status().Message()) << "\n";
     }

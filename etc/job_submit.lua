@@ -8,7 +8,10 @@
  user, name that pilot with --pilot-run=JOBID, and stay within the grant
  record `pilot grant` wrote (GRANTS_DIR/JOBID.json, root's: its user, node
  count and duration); otherwise the submission is rejected with a message
- that names `pilot verdict` and pilot(1). Nothing the user sent is
+ that names `pilot verdict` and pilot(1). A job that names a pilot with
+ --pilot-run (a bound run) is one job, never an array, and one at a time
+ per pilot: a second is rejected while the first is pending or running
+ (the first one's requeues are the same job). Nothing the user sent is
  trusted for the bounds: the job's --pilot-run (its spank_job_env) only
  has to name the pilot whose record admits it, and the node then checks
  that the job is the piloted run (spank_pilot(8), BINDING).
@@ -198,6 +201,18 @@ function pilot_check(job_desc, part_list, submit_uid)
 	return slurm.ERROR, rejection(why, long, limit)
 end
 
+-- One grant, one run. A job's base state (job_state modulo 256, the flags
+-- above it left out): pending, running or suspended still hold the grant.
+local STATE_NAMES = { [0] = "pending", [1] = "running", [2] = "suspended" }
+-- Pilot job id -> {time, submitted}: the last bound run admitted for it.
+-- slurmctld hands this script a copy of its job table (slurm.jobs) that it
+-- refreshes only when the table's time stamp (whole seconds) is newer than
+-- the copy's, so a job admitted in the second of the last refresh can be
+-- missing from it until the next change to any job; this memory covers
+-- that gap.
+local admitted = {}
+local ADMITTED_MEMORY_SECONDS = 300
+
 -- The pilot a reservation list names (pilot_JOBID), or nil.
 local function reservation_pilot(resv)
 	if resv == nil then return nil end
@@ -208,12 +223,66 @@ local function reservation_pilot(resv)
 	return nil
 end
 
+-- A job of slurmctld's table that holds pilot `pilot`'s grant: its id and
+-- state name; nil when none. `seen_since`: whether the table lists any job
+-- of the pilot submitted at or after that time (ended or not).
+local function active_run(pilot, since)
+	local seen = false
+	if slurm.jobs == nil then return nil, nil, false end
+	for id, j in pairs(slurm.jobs) do
+		local mine = pilot_run(j.spank_job_env) == pilot or reservation_pilot(j.resv_name) == pilot
+		if mine then
+			local st = j.job_state
+			local base = st and (st % 256)
+			if base ~= nil and STATE_NAMES[base] ~= nil then return id, STATE_NAMES[base], true end
+			if since ~= nil and (j.submit_time or 0) >= since then seen = true end
+		end
+	end
+	return nil, nil, seen
+end
+
+-- Why a job that names a pilot (--pilot-run) may not be submitted (nil:
+-- it may): an array, or a second run while one holds the grant.
+local function bound_refusal(job_desc)
+	local pilot = pilot_run(job_desc.spank_job_env)
+	if pilot == nil then return nil end
+	local array = job_desc.array_inx
+	if array ~= nil and array ~= "" then
+		return "a run bound to pilot " .. pilot .. " is one job, not an array (--array=" .. array ..
+			"): submit it once, without --array"
+	end
+	local last = admitted[pilot]
+	if last ~= nil and os.time() - last > ADMITTED_MEMORY_SECONDS then
+		admitted[pilot] = nil
+		last = nil
+	end
+	local other, state, seen = active_run(pilot, last)
+	if other ~= nil then
+		return string.format("pilot %s's grant admits one run at a time, and job %s is %s: wait for it to end, " ..
+			"or scancel %s", pilot, tostring(other), state, tostring(other))
+	end
+	if last ~= nil and not seen then
+		return string.format("pilot %s's grant admits one run at a time, and a run was admitted %d s ago: " ..
+			"once it has ended, submit again", pilot, os.time() - last)
+	end
+	return nil
+end
+
 function slurm_job_submit(job_desc, part_list, submit_uid)
 	local rc, msg = pilot_check(job_desc, part_list, submit_uid)
+	if rc == slurm.SUCCESS then
+		local why = bound_refusal(job_desc)
+		if why ~= nil then
+			rc, msg = slurm.ERROR, "pilot: job rejected: " .. why .. ". See spank_pilot(8), BINDING."
+		end
+	end
 	if rc ~= slurm.SUCCESS then
 		slurm.log_user(msg)
 		slurm.log_info("pilot: rejected job of uid %d: %s", submit_uid, msg)
+		return rc
 	end
+	local pilot = pilot_run(job_desc.spank_job_env)
+	if pilot ~= nil then admitted[pilot] = os.time() end
 	return rc
 end
 

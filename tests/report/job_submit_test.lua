@@ -122,6 +122,37 @@ case("in the table", { time_limit = 9 * DAY, reservation = "pilot_77", user_name
 case("a reservation without a grant record", { time_limit = 9 * DAY, reservation = "pilot_8", spank_job_env = run(8) },
 	slurm.ERROR, "no readable grant record")
 
+-- One grant, one run: a second bound run while one holds the grant, an
+-- array, and a run admitted a moment ago that the table does not list yet.
+slurm.jobs["900"] = { job_state = JOB_PENDING + 0x400, spank_job_env = run(4242), resv_name = "pilot_4242",
+	submit_time = os.time() }
+case("a second run while one is pending (requeued)", { time_limit = 20 * DAY, reservation = "pilot_4242",
+	spank_job_env = run(4242) }, slurm.ERROR, "job 900 is pending")
+case("a short bound run while one is pending", { time_limit = DAY, spank_job_env = run(4242) }, slurm.ERROR,
+	"one run at a time")
+slurm.jobs["900"].job_state = JOB_RUNNING
+case("a second run while one is running", { time_limit = 20 * DAY, reservation = "pilot_4242",
+	spank_job_env = run(4242) }, slurm.ERROR, "job 900 is running")
+slurm.jobs["900"].job_state = JOB_COMPLETE
+case("a run after the first ended", { time_limit = 20 * DAY, reservation = "pilot_4242", spank_job_env = run(4242) },
+	slurm.SUCCESS)
+case("an array", { time_limit = 20 * DAY, reservation = "pilot_4242", spank_job_env = run(4242), array_inx = "0-9" },
+	slurm.ERROR, "not an array")
+case("a short bound array", { time_limit = 60, spank_job_env = run(77), array_inx = "0-1" }, slurm.ERROR,
+	"not an array")
+local before = {}  -- the table as it was before the next run, its runs older
+for id, j in pairs(slurm.jobs) do
+	before[id] = { job_state = j.job_state, spank_job_env = j.spank_job_env, resv_name = j.resv_name,
+		submit_time = os.time() - 10 }
+end
+case("the first run", { time_limit = 20 * DAY, reservation = "pilot_4242", spank_job_env = run(4242) }, slurm.SUCCESS)
+slurm.jobs = before
+case("a run just after it, the table not refreshed", { time_limit = 20 * DAY, reservation = "pilot_4242",
+	spank_job_env = run(4242) }, slurm.ERROR, "admitted 0 s ago")
+slurm.jobs = { ["950"] = { job_state = JOB_COMPLETE, spank_job_env = run(4242), submit_time = os.time() },
+	["951"] = { job_state = JOB_COMPLETE, spank_job_env = run(77), submit_time = os.time() } }
+case("once the table shows it ended", { time_limit = 20 * DAY, reservation = "pilot_4242", spank_job_env = run(4242) },
+	slurm.SUCCESS)
 case("a short job in a pilot reservation without --pilot-run", { time_limit = 60, reservation = "pilot_4242" },
 	slurm.ERROR, "runs only its pilot's run")
 case("a short job that names its pilot outside the reservation", { time_limit = 60, spank_job_env = run(77),

@@ -151,16 +151,18 @@ case_grant_run() {
   note "grant_run took $((SECONDS - t0)) s"
 }
 
-# No change after admission that breaks the grant (job_submit.lua's
-# slurm_job_modify): against a granted pilot, a held run in its
-# reservation is admitted; the user's `scontrol update` of the held run
+# One grant, one run, and no change after admission that breaks the grant
+# (job_submit.lua's slurm_job_modify): against a granted pilot, a held run
+# in its reservation is admitted; a second run and an array are rejected at
+# submission with the reason; the user's `scontrol update` of the held run
 # to two nodes, out of the reservation, past the grant's time or into
 # another partition is refused with the error code's text, `pilot explain`
 # tells why, and the job is unchanged; a shorter time limit is allowed; a
 # short job is neither let into the reservation at submission nor moved
-# into it later. The node is idle at the end.
+# into it later. Once the held run is cancelled another is admitted; the
+# node is idle at the end.
 case_grant_bounds() {
-  local t0=$SECONDS job held out unbound
+  local t0=$SECONDS job held out second unbound
   granted_pilot program-bounds
   job=$JOB
   note "pilot $job GO, granted ($((SECONDS - t0)) s)"
@@ -168,6 +170,11 @@ case_grant_bounds() {
 
   held=$(sbatch_held --time=10-0 --reservation="$RESV" --pilot-run="$job") || fail "the run was rejected: $held"
   [[ $held =~ ^[0-9]+$ ]] || fail "the run was not submitted: $held"
+  out=$(sbatch_held --time=10-0 --reservation="$RESV" --pilot-run="$job") && fail "a second run was admitted: $out"
+  grep -q "one run at a time, and job $held is pending" <<<"$out" || fail "second run: $out"
+  out=$(sbatch_held --time=10-0 --reservation="$RESV" --pilot-run="$job" --array=0-1) &&
+    fail "an array was admitted: $out"
+  grep -q "is one job, not an array (--array=0-1)" <<<"$out" || fail "array: $out"
   out=$(sbatch_held --time=60 --reservation="$RESV") && fail "a short job was admitted into the reservation: $out"
   grep -q "runs only its pilot's run (it does not name its pilot: add --pilot-run=$job)" <<<"$out" ||
     fail "short job in the reservation: $out"
@@ -191,7 +198,7 @@ case_grant_bounds() {
   refused_change "Access/permission denied" \
     "a run bound to pilot $job stays in partition" Partition=elsewhere
   out=$(as_user "$PILOT" explain "$held") || fail "pilot explain $held: $out"
-  grep -q "grant   $RESV for $TEST_USER: at most 1 node(s) and 14400 minutes" <<<"$out" || fail "explain: $out"
+  grep -q "grant   $RESV for $TEST_USER: at most 1 node(s) and 14400 minutes; one job, never an array" <<<"$out" || fail "explain: $out"
   out=$(scontrol show job "$held")
   grep -q "Reservation=$RESV" <<<"$out" && grep -q "NumNodes=1 " <<<"$out" &&
     grep -q "TimeLimit=10-00:00:00" <<<"$out" || fail "job $held changed: $out"
@@ -206,8 +213,13 @@ case_grant_bounds() {
   grep -q "^pilot: explain: job 999999: no refused change recorded" <<<"$out" || fail "explain 999999: $out"
   note "run $held admitted, changes refused ($((SECONDS - t0)) s)"
 
+  # Once the run has ended the grant admits another.
   scancel "$held" "$unbound"
   wait_job "$held"
+  second=$(sbatch_held --time=10-0 --reservation="$RESV" --pilot-run="$job") ||
+    fail "a run after the first ended was rejected: $second"
+  scancel "$second"
+  wait_job "$second"
   scontrol delete reservation "$RESV" >/dev/null
   RESV=""
   wait_node_idle
