@@ -38,35 +38,40 @@ int RunExplain(const Invocation& inv) {
   const std::string path = layout.RefusalFile(*job_id);
   struct stat st {};
   if (lstat(path.c_str(), &st) != 0) {
-    inv.err << Status::NotFound("explain", "job " + id + ": no refused change recorded (" + path + ")")
-                   .WithHint("a change the controller refused for a reason of its own is not recorded; "
-                             "see spank_pilot(8), BINDING")
+    inv.err << Status::NotFound("explain",
+                                "job " + id + ": no refused change recorded (" + path + ")")
+                   .WithHint(
+                       "a change the controller refused for a reason of its own is not recorded; "
+                       "see spank_pilot(8), BINDING")
                    .ToString()
             << "\n";
     return kExitNo;
   }
-  Result<std::string> text =
-      S_ISREG(st.st_mode) ? ReadFileLimited(path, 1 << 16)
-                          : Result<std::string>(Status::Corrupt(path, "not a regular file"));
+  Result<std::string> text = S_ISREG(st.st_mode)
+                                 ? ReadFileLimited(path, 1 << 16)
+                                 : Result<std::string>(Status::Corrupt(path, "not a regular file"));
   Result<job::ChangeRefusal> r =
       text.ok() ? job::ParseChangeRefusal(*text, path) : Result<job::ChangeRefusal>(text.status());
-  if (r.ok() && r->job_id != *job_id) r = Status::Corrupt(path, "it names job " + std::to_string(r->job_id));
+  if (r.ok() && r->job_id != *job_id)
+    r = Status::Corrupt(path, "it names job " + std::to_string(r->job_id));
   if (!r.ok()) {
     inv.err << "pilot: explain: " << r.status().ToString() << "\n";
     return kExitNo;
   }
-  inv.out << "job " << id << ": a change was refused at " << VisibleText(r->refused_at) << " (asked by uid "
-          << r->uid << ")\n"
+  inv.out << "job " << id << ": a change was refused at " << VisibleText(r->refused_at)
+          << " (asked by uid " << r->uid << ")\n"
           << "  asked   " << VisibleText(r->change) << "\n"
           << "  why     " << VisibleText(r->reason) << "\n";
   if (r->pilot_job) {
     const std::string grant_path = layout.GrantFile(*r->pilot_job);
     Result<std::string> gt = ReadFileLimited(grant_path, 1 << 20);
-    Result<GrantRecord> g = gt.ok() ? ParseGrantRecord(*gt, grant_path) : Result<GrantRecord>(gt.status());
+    Result<GrantRecord> g =
+        gt.ok() ? ParseGrantRecord(*gt, grant_path) : Result<GrantRecord>(gt.status());
     inv.out << "  grant   ";
     if (g.ok()) {
-      inv.out << ReservationName(*r->pilot_job) << " for " << VisibleText(g->user) << ": at most " << g->nodes
-              << " node(s) and " << g->duration_minutes << " minutes; one job, never an array\n";
+      inv.out << ReservationName(*r->pilot_job) << " for " << VisibleText(g->user) << ": at most "
+              << g->nodes << " node(s) and " << g->duration_minutes
+              << " minutes; one job, never an array\n";
     } else {
       inv.out << "pilot " << *r->pilot_job << ": " << VisibleText(g.status().Message()) << "\n";
     }

@@ -9,8 +9,10 @@
  record `pilot grant` wrote (GRANTS_DIR/JOBID.json, root's: its user, node
  count and duration); otherwise the submission is rejected with a message
  that names `pilot verdict` and pilot(1). A job that names a pilot with
- --pilot-run (a bound run) is one job, never an array, and one at a time
- per pilot: a second is rejected while the first is pending or running
+ --pilot-run (a bound run) is submitted by `pilot run JOBID`, whose batch
+ script the node replaces with the pilot's program.command (no script,
+ command or allocation of its own), is one job, never an array, and one at
+ a time per pilot: a second is rejected while the first is pending or running
  (the first one's requeues are the same job). Nothing the user sent is
  trusted for the bounds: the job's --pilot-run (its spank_job_env) only
  has to name the pilot whose record admits it, and the node then checks
@@ -241,11 +243,28 @@ local function active_run(pilot, since)
 	return nil, nil, seen
 end
 
+-- The batch script of a bound run, byte for byte as `pilot run PILOT`
+-- submits it (job/binding.cc, BoundRunScript): the node runs the pilot's
+-- program.command in its place.
+local function bound_run_script(pilot)
+	return "#!/bin/sh\n" ..
+		"# slurm-pilot: the run piloted by job " .. pilot .. ". Its tasks run the pilot's program.command\n" ..
+		"# in place of this script (spank_pilot(8), BINDING); submitted by `pilot run " .. pilot .. "`.\n" ..
+		"echo \"pilot: job $SLURM_JOB_ID: the run of pilot " .. pilot .. " needs spank_pilot.so on its node\" >&2\n" ..
+		"exit 1\n"
+end
+
 -- Why a job that names a pilot (--pilot-run) may not be submitted (nil:
--- it may): an array, or a second run while one holds the grant.
+-- it may): a script or command of its own (an interactive allocation
+-- included), an array, or a second run while one holds the grant.
 local function bound_refusal(job_desc)
 	local pilot = pilot_run(job_desc.spank_job_env)
 	if pilot == nil then return nil end
+	if job_desc.script ~= bound_run_script(pilot) then
+		return "a run bound to pilot " .. pilot .. " runs the pilot's program.command, not a " ..
+			(job_desc.script == nil and "command" or "script") .. " of its own: submit it with " ..
+			"`pilot run " .. pilot .. " [SBATCH_OPTION...]`"
+	end
 	local array = job_desc.array_inx
 	if array ~= nil and array ~= "" then
 		return "a run bound to pilot " .. pilot .. " is one job, not an array (--array=" .. array ..

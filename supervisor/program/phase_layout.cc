@@ -95,7 +95,7 @@ PhaseLaunch PhaseRanks(const PhaseLaunchInput& in) {
     e.local_world_size = layout.local_world;
     if (across) e.master_addr = layout.hosts.front();
     e.master_port = port;
-    e.metrics = !across ? in.metrics_socket : in.loss_pattern ? "" : "stdout";
+    e.metrics = !in.records ? "" : !across ? in.metrics_socket : in.loss_pattern ? "" : "stdout";
     e.checkpoint_dir = in.checkpoint_dir;
     e.resume_dir = in.resume_dir;
     e.seed = in.lock->seeds.training;

@@ -38,6 +38,22 @@ grant(4242, "alice", 2, 30 * 1440)
 grant(77, "bob", 1, 10 * 1440)
 -- The job's spank_job_env as slurmctld hands it over (indexed from 0).
 local function run(job) return { [0] = "SLURM_PILOT_CONFIG_X=1", [1] = "SLURM_PILOT_RUN=" .. job } end
+-- The batch script `pilot run JOB` submits (job/binding.cc, BoundRunScript).
+local function bound_script(job)
+	return "#!/bin/sh\n" ..
+		"# slurm-pilot: the run piloted by job " .. job .. ". Its tasks run the pilot's program.command\n" ..
+		"# in place of this script (spank_pilot(8), BINDING); submitted by `pilot run " .. job .. "`.\n" ..
+		"echo \"pilot: job $SLURM_JOB_ID: the run of pilot " .. job .. " needs spank_pilot.so on its node\" >&2\n" ..
+		"exit 1\n"
+end
+-- A bound job's script unless the case gives one (false: none, an allocation).
+function script_of(env)
+	for _, e in pairs(env) do
+		local job = string.match(e, "^SLURM_PILOT_RUN=(%d+)$")
+		if job then return bound_script(job) end
+	end
+	return nil
+end
 
 local DAY = 1440
 local JOB_PENDING, JOB_RUNNING, JOB_COMPLETE = 0, 1, 3
@@ -46,6 +62,8 @@ local next_job = 100
 local function case(name, job, want_rc, want_text)
 	messages = {}
 	job.user_name = job.user_name or "alice"
+	if job.spank_job_env ~= nil and job.script == nil then job.script = script_of(job.spank_job_env) end
+	if job.script == false then job.script = nil end
 	local parts = job.parts or { { name = "gpu", default_time = 4294967294, max_time = 60 * DAY } }
 	local rc = slurm_job_submit(job, parts, 1001)
 	if rc == slurm.SUCCESS and job.spank_job_env ~= nil then
@@ -153,6 +171,12 @@ slurm.jobs = { ["950"] = { job_state = JOB_COMPLETE, spank_job_env = run(4242), 
 	["951"] = { job_state = JOB_COMPLETE, spank_job_env = run(77), submit_time = os.time() } }
 case("once the table shows it ended", { time_limit = 20 * DAY, reservation = "pilot_4242", spank_job_env = run(4242) },
 	slurm.SUCCESS)
+case("a script of its own", { time_limit = 20 * DAY, reservation = "pilot_4242", spank_job_env = run(4242),
+	script = "#!/bin/sh\necho ARBITRARY\n" }, slurm.ERROR, "not a script of its own: submit it with `pilot run 4242")
+case("the script of another pilot's run", { time_limit = 20 * DAY, reservation = "pilot_4242",
+	spank_job_env = run(4242), script = bound_script(77) }, slurm.ERROR, "not a script of its own")
+case("an allocation (salloc)", { time_limit = 20 * DAY, reservation = "pilot_4242", spank_job_env = run(4242),
+	script = false }, slurm.ERROR, "not a command of its own")
 case("a short job in a pilot reservation without --pilot-run", { time_limit = 60, reservation = "pilot_4242" },
 	slurm.ERROR, "runs only its pilot's run")
 case("a short job that names its pilot outside the reservation", { time_limit = 60, spank_job_env = run(77),

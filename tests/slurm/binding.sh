@@ -43,7 +43,8 @@ granted_pilot() {  # granted_pilot NAME
     fail "the cluster runs no job_submit.lua (Slurm's job_submit_lua.so missing?)"
   DIR=$(user_copy "$SRC/tests/program" "$1")
   program_toml "$DIR/bind.toml" bind "$DIR" 1 '["python3", "tiny.py"]' 'pin = ["tiny.py"]'
-  sed -i 's/^gpus_per_node = 2$/&\npreprocess_hours = 240/' "$DIR/bind.toml"
+  sed -i -e 's/^gpus_per_node = 2$/&\npreprocess_hours = 240/' -e 's/^target_steps = 1000$/target_steps = 30/' \
+    "$DIR/bind.toml"
   JOB=$(submit_wait --pilot="$DIR/bind.toml" --pilot-stage=single)
   wait_verdict "$JOB"
   [[ $(decision "$JOB") == GO ]] || fail "job $JOB: $(decision "$JOB"): $(verdict_text "$JOB")"
@@ -57,12 +58,13 @@ granted_pilot() {  # granted_pilot NAME
 # A program pilot (tiny.py pinned) with ten days of data preparation, so
 # that its budget is a 30-day term on any machine: GO, granted for 10 days.
 # Then, against the grant: a 10-day job without the reservation, or in it
-# without --pilot-run, or of another user, is rejected at submission; the
-# unchanged run in the reservation runs to COMPLETED; after the pinned
-# script is edited the same job's task is refused before it runs, with the
-# file named, the node idle and `pilot verdict` listing both runs; another
-# user's job that names the pilot is refused by the node; a job that only
-# inherits the variable from a bound run runs.
+# without --pilot-run, or of another user, or with a script of its own, is
+# rejected at submission; the unchanged run (`pilot run`) runs the pinned
+# tiny.py for run.target_steps to COMPLETED, its checkpoint in its own
+# folder; after the pinned script is edited the same run is refused before
+# anything runs, with the file named, the node idle and `pilot verdict`
+# listing both runs; another user's run of the pilot is refused by the
+# node; a job that only inherits the variable from a bound run runs.
 case_grant_run() {
   local t0=$SECONDS other dir job out ok bad stranger
   other=${PILOT_TEST_USER2:-pilotuser2}
@@ -95,26 +97,38 @@ case_grant_run() {
     --reservation="$RESV" --pilot-run="$job" --wrap true 2>&1) && fail "another user's job was accepted: $out"
   grep -q "not granted to $other" <<<"$out" || fail "another user: $out"
 
-  # The piloted run.
-  ok=$(as_user sbatch --parsable -o "$TMP/long-%j.out" --time=10-0 --reservation="$RESV" \
-    --pilot-run="$job" --wrap 'echo the long run ran') || true
+  # A bound job with a script of its own is refused at submission.
+  out=$(as_user sbatch --parsable --time=10-0 --reservation="$RESV" --pilot-run="$job" \
+    --wrap 'echo ARBITRARY' 2>&1) && fail "a bound job with a script of its own was accepted: $out"
+  grep -qF "runs the pilot's program.command, not a script of its own: submit it with \`pilot run $job" <<<"$out" ||
+    fail "a bound job's own script: $out"
+
+  # The piloted run: its task runs the pilot's program.command (tiny.py,
+  # pinned) through the supervisor, for run.target_steps, saving into its
+  # own folder.
+  ok=$(as_user "$PILOT" run "$job" -- --parsable -o "$TMP/long-%j.out" --time=10-0) || true
   ok=${ok%%$'\n'*}
   [[ $ok =~ ^[0-9]+$ ]] || fail "the piloted run was not submitted: $ok"
   wait_job "$ok"
   [[ $(job_state "$ok") == COMPLETED ]] || fail "job $ok: $(job_state "$ok"): $(cat "$TMP/long-$ok.out")"
-  grep -q "the long run ran" "$TMP/long-$ok.out" || fail "job $ok: its command did not run"
   [[ $(run_field "$ok" 'd["decision"]') == admitted ]] || fail "run record: $(cat "$STATE/runs/$ok.json")"
-  note "long run $ok COMPLETED, admitted ($((SECONDS - t0)) s)"
+  grep -qF "pilot: job $ok: the run of pilot $job (bind): 1 process of python3 tiny.py in $dir, 30 steps, checkpoints in $TMP/pilot-run-$ok/checkpoints" \
+    "$TMP/long-$ok.out" || fail "job $ok: not the pinned program: $(cat "$TMP/long-$ok.out")"
+  grep -q "pilot: job $ok: the run ended: every process exited 0" "$TMP/long-$ok.out" ||
+    fail "job $ok: $(cat "$TMP/long-$ok.out")"
+  [[ -f $TMP/pilot-run-$ok/checkpoints/ckpt.pt ]] || fail "job $ok: tiny.py saved no checkpoint in its folder"
+  ! grep -q "needs spank_pilot.so" "$TMP/long-$ok.out" || fail "job $ok: its batch script ran"
+  note "long run $ok COMPLETED, admitted, tiny.py ran ($((SECONDS - t0)) s)"
 
   # The same run after the pinned script changed.
   echo "# edited after the pilot" >>"$dir/tiny.py"
-  bad=$(as_user sbatch --parsable -o "$TMP/long-%j.out" --time=10-0 --reservation="$RESV" \
-    --pilot-run="$job" --wrap 'echo the long run ran') || true
+  bad=$(as_user "$PILOT" run "$job" -- --parsable -o "$TMP/long-%j.out" --time=10-0) || true
   bad=${bad%%$'\n'*}
   [[ $bad =~ ^[0-9]+$ ]] || fail "the edited run was not submitted: $bad"
   wait_job "$bad"
   [[ $(job_state "$bad") == FAILED ]] || fail "job $bad: $(job_state "$bad")"
-  ! grep -q "the long run ran" "$TMP/long-$bad.out" || fail "job $bad: its command ran"
+  ! grep -q "the run of pilot" "$TMP/long-$bad.out" || fail "job $bad: its program ran"
+  [[ ! -e $TMP/pilot-run-$bad ]] || fail "job $bad: its program ran"
   grep -q "pilot: job $bad: refused: not the run piloted by job $job: pin tiny.py: sha256:" "$TMP/long-$bad.out" ||
     fail "job $bad: the refusal does not name the file: $(cat "$TMP/long-$bad.out")"
   wait_node_free
@@ -126,8 +140,8 @@ case_grant_run() {
   # Another user's job naming the pilot (short: no reservation needed).
   scontrol delete reservation "$RESV" >/dev/null
   RESV=""
-  stranger=$(cd "$TMP" && runuser -u "$other" -- env SLURM_CONF="$SLURM_CONF" sbatch --parsable \
-    -o "$TMP/stranger-%j.out" --time=10 --pilot-run="$job" --wrap 'echo the stranger ran' 2>&1) || true
+  stranger=$(cd "$TMP" && runuser -u "$other" -- env SLURM_CONF="$SLURM_CONF" PILOT_POLICY="$POLICY" \
+    "$PILOT" run "$job" -- --parsable -o "$TMP/stranger-%j.out" --time=10 2>&1) || true
   stranger=${stranger%%$'\n'*}
   [[ $stranger =~ ^[0-9]+$ ]] || fail "another user's job was not submitted: $stranger"
   wait_job "$stranger"
@@ -167,12 +181,13 @@ case_grant_bounds() {
   job=$JOB
   note "pilot $job GO, granted ($((SECONDS - t0)) s)"
   sbatch_held() { as_user sbatch --parsable --hold -o /dev/null "$@" --wrap true 2>&1; }
+  run_held() { as_user "$PILOT" run "$job" -- --parsable --hold -o /dev/null "$@" 2>&1; }
 
-  held=$(sbatch_held --time=10-0 --reservation="$RESV" --pilot-run="$job") || fail "the run was rejected: $held"
+  held=$(run_held --time=10-0) || fail "the run was rejected: $held"
   [[ $held =~ ^[0-9]+$ ]] || fail "the run was not submitted: $held"
-  out=$(sbatch_held --time=10-0 --reservation="$RESV" --pilot-run="$job") && fail "a second run was admitted: $out"
+  out=$(run_held --time=10-0) && fail "a second run was admitted: $out"
   grep -q "one run at a time, and job $held is pending" <<<"$out" || fail "second run: $out"
-  out=$(sbatch_held --time=10-0 --reservation="$RESV" --pilot-run="$job" --array=0-1) &&
+  out=$(run_held --time=10-0 --array=0-1) &&
     fail "an array was admitted: $out"
   grep -q "is one job, not an array (--array=0-1)" <<<"$out" || fail "array: $out"
   out=$(sbatch_held --time=60 --reservation="$RESV") && fail "a short job was admitted into the reservation: $out"
@@ -216,7 +231,7 @@ case_grant_bounds() {
   # Once the run has ended the grant admits another.
   scancel "$held" "$unbound"
   wait_job "$held"
-  second=$(sbatch_held --time=10-0 --reservation="$RESV" --pilot-run="$job") ||
+  second=$(run_held --time=10-0) ||
     fail "a run after the first ended was rejected: $second"
   scancel "$second"
   wait_job "$second"
