@@ -8,11 +8,14 @@
 
 #include "core/base/atomic_file.h"
 #include "core/base/crypto.h"
+#include "core/base/json_util.h"
+#include "core/base/strings.h"
 #include "core/config/load.h"
 #include "core/records/lock.h"
 #include "job/binding.h"
 #include "job/job_env.h"
 #include "job/state_layout.h"
+#include "job/subprocess.h"
 #include "launch/launcher.h"
 #include "supervisor/program/container.h"
 #include "supervisor/program/group.h"
@@ -22,6 +25,10 @@
 namespace pilot::supervisor {
 namespace {
 
+// The record of the newest complete checkpoint, in PILOT_CHECKPOINT_DIR
+// (python/slurm_pilot/_resume.py writes it).
+constexpr char kResumeFile[] = "pilot-resume.json";
+
 class BoundRun {
  public:
   BoundRun(const SuperviseOptions& o, int64_t pilot)
@@ -30,9 +37,11 @@ class BoundRun {
   int Run() {
     if (!Load()) return 1;
     Config run = cfg_;
-    // The run's length, not the pilot's.
+    // The run's length and its checkpoints' interval, not the pilot's.
     run.training.steps =
         static_cast<int>(std::min<int64_t>(cfg_.RunTotalSteps(), std::numeric_limits<int>::max()));
+    run.checkpoint.at_step = static_cast<int>(
+        std::min<int64_t>(cfg_.run.checkpoint_interval, std::numeric_limits<int>::max()));
     // This job's GPUs and nodes, not those of the pilot's node.
     Lock here = lock_;
     here.job.gpus.reset();
@@ -77,6 +86,14 @@ class BoundRun {
     pl.process = "run";
     pl.records = false;
     pl.checkpoint_dir = out + "/checkpoints";
+    // A requeued run resumes from the newest checkpoint the program marked
+    // complete (pilot-program(7)).
+    Result<int64_t> resume = ResumeStep(pl.checkpoint_dir);
+    if (!resume.ok()) return Fail(resume.status().detail());
+    if (*resume > 0) {
+      pl.resume_dir = pl.checkpoint_dir;
+      pl.resume_step = *resume;
+    }
     PhaseLaunch launch = PhaseRanks(pl);
     if (!launch.problems.empty()) return Fail(launch.problems.front());
     GroupSpec spec;
@@ -89,7 +106,9 @@ class BoundRun {
     spec.step_timeout_seconds = std::numeric_limits<double>::infinity();
     Log("the run of pilot " + std::to_string(pilot_) + " (" + cfg_.run.name +
         "): " + launch.description + " in " + workdir + ", " + std::to_string(run.training.steps) +
-        " steps, checkpoints in " + pl.checkpoint_dir);
+        " steps, checkpoints in " + pl.checkpoint_dir + " every " +
+        std::to_string(run.checkpoint.at_step) + " steps" +
+        (pl.resume_step > 0 ? ", resuming after step " + std::to_string(pl.resume_step) : ""));
     const GroupResult g = RunGroup(spec);
     return ExitStatus(g);
   }
@@ -138,6 +157,38 @@ class BoundRun {
                   "bound to its grant yet (spank_pilot(8), BINDING)") == 0;
     }
     return true;
+  }
+
+  // The step of the newest checkpoint the program marked complete in `dir`
+  // (DIR/pilot-resume.json, {"step": N}, read as the job's user: the folder
+  // is the user's); 0 when there is none (a first start). Errors: kInvalid
+  // (a record that does not read), the detail a sentence with the way out.
+  Result<int64_t> ResumeStep(const std::string& dir) const {
+    const std::string path = dir + "/" + kResumeFile;
+    job::CommandSpec spec;
+    spec.argv = {"/bin/cat", "--", path};
+    spec.env = {"PATH=/usr/bin:/bin", "LANG=C"};
+    spec.run_as = o_.run_as;
+    spec.timeout_seconds = 30;
+    spec.max_output_bytes = 4096;
+    Result<job::CommandResult> read = job::RunCommand(spec);
+    if (!read.ok()) return Status::Invalid("resume", path + ": " + read.status().Message());
+    if (!read->Succeeded()) {
+      if (read->err.find("No such file") != std::string::npos) return int64_t{0};
+      return Status::Invalid("resume", path + ": cannot be read as the user (" +
+                                           std::string(Trim(read->err)) +
+                                           "); remove it to start the run from step 1");
+    }
+    Result<Json> j = ParseJsonText(read->out, path, 4096);
+    const bool good = j.ok() && j->is_object() && j->size() == 1 && j->contains("step") &&
+                      (*j)["step"].is_number_integer() && (*j)["step"].get<int64_t>() >= 1;
+    if (!good) {
+      return Status::Invalid("resume",
+                             path +
+                                 ": expected {\"step\": N} with N >= 1, as slurm_pilot.saved() "
+                                 "writes it; remove it to start the run from step 1");
+    }
+    return (*j)["step"].get<int64_t>();
   }
 
   // The first process that did not exit 0 (by its rank), as a shell says it.

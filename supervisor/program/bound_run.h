@@ -12,8 +12,14 @@
 // What differs from the pilot's node stage, and only that:
 //   PILOT_STEPS           run.target_steps, or the steps of run.target_tokens
 //                         (the pilot ran training.steps)
+//   PILOT_CHECKPOINT_STEP run.checkpoint_interval: a save after every
+//                         multiple (the pilot saved once, at checkpoint.at_step)
 //   PILOT_CHECKPOINT_DIR  OUT/checkpoints, OUT the job's --pilot-out, else
 //                         SUBMIT_DIR/pilot-run-JOBID
+//   PILOT_RESUME_DIR, PILOT_RESUME_STEP  a requeued run's: that folder and the
+//                         step its pilot-resume.json names, the newest
+//                         checkpoint the program marked complete
+//                         (slurm_pilot.saved, pilot-program(7)), read as the user
 //   PILOT_STAGE, PILOT_PROCESS  "run"
 //   PILOT_METRICS         not set: the processes report to no one, their
 //                         output goes to the job's (and no hang is judged)

@@ -98,6 +98,7 @@ PhaseLaunch PhaseRanks(const PhaseLaunchInput& in) {
     e.metrics = !in.records ? "" : !across ? in.metrics_socket : in.loss_pattern ? "" : "stdout";
     e.checkpoint_dir = in.checkpoint_dir;
     e.resume_dir = in.resume_dir;
+    e.resume_step = in.resume_step;
     e.seed = in.lock->seeds.training;
     e.tasks = across ? 0 : layout.processes;
     r.env = ProgramEnv(e);

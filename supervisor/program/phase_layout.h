@@ -48,6 +48,7 @@ struct PhaseLaunchInput {
   // nothing: the probe stays silent, as outside a pilot).
   bool records = true;
   std::string checkpoint_dir, resume_dir;
+  int64_t resume_step = 0;  // PILOT_RESUME_STEP; 0 = not set
 };
 
 struct PhaseLaunch {

@@ -3,7 +3,7 @@
 # BINDING; pilot(1), grant): its slurmctld runs etc/job_submit.lua against
 # the cluster's grant records (scripts/local-slurm).
 #
-#   binding.sh CASE   CASE: grant_run | grant_bounds
+#   binding.sh CASE   CASE: grant_run | grant_bounds | bound_requeue
 #
 # Environment as for e2e.sh (lib.sh); PILOT_TEST_USER2 (default pilotuser2)
 # is the other user.
@@ -32,19 +32,20 @@ wait_node_free() {
 job_state() { scontrol show job "$1" | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p'; }
 run_field() { json "$STATE/runs/$1.json" "$2"; }
 
-# A GO pilot of tiny.py (pinned) in the user's folder DIR (a copy of
-# tests/program), with ten days of data preparation so that its budget is a
-# 30-day term on any machine, granted for one node and ten days: sets JOB
-# and RESV.
+# A GO pilot of tiny.py (pinned; or COMMAND with PIN) in the user's folder
+# DIR (a copy of tests/program), with ten days of data preparation so that
+# its budget is a 30-day term on any machine, its run TARGET_STEPS (30)
+# long with a checkpoint every INTERVAL (10) steps, granted for one node and
+# ten days: sets JOB and RESV.
 JOB="" DIR=""
-granted_pilot() {  # granted_pilot NAME
-  local out
+granted_pilot() {  # granted_pilot NAME [COMMAND_TOML PIN_TOML TARGET_STEPS INTERVAL]
+  local out command=${2:-'["python3", "tiny.py"]'} pin=${3:-'pin = ["tiny.py"]'}
   grep -q '^JobSubmitPlugins=lua' "$SLURM_CONF" ||
     fail "the cluster runs no job_submit.lua (Slurm's job_submit_lua.so missing?)"
   DIR=$(user_copy "$SRC/tests/program" "$1")
-  program_toml "$DIR/bind.toml" bind "$DIR" 1 '["python3", "tiny.py"]' 'pin = ["tiny.py"]'
-  sed -i -e 's/^gpus_per_node = 2$/&\npreprocess_hours = 240/' -e 's/^target_steps = 1000$/target_steps = 30/' \
-    "$DIR/bind.toml"
+  program_toml "$DIR/bind.toml" bind "$DIR" 1 "$command" "$pin"
+  sed -i -e 's/^gpus_per_node = 2$/&\npreprocess_hours = 240/' \
+    -e "s/^target_steps = 1000\$/target_steps = ${4:-30}\ncheckpoint_interval = ${5:-10}/" "$DIR/bind.toml"
   JOB=$(submit_wait --pilot="$DIR/bind.toml" --pilot-stage=single)
   wait_verdict "$JOB"
   [[ $(decision "$JOB") == GO ]] || fail "job $JOB: $(decision "$JOB"): $(verdict_text "$JOB")"
@@ -112,7 +113,7 @@ case_grant_run() {
   wait_job "$ok"
   [[ $(job_state "$ok") == COMPLETED ]] || fail "job $ok: $(job_state "$ok"): $(cat "$TMP/long-$ok.out")"
   [[ $(run_field "$ok" 'd["decision"]') == admitted ]] || fail "run record: $(cat "$STATE/runs/$ok.json")"
-  grep -qF "pilot: job $ok: the run of pilot $job (bind): 1 process of python3 tiny.py in $dir, 30 steps, checkpoints in $TMP/pilot-run-$ok/checkpoints" \
+  grep -qF "pilot: job $ok: the run of pilot $job (bind): 1 process of python3 tiny.py in $dir, 30 steps, checkpoints in $TMP/pilot-run-$ok/checkpoints every 10 steps" \
     "$TMP/long-$ok.out" || fail "job $ok: not the pinned program: $(cat "$TMP/long-$ok.out")"
   grep -q "pilot: job $ok: the run ended: every process exited 0" "$TMP/long-$ok.out" ||
     fail "job $ok: $(cat "$TMP/long-$ok.out")"
@@ -239,6 +240,62 @@ case_grant_bounds() {
   RESV=""
   wait_node_idle
   note "grant_bounds took $((SECONDS - t0)) s"
+}
+
+# The restart the pilot proved: a bound run of tiny.py (a checkpoint every 5
+# of its 25 steps, --save-every, each marked complete by slurm_pilot.saved)
+# is requeued by its user once it has saved and gone two steps past the
+# save; it starts again (after the cluster's cred_expire), resumes after the
+# newest complete checkpoint, and the losses of the steps both attempts ran
+# are equal; it ends COMPLETED at step 25, the node idle.
+case_bound_requeue() {
+  local t0=$SECONDS job run out i saved=0 last=0 resumed first second
+  granted_pilot program-requeue '["python3", "tiny.py", "--save-every", "5", "--step-cpu", "0.3"]' \
+    'pin = ["tiny.py"]' 25 5
+  job=$JOB
+  note "pilot $job GO, granted ($((SECONDS - t0)) s)"
+  run=$(as_user "$PILOT" run "$job" -- --parsable --requeue --open-mode=append -o "$TMP/run-%j.out" --time=10-0) ||
+    fail "the run was not submitted: $run"
+  run=${run%%$'\n'*}
+  local record=$TMP/pilot-run-$run/checkpoints/pilot-resume.json
+  for ((i = 0; i < 600; i++)); do  # a save marked complete, then two steps past it
+    [[ -f $record ]] && saved=$(json "$record" 'd["step"]')
+    last=$(sed -n 's/^step \([0-9]*\) loss .*/\1/p' "$TMP/run-$run.out" 2>/dev/null | tail -n1) || true
+    ((saved > 0 && ${last:-0} >= saved + 2)) && break
+    [[ $(job_state "$run") == RUNNING || $(job_state "$run") == PENDING ]] || fail "job $run: $(job_state "$run")"
+    sleep 0.1
+  done
+  ((saved > 0)) || fail "job $run: no checkpoint marked complete: $(cat "$TMP/run-$run.out")"
+  as_user scontrol requeue "$run" || fail "scontrol requeue $run"
+  note "run $run requeued at step $last, its newest complete checkpoint step $saved ($((SECONDS - t0)) s)"
+  # Slurm holds a requeued job for cred_expire (20 s here) and the next
+  # scheduling pass; once it is pending again, and a second past the old
+  # credential, the administrator lets it start now: only the wait is cut.
+  for ((i = 0; i < 300; i++)); do
+    [[ $(job_state "$run") == PENDING ]] && ! scontrol show job "$run" | grep -q ' JobState=PENDING.*COMPLETING' && break
+    sleep 0.1
+  done
+  sleep 1
+  scontrol update job "$run" StartTime=now || fail "scontrol update job $run StartTime=now"
+  wait_job "$run" 300
+  [[ $(job_state "$run") == COMPLETED ]] || fail "job $run: $(job_state "$run"): $(cat "$TMP/run-$run.out")"
+  out=$(cat "$TMP/run-$run.out")
+  resumed=$(sed -n 's/.*, resuming after step \([0-9]*\)$/\1/p' <<<"$out")
+  [[ -n $resumed ]] && ((resumed >= saved && resumed % 5 == 0)) || fail "job $run did not resume: $out"
+  # Each attempt's "step N loss X" lines, split at the resuming attempt's start.
+  first=$(sed -n '/, resuming after step/q;s/^step //p' <<<"$out")
+  second=$(sed -n '/, resuming after step/,$s/^step //p' <<<"$out")
+  [[ $(head -n1 <<<"$second") == "$((resumed + 1)) loss "* ]] || fail "job $run resumed at: $(head -n1 <<<"$second")"
+  [[ $(tail -n1 <<<"$second") == "25 loss "* ]] || fail "job $run ended at: $(tail -n1 <<<"$second")"
+  local both
+  both=$(join <(sort -k1,1 <<<"$first") <(sort -k1,1 <<<"$second") | awk '$2 != "loss" || $3 != $5 {print "differs: " $0}; END {print NR " steps"}')
+  [[ $both == *" steps" && $both != *differs* && ${both%% *} -ge 2 ]] ||
+    fail "job $run: the steps both attempts ran: $both"
+  [[ $(run_field "$run" 'd["decision"]') == admitted ]] || fail "run record: $(cat "$STATE/runs/$run.json")"
+  scontrol delete reservation "$RESV" >/dev/null
+  RESV=""
+  wait_node_idle
+  note "bound_requeue: resumed after step $resumed, ${both%% *} steps equal in both attempts; took $((SECONDS - t0)) s"
 }
 
 run_case "$@"
