@@ -16,6 +16,7 @@
 #include "job/job_env.h"
 #include "job/state_layout.h"
 #include "job/subprocess.h"
+#include "launch/container.h"
 #include "launch/launcher.h"
 #include "supervisor/program/container.h"
 #include "supervisor/program/group.h"
@@ -60,6 +61,13 @@ class BoundRun {
         !o_.out.empty() ? o_.out : o_.cwd + "/pilot-run-" + std::to_string(o_.job_id);
     std::optional<ContainerSetup> container;
     if (cfg_.container.runtime != "none") {
+      // Across nodes, podman and Apptainer run each task through the
+      // node's plugin, which checks it against root's record of a pilot
+      // job on that node (container_task.h): a bound job has none yet.
+      if (layout.AcrossNodes() && cfg_.container.runtime != launch::kRuntimePyxis) {
+        return Fail("a bound run in a " + cfg_.container.runtime +
+                    " image across nodes is not supported yet: run it on one node (-N1), or with pyxis");
+      }
       Result<ContainerSetup> c =
           MakeContainerSetup(run, lock_, o_.policy, o_.run_as, workdir, place.gpus,
                              {out, ResolveProbePath(o_.policy), workdir}, "");

@@ -171,6 +171,17 @@ slurm.jobs = { ["950"] = { job_state = JOB_COMPLETE, spank_job_env = run(4242), 
 	["951"] = { job_state = JOB_COMPLETE, spank_job_env = run(77), submit_time = os.time() } }
 case("once the table shows it ended", { time_limit = 20 * DAY, reservation = "pilot_4242", spank_job_env = run(4242) },
 	slurm.SUCCESS)
+-- The script as `pilot run` submits it (its C++ spelling, job/binding.cc).
+if arg[2] ~= nil and arg[2] ~= "" then
+	local f = assert(io.open(arg[2]))
+	local text = f:read("*a")
+	f:close()
+	assert(text ~= "", "pilot run --dry-run printed no script")
+	case("the script `pilot run` submits", { time_limit = 20 * DAY, reservation = "pilot_4242",
+		spank_job_env = run(4242), script = text }, slurm.SUCCESS)
+else
+	print("note: no `pilot run` script given: its spelling is not checked against the script's")
+end
 case("a script of its own", { time_limit = 20 * DAY, reservation = "pilot_4242", spank_job_env = run(4242),
 	script = "#!/bin/sh\necho ARBITRARY\n" }, slurm.ERROR, "not a script of its own: submit it with `pilot run 4242")
 case("the script of another pilot's run", { time_limit = 20 * DAY, reservation = "pilot_4242",
