@@ -249,7 +249,7 @@ case_grant_bounds() {
 # newest complete checkpoint, and the losses of the steps both attempts ran
 # are equal; it ends COMPLETED at step 25, the node idle.
 case_bound_requeue() {
-  local t0=$SECONDS job run out i saved=0 last=0 resumed first second
+  local t0=$SECONDS job run out i saved=0 last=0 resumed first second state
   granted_pilot program-requeue '["python3", "tiny.py", "--save-every", "5", "--step-cpu", "0.3"]' \
     'pin = ["tiny.py"]' 25 5
   job=$JOB
@@ -262,7 +262,9 @@ case_bound_requeue() {
     [[ -f $record ]] && saved=$(json "$record" 'd["step"]')
     last=$(sed -n 's/^step \([0-9]*\) loss .*/\1/p' "$TMP/run-$run.out" 2>/dev/null | tail -n1) || true
     ((saved > 0 && ${last:-0} >= saved + 2)) && break
-    [[ $(job_state "$run") == RUNNING || $(job_state "$run") == PENDING ]] || fail "job $run: $(job_state "$run")"
+    state=$(job_state "$run")
+    [[ $state == PENDING || $state == CONFIGURING || $state == RUNNING ]] ||
+      fail "job $run ended before its requeue ($state): $(cat "$TMP/run-$run.out")"
     sleep 0.1
   done
   ((saved > 0)) || fail "job $run: no checkpoint marked complete: $(cat "$TMP/run-$run.out")"
