@@ -3,8 +3,8 @@
 In the run a pilot's grant binds (PILOT_STAGE "run"), saved(step) on every
 rank, right after the save, marks the checkpoint of ``step`` complete: once
 every rank has reached it (a barrier, when torch.distributed runs), rank 0
-writes {"step": step} to PILOT_CHECKPOINT_DIR/pilot-resume.json, beside and
-renamed into place. When the job is requeued, the supervisor reads that
+writes {"schema": "slurm-pilot/resume/1", "step": step} to
+PILOT_CHECKPOINT_DIR/pilot-resume.json, beside and renamed into place. When the job is requeued, the supervisor reads that
 record (as the user) and starts the program again with PILOT_RESUME_DIR
 (the same folder) and PILOT_RESUME_STEP (that step). See pilot-program(7).
 """
@@ -18,6 +18,7 @@ import sys
 from slurm_pilot._util import env_int
 
 RESUME_FILE = "pilot-resume.json"
+RESUME_SCHEMA = "slurm-pilot/resume/1"
 
 
 def _barrier() -> None:
@@ -39,7 +40,7 @@ def mark_complete(step: int) -> str | None:
     path = os.path.join(directory, RESUME_FILE)
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
-        json.dump({"step": int(step)}, f)
+        json.dump({"schema": RESUME_SCHEMA, "step": int(step)}, f)
         f.write("\n")
         f.flush()
         os.fsync(f.fileno())

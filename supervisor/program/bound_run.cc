@@ -29,6 +29,7 @@ namespace {
 // The record of the newest complete checkpoint, in PILOT_CHECKPOINT_DIR
 // (python/slurm_pilot/_resume.py writes it).
 constexpr char kResumeFile[] = "pilot-resume.json";
+constexpr char kResumeSchema[] = "slurm-pilot/resume/1";
 
 class BoundRun {
  public:
@@ -65,8 +66,9 @@ class BoundRun {
       // node's plugin, which checks it against root's record of a pilot
       // job on that node (container_task.h): a bound job has none yet.
       if (layout.AcrossNodes() && cfg_.container.runtime != launch::kRuntimePyxis) {
-        return Fail("a bound run in a " + cfg_.container.runtime +
-                    " image across nodes is not supported yet: run it on one node (-N1), or with pyxis");
+        return Fail(
+            "a bound run in a " + cfg_.container.runtime +
+            " image across nodes is not supported yet: run it on one node (-N1), or with pyxis");
       }
       Result<ContainerSetup> c =
           MakeContainerSetup(run, lock_, o_.policy, o_.run_as, workdir, place.gpus,
@@ -168,7 +170,7 @@ class BoundRun {
   }
 
   // The step of the newest checkpoint the program marked complete in `dir`
-  // (DIR/pilot-resume.json, {"step": N}, read as the job's user: the folder
+  // (DIR/pilot-resume.json, {"schema": ..., "step": N}, read as the job's user: the folder
   // is the user's); 0 when there is none (a first start). Errors: kInvalid
   // (a record that does not read), the detail a sentence with the way out.
   Result<int64_t> ResumeStep(const std::string& dir) const {
@@ -188,13 +190,14 @@ class BoundRun {
                                            "); remove it to start the run from step 1");
     }
     Result<Json> j = ParseJsonText(read->out, path, 4096);
-    const bool good = j.ok() && j->is_object() && j->size() == 1 && j->contains("step") &&
+    const bool good = j.ok() && j->is_object() && j->size() == 2 && j->contains("schema") &&
+                      (*j)["schema"] == kResumeSchema && j->contains("step") &&
                       (*j)["step"].is_number_integer() && (*j)["step"].get<int64_t>() >= 1;
     if (!good) {
       return Status::Invalid("resume",
-                             path +
-                                 ": expected {\"step\": N} with N >= 1, as slurm_pilot.saved() "
-                                 "writes it; remove it to start the run from step 1");
+                             path + ": expected {\"schema\": \"" + std::string(kResumeSchema) +
+                                 "\", \"step\": N} with N >= 1, as slurm_pilot.saved() writes it; "
+                                 "remove it to start the run from step 1");
     }
     return (*j)["step"].get<int64_t>();
   }

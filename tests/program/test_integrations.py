@@ -157,8 +157,12 @@ class PilotEnv(unittest.TestCase):
         return run
 
     def resume_record(self, run):
+        """The step pilot-resume.json names (its schema checked)."""
         with open(os.path.join(run, "pilot-resume.json")) as f:
-            return json.load(f)
+            record = json.load(f)
+        self.assertEqual(sorted(record), ["schema", "step"])
+        self.assertEqual(record["schema"], "slurm-pilot/resume/1")
+        return {"step": record["step"]}
 
 
 class LoopTest(PilotEnv):
