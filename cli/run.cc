@@ -88,12 +88,11 @@ int RunRun(const Invocation& inv) {
   }
   const Invocation mine{inv.name, own, inv.out, inv.err};
   CommandLine cl("pilot run [OPTIONS] PILOT [-- SBATCH_OPTION...]",
-                 "Submit the run the grant of pilot job PILOT binds: sbatch --pilot-run=PILOT, in\n"
-                 "the reservation pilot_PILOT when the pilot's grant is the caller's (unless an\n"
-                 "option names one), with the options after --. Its tasks run the pilot's "
-                 "program.command from\n"
-                 "its pinned config, not a script of their own (spank_pilot(8), BINDING).\n"
-                 "Exit: sbatch's status.");
+                 "Submit the run the grant of pilot job PILOT binds: sbatch --pilot-run=PILOT,\n"
+                 "in the reservation pilot_PILOT when the pilot's grant is the caller's (unless\n"
+                 "an option names one), with the options after --. Its tasks run the pilot's\n"
+                 "program.command from its pinned config, not a script of their own\n"
+                 "(spank_pilot(8), BINDING). Exit: sbatch's status.");
   cl.options.add_options()("dry-run", po::bool_switch(),
                            "print the sbatch command and the script, submit nothing")(
       "policy", PolicyValue(), PolicyHelp("state_dir").c_str());
