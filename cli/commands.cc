@@ -22,7 +22,9 @@ namespace pilot::cli {
   X("flush", RunFlush, "post the verdicts queued in the outbox (root)")                         \
   X("plan", RunPlan, "what-if table: memory fit, throughput and budget per GPU type")          \
   X("report", RunReport, "write a self-contained HTML report with plots of a pilot")            \
-  X("grant", RunGrant, "create the Slurm reservation a GO verdict allows (root)")
+  X("grant", RunGrant, "create the Slurm reservation a GO verdict allows (root)")            \
+  X("explain", RunExplain, "why the controller refused a change to a job bound to a grant")   \
+  X("run", RunRun, "submit the run a pilot's grant binds: its program.command, not a script")
 
 #define PILOT_DECLARE_COMMAND(name, fn, summary) int fn(const Invocation&);
 PILOT_COMMANDS(PILOT_DECLARE_COMMAND)

@@ -137,27 +137,46 @@ Result<RunRecord> ParseRunRecord(std::string_view text, const std::string& label
   return r;
 }
 
-std::string RunRefusal(const std::string& path, int64_t job_id, uid_t uid, bool named_run) {
-  const std::string job = "job " + std::to_string(job_id) + ": ";
+Result<RunRecord> ReadRunRecordOf(const std::string& path, int64_t job_id, uid_t uid) {
   struct stat sb {};
   if (::lstat(path.c_str(), &sb) != 0) {
-    if (errno == ENOENT && !named_run) return "";
-    return job +
-           "it names a pilot run (--pilot-run), but its prolog left no record of the check (" +
-           path + ": " + std::strerror(errno) +
-           "): not the piloted run until checked, so no task runs (the prolog's log says why)";
+    const int err = errno;
+    const std::string why = path + ": " + std::strerror(err);
+    return err == ENOENT ? Status::NotFound("run record", why) : Status::IoError("run record", why);
   }
   if (!S_ISREG(sb.st_mode) || sb.st_uid != 0) {
-    return job + "the run record " + path + " is not a plain file of root's; no task runs";
+    return Status::Permission("run record", "the run record " + path + " is not a plain file of root's");
   }
   Result<std::string> text = ReadFileLimited(path, 1 << 20);
   Result<RunRecord> r = text.ok() ? ParseRunRecord(*text, path) : Result<RunRecord>(text.status());
-  if (!r.ok())
-    return job + "cannot read its run record: " + r.status().Message() + "; no task runs";
+  if (!r.ok()) return Status::Corrupt("run record", "cannot read its run record: " + r.status().Message());
   if (r->job_id != job_id || r->uid != uid) {
-    return job + "the run record " + path + " is another job's (job " + std::to_string(r->job_id) +
-           ", uid " + std::to_string(r->uid) + "); no task runs";
+    return Status::Corrupt("run record", "the run record " + path + " is another job's (job " +
+                                             std::to_string(r->job_id) + ", uid " + std::to_string(r->uid) + ")");
   }
+  return r;
+}
+
+std::string BoundRunScript(int64_t pilot_job) {
+  const std::string p = std::to_string(pilot_job);
+  return "#!/bin/sh\n"
+         "# slurm-pilot: the run piloted by job " + p + ". Its tasks run the pilot's program.command\n"
+         "# in place of this script (spank_pilot(8), BINDING); submitted by `pilot run " + p + "`.\n"
+         "echo \"pilot: job $SLURM_JOB_ID: the run of pilot " + p + " needs spank_pilot.so on its node\" >&2\n"
+         "exit 1\n";
+}
+
+std::string RunRefusal(const std::string& path, int64_t job_id, uid_t uid, bool named_run) {
+  const std::string job = "job " + std::to_string(job_id) + ": ";
+  Result<RunRecord> r = ReadRunRecordOf(path, job_id, uid);
+  if (!r.ok() && r.status().code() == Code::kNotFound) {
+    if (!named_run) return "";
+    return job +
+           "it names a pilot run (--pilot-run), but its prolog left no record of the check (" +
+           r.status().detail() +
+           "): not the piloted run until checked, so no task runs (the prolog's log says why)";
+  }
+  if (!r.ok()) return job + r.status().detail() + "; no task runs";
   if (r->decision == kRunAdmitted) return "";
   return job + "refused: not the run piloted by job " + std::to_string(r->pilot_job) + ": " +
          Join(r->reasons, "; ") + " (see 'pilot verdict " + std::to_string(r->pilot_job) + "')";

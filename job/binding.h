@@ -70,6 +70,19 @@ Result<RunRecord> ParseRunRecord(std::string_view text, const std::string& label
 std::vector<std::string> IdentityDifferences(const std::vector<std::string>& piloted,
                                              const std::vector<std::string>& now);
 
+// The run record at `path` of job `job_id` of `uid`: root's plain file,
+// naming that job and uid. Errors: kNotFound (no record), kPermission (not
+// root's plain file), kCorrupt (does not read, another job's), each a
+// sentence in the detail.
+Result<RunRecord> ReadRunRecordOf(const std::string& path, int64_t job_id, uid_t uid);
+
+// The batch script a bound run is submitted with (`pilot run PILOT`,
+// pilot(1)): the plugin runs the pilot's program.command in place of it,
+// and etc/job_submit.lua, which spells the same text, admits no other
+// script for a job naming a pilot. Run by itself (a node without the
+// plugin) it only fails.
+std::string BoundRunScript(int64_t pilot_job);
+
 // What the plugin's remote side does with the run record at `path` for
 // job `job_id` of `uid`: "" to let the tasks run (no record, or one that
 // admits the job), else the message every task refuses with. A record that

@@ -12,6 +12,7 @@ constexpr std::string_view kHistory = "history";  // under verdicts/
 constexpr std::string_view kOutbox = "outbox";
 constexpr std::string_view kGrants = "grants";
 constexpr std::string_view kRuns = "runs";
+constexpr std::string_view kRefusals = "refusals";
 constexpr std::string_view kAttic = "attic";
 constexpr std::string_view kConfigCopy = "config.toml";
 constexpr std::string_view kLock = "lock.json";
@@ -63,6 +64,7 @@ std::string StateLayout::VerdictHistoryDir() const { return Join(VerdictsDir(), 
 std::string StateLayout::OutboxDir() const { return Join(root_, kOutbox); }
 std::string StateLayout::GrantsDir() const { return Join(root_, kGrants); }
 std::string StateLayout::RunsDir() const { return Join(root_, kRuns); }
+std::string StateLayout::RefusalsDir() const { return Join(root_, kRefusals); }
 std::string StateLayout::AtticDir() const { return Join(root_, kAttic); }
 std::string StateLayout::AtticFor(int64_t job_id, const std::string& instance) const {
   return Join(AtticDir(), std::to_string(job_id) + "-" + instance);
@@ -125,6 +127,7 @@ std::string StateLayout::VerdictHistoryFile(int64_t job_id, std::string_view ins
 }
 
 std::string StateLayout::GrantFile(int64_t job_id) const { return Record(GrantsDir(), job_id); }
+std::string StateLayout::RefusalFile(int64_t job_id) const { return Record(RefusalsDir(), job_id); }
 std::string StateLayout::RunFile(int64_t job_id) const { return Record(RunsDir(), job_id); }
 
 std::string StateLayout::ResultsIn(const std::string& out_dir) { return Join(out_dir, kResults); }

@@ -44,6 +44,10 @@
 //   STATE/grants/JOBID.json          root 0644   one granted reservation
 //   STATE/runs/                      root 0755   made by the prolog of a job with --pilot-run
 //   STATE/runs/JOBID.json            root 0644   that long job's binding check (job/binding.h)
+//   STATE/refusals/                  SlurmUser 0755  made by the site (job_submit.lua's
+//                                                REFUSALS_DIR), written by slurmctld
+//   STATE/refusals/JOBID.json        SlurmUser 0644  the last change to JOBID that
+//                                                job_submit.lua refused (job/refusal.h)
 //   STATE/reserve                    root 0600   space kept free for locks and verdicts
 //                                                (job/reserve.h)
 //   STATE/outbox/unstored/           root 0700   signed verdicts the epilog could not
@@ -124,6 +128,8 @@ class StateLayout {
   std::string GrantsDir() const;
   // STATE/runs: the long jobs' run records (job/binding.h).
   std::string RunsDir() const;
+  // STATE/refusals: the changes job_submit.lua refused (job/refusal.h).
+  std::string RefusalsDir() const;
   std::string AtticDir() const;
   // ATTIC/JOBID-INSTANCE ("JOBID-" + `instance`; the caller passes a name
   // of [0-9a-z] characters).
@@ -158,7 +164,8 @@ class StateLayout {
   // stays inside the folder whatever the prolog recorded.
   std::string VerdictHistoryFile(int64_t job_id, std::string_view instance, int clash = 0) const;
   std::string GrantFile(int64_t job_id) const;
-  std::string RunFile(int64_t job_id) const;  // RunsDir()/JOBID.json
+  std::string RunFile(int64_t job_id) const;      // RunsDir()/JOBID.json
+  std::string RefusalFile(int64_t job_id) const;  // RefusalsDir()/JOBID.json
 
   // OUT/results.json: what the runner writes into its --out folder (the
   // job's work folder unless the user gave --pilot-out).

@@ -17,7 +17,11 @@
 //
 // Any other job runs its command unless the prolog's run record of it
 // (job/binding.h: a job submitted with --pilot-run) refuses it, or it named
-// a pilot run and has no record: then every task refuses, as above.
+// a pilot run and has no record: then every task refuses, as above. The
+// batch step of a bound run the record admits hands over to
+// `pilot-supervisor --bound-run PILOT`, which runs the pilot's
+// program.command in place of the batch script; its other steps (the
+// supervisor's own srun step of ranks across nodes) run their command.
 //
 // task_init_privileged (root, in the task process, before Slurm drops to
 // the user): claim, then fork pilot-supervisor, which stays root, with one
@@ -48,6 +52,8 @@
 #include <cstring>
 #include <string>
 #include <vector>
+
+#include <slurm/slurm.h>  // SLURM_BATCH_SCRIPT
 
 #include "core/records/lock.h"
 #include "job/binding.h"
@@ -161,6 +167,51 @@ int StartContainerTask(spank_t sp, PluginState& st, uint32_t job_id, uint32_t ta
   return 0;
 }
 
+// Forks pilot-supervisor (root) with `args`, the job's environment in a
+// memory file and one end of a socket pair; this task then relays to it
+// (RemoteTaskInit). Errors are deferred to task_init.
+int StartSupervisor(spank_t sp, PluginState& st, const std::vector<std::string>& args) {
+  const int env_fd = JobEnvFile(sp);
+  int pair[2];
+  if (env_fd < 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
+    st.deferred_error = std::string("cannot prepare the supervisor: ") + std::strerror(errno);
+    if (env_fd >= 0) close(env_fd);
+    return 0;
+  }
+  const pid_t self = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) {
+    st.deferred_error = std::string("cannot start pilot-supervisor: fork: ") + std::strerror(errno);
+    close(pair[0]);
+    close(pair[1]);
+    close(env_fd);
+    return 0;
+  }
+  if (pid == 0) ExecSupervisor(args, pair[1], env_fd, self);
+  close(pair[1]);
+  close(env_fd);
+  st.channel_fd = pair[0];
+  st.replace_task = true;
+  return 0;
+}
+
+// The task of a bound run's batch step that its prolog admitted: hands
+// over to `pilot-supervisor --bound-run PILOT`, which runs the pilot's
+// program.command in place of the batch script (job/binding.h).
+int StartBoundRun(spank_t sp, PluginState& st, uint32_t job_id, uid_t uid, gid_t gid, int64_t pilot_job) {
+  TaskIdentity task;
+  task.job_id = job_id;
+  task.uid = uid;
+  task.gid = gid;
+  if (std::string w = JobEnv(sp, "SLURM_SUBMIT_DIR"); !w.empty() && w[0] == '/') task.cwd = w;
+  PilotRequest req = st.request;
+  if (!st.out_given) req.out.clear();
+  std::vector<std::string> args = SupervisorArgv(st.args, req, task, kChannelFd, kJobEnvFd);
+  args.push_back("--bound-run");
+  args.push_back(std::to_string(pilot_job));
+  return StartSupervisor(sp, st, args);
+}
+
 }  // namespace
 
 int RemoteTaskInitPrivileged(spank_t sp) {
@@ -184,10 +235,23 @@ int RemoteTaskInitPrivileged(spank_t sp) {
   if (!asked) {
     // A job bound to a pilot's grant runs only as its prolog admitted it
     // (job/binding.h); any other job finds no record and runs.
-    std::string refused = job::RunRefusal(layout.RunFile(job_id), job_id, uid,
-                                          !JobEnv(sp, job::kEnvPilotRun).empty());
-    if (!refused.empty()) st.deferred_error = std::move(refused);
-    return 0;
+    const bool named_run = !JobEnv(sp, job::kEnvPilotRun).empty();
+    std::string refused = job::RunRefusal(layout.RunFile(job_id), job_id, uid, named_run);
+    if (!refused.empty()) {
+      st.deferred_error = std::move(refused);
+      return 0;
+    }
+    // Admitted: its batch script is replaced by the pilot's program; the
+    // steps the supervisor starts (ranks across nodes) run their command.
+    uint32_t step_id = 0;
+    spank_get_item(sp, S_JOB_STEPID, &step_id);
+    if (!named_run || step_id != SLURM_BATCH_SCRIPT || task_id != 0) return 0;
+    Result<job::RunRecord> run = job::ReadRunRecordOf(layout.RunFile(job_id), job_id, uid);
+    if (!run.ok()) {
+      st.deferred_error = "job " + std::to_string(job_id) + ": " + run.status().detail() + "; no task runs";
+      return 0;
+    }
+    return StartBoundRun(sp, st, job_id, uid, gid, run->pilot_job);
   }
   TaskDecision decided = DecideTask(layout, job_id, uid, asked, node != nullptr ? node : "");
   if (decided.role == TaskRole::kRefuse) {
@@ -232,29 +296,7 @@ int RemoteTaskInitPrivileged(spank_t sp) {
   if (getcwd(cwd, sizeof(cwd)) != nullptr) task.cwd = cwd;
   if (std::string w = JobEnv(sp, "SLURM_SUBMIT_DIR"); !w.empty() && w[0] == '/') task.cwd = w;
   std::vector<std::string> args = SupervisorArgv(st.args, req, task, kChannelFd, kJobEnvFd);
-
-  const int env_fd = JobEnvFile(sp);
-  int pair[2];
-  if (env_fd < 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
-    st.deferred_error = std::string("cannot prepare the supervisor: ") + std::strerror(errno);
-    if (env_fd >= 0) close(env_fd);
-    return 0;
-  }
-  const pid_t self = getpid();
-  const pid_t pid = fork();
-  if (pid < 0) {
-    st.deferred_error = std::string("cannot start pilot-supervisor: fork: ") + std::strerror(errno);
-    close(pair[0]);
-    close(pair[1]);
-    close(env_fd);
-    return 0;
-  }
-  if (pid == 0) ExecSupervisor(args, pair[1], env_fd, self);
-  close(pair[1]);
-  close(env_fd);
-  st.channel_fd = pair[0];
-  st.replace_task = true;
-  return 0;
+  return StartSupervisor(sp, st, args);
 }
 
 int RemoteTaskInit(spank_t sp) {

@@ -12,7 +12,7 @@ namespace pilot::supervisor {
 const char kUsage[] =
     "usage: pilot-supervisor --job ID --uid UID --gid GID [--policy FILE] [--state-dir DIR]\n"
     "                        [--runner PATH] [--stage single|node|all] [--out DIR] [--cwd DIR]\n"
-    "                        [--channel FD] [--job-env FD]\n"
+    "                        [--channel FD] [--job-env FD] [--bound-run PILOT]\n"
     "       pilot-supervisor --container-task --job ID --uid UID --gid GID [--policy FILE]\n"
     "                        [--state-dir DIR] [--node NAME] [--step N] [--task N]\n"
     "                        [--channel FD] -- COMMAND...\n"
@@ -83,6 +83,8 @@ Result<CommandLine> ParseCommandLine(int argc, char** argv) {
       PILOT_RETURN_IF_ERROR(path(&c.out));
     } else if (a == "--cwd") {
       PILOT_RETURN_IF_ERROR(path(&c.cwd));
+    } else if (a == "--bound-run") {
+      PILOT_ASSIGN_OR_RETURN(c.bound_run, Number(a, v, 1, 999999999999));
     } else if (a == "--step") {
       PILOT_ASSIGN_OR_RETURN(c.step_id, Number(a, v, 0, 4294967295));
     } else if (a == "--task") {
@@ -103,6 +105,9 @@ Result<CommandLine> ParseCommandLine(int argc, char** argv) {
   }
   if (c.job_id < 0 || c.uid < 0 || c.gid < 0) {
     return Status::Invalid("pilot-supervisor", "--job, --uid and --gid are required");
+  }
+  if (c.container_task && c.bound_run > 0) {
+    return Status::Invalid("--bound-run", "not with --container-task");
   }
   if (c.container_task && c.command.empty()) {
     return Status::Invalid("--container-task", "needs the task's command after --");

@@ -4,6 +4,7 @@
 //   pilot-supervisor --job ID --uid UID --gid GID [--policy FILE]
 //                    [--state-dir DIR] [--runner PATH] [--stage STAGE]
 //                    [--out DIR] [--cwd DIR] [--channel FD] [--job-env FD]
+//                    [--bound-run PILOT]
 //   pilot-supervisor --container-task --job ID --uid UID --gid GID
 //                    [--policy FILE] [--state-dir DIR] [--node NAME]
 //                    [--step N] [--task N] [--channel FD] -- COMMAND...
@@ -11,6 +12,10 @@
 // --container-task: one task of a program's srun step across nodes, run in
 // the pinned image (supervisor/program/container_task.h); its stdio and
 // environment come over --channel.
+//
+// --bound-run: the job is the run bound to pilot job PILOT's grant: run the
+// pilot's program.command in place of its batch script
+// (supervisor/program/bound_run.h), not a pilot.
 //
 // --channel: the task's end of the socket pair (job/task_channel.h); -1 =
 // none (stdio as inherited). --job-env: a descriptor holding the job's
@@ -46,6 +51,7 @@ struct CommandLine {
   int channel = -1;
   int job_env = -1;
   bool container_task = false;
+  int64_t bound_run = 0;  // --bound-run: the pilot job; 0 = not a bound run
   std::string node;
   int64_t step_id = -1;
   int64_t task_id = -1;

@@ -10,6 +10,7 @@
 
 #include "job/task_channel.h"
 #include "supervisor/cgroup.h"
+#include "supervisor/program/bound_run.h"
 #include "supervisor/program/container_task.h"
 #include "supervisor/supervise.h"
 
@@ -41,6 +42,8 @@ int RunPilot(const CommandLine& cl) {
   int rc = 2;
   if (!prepared.ok()) {
     std::fprintf(stderr, "%s\n", prepared.ToString().c_str());
+  } else if (cl.bound_run > 0) {
+    rc = RunBoundRun(o, cl.bound_run);
   } else {
     rc = Supervise(o);
   }

@@ -10,7 +10,8 @@ import json
 from typing import TYPE_CHECKING, Any, Callable
 
 from slurm_pilot import _defer, _digest, _rng, _sink, _state
-from slurm_pilot._pilot import active
+from slurm_pilot._pilot import active, bound
+from slurm_pilot._resume import mark_complete
 from slurm_pilot._util import env_int, number
 from slurm_pilot._watch import watch
 
@@ -171,10 +172,13 @@ def saved(step: int, *, model: torch.nn.Module | None = None,
     scaler's state dicts, the random generators (Python's, numpy's, torch's,
     CUDA's), ``data_position`` (a JSON-able value) and each further keyword
     argument (an object with state_dict(), or a JSON-able value). It returns
-    the components as a dictionary. Outside a pilot it does nothing and
-    returns None.
+    the components as a dictionary. In a bound run it marks the checkpoint
+    complete, the one a requeued run resumes from (_resume.py), and returns
+    None; outside both it does nothing and returns None.
     """
     if not active():
+        if bound():
+            mark_complete(step)
         return None
     return _fingerprint("saved", step, model, optimizer, scheduler, scaler, data_position, other)
 

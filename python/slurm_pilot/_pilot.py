@@ -20,15 +20,33 @@ def steps() -> int | None:
     return env_int("PILOT_STEPS")
 
 
+def bound() -> bool:
+    """True in the run a pilot's grant binds (PILOT_STAGE "run"): nothing is reported, a
+    checkpoint is due after every multiple of PILOT_CHECKPOINT_STEP, and a requeued run resumes
+    from the newest one saved() marked complete (PILOT_RESUME_DIR, PILOT_RESUME_STEP)."""
+    return os.environ.get("PILOT_STAGE") == "run"
+
+
 def checkpoint_step() -> int | None:
-    """The step after which to save a checkpoint (PILOT_CHECKPOINT_STEP), or None."""
+    """The step after which to save a checkpoint (PILOT_CHECKPOINT_STEP), or None; in a bound
+    run, the steps between checkpoints."""
     return env_int("PILOT_CHECKPOINT_STEP")
 
 
 def checkpoint_due(step: int) -> bool:
-    """True when a complete checkpoint is due after optimizer step ``step``."""
+    """True when a complete checkpoint is due after optimizer step ``step``: step K in a pilot,
+    every multiple of it in a bound run."""
     k = checkpoint_step()
-    return k is not None and int(step) == k
+    if k is None or k <= 0:
+        return False
+    return int(step) % k == 0 if bound() else int(step) == k
+
+
+def resume_step() -> int | None:
+    """The step of the checkpoint in PILOT_RESUME_DIR: PILOT_RESUME_STEP (a requeued bound run:
+    the newest complete one), else PILOT_CHECKPOINT_STEP (a pilot's resumed process: K)."""
+    step = env_int("PILOT_RESUME_STEP")
+    return step if step is not None else checkpoint_step()
 
 
 def checkpoint_dir() -> str | None:
@@ -44,10 +62,10 @@ def resume_dir() -> str | None:
 
 
 def stage() -> str | None:
-    """"single" or "node" (PILOT_STAGE), or None outside a pilot."""
+    """"single" or "node" (PILOT_STAGE), "run" in a bound run, or None outside both."""
     return os.environ.get("PILOT_STAGE") or None
 
 
 def process() -> str | None:
-    """"reference" or "resumed" (PILOT_PROCESS), or None outside a pilot."""
+    """"reference" or "resumed" (PILOT_PROCESS), "run" in a bound run, or None outside both."""
     return os.environ.get("PILOT_PROCESS") or None

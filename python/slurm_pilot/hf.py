@@ -46,11 +46,13 @@ PREFIX = "checkpoint"  # the Trainer's checkpoint folders: checkpoint-<global st
 
 def resume_from_checkpoint(default: str | bool | None = None) -> str | bool | None:
     """The checkpoint for ``trainer.train(resume_from_checkpoint=...)``: in the resumed process of
-    a pilot, PILOT_RESUME_DIR/checkpoint-K (the reference's save of step K); else ``default``."""
+    a pilot, PILOT_RESUME_DIR/checkpoint-K (the reference's save of step K); in a requeued bound
+    run, PILOT_RESUME_DIR/checkpoint-S (PILOT_RESUME_STEP, the newest complete save); else
+    ``default``."""
     directory = slurm_pilot.resume_dir()
     if not directory:
         return default
-    k = slurm_pilot.checkpoint_step()
+    k = slurm_pilot.resume_step()
     if k is None:  # the latest one there
         found = [(int(m.group(1)), name) for name in os.listdir(directory)
                  for m in [re.fullmatch(PREFIX + r"-(\d+)", name)] if m]
@@ -87,9 +89,10 @@ def _changes(args: TrainingArguments) -> dict[str, Any]:
     changes["load_best_model_at_end"] = False  # its rotation and reload would touch checkpoint-K
     if directory:
         changes["output_dir"] = directory
-    changes["logging_strategy"] = _strategy("IntervalStrategy", "steps")
-    changes["logging_steps"] = 1
-    changes["logging_nan_inf_filter"] = False  # a NaN loss is reported as NaN
+    if not slurm_pilot.bound():  # a bound run reports nothing: its logging stays the program's
+        changes["logging_strategy"] = _strategy("IntervalStrategy", "steps")
+        changes["logging_steps"] = 1
+        changes["logging_nan_inf_filter"] = False  # a NaN loss is reported as NaN
     if slurm_pilot.resume_dir():
         changes["resume_from_checkpoint"] = resume_from_checkpoint()
     return {name: value for name, value in changes.items() if hasattr(args, name)}
@@ -102,8 +105,10 @@ def _adjust(args: TrainingArguments) -> TrainingArguments:
 
 
 def training_args(args: TrainingArguments) -> TrainingArguments:
-    """A copy of ``args`` (a TrainingArguments) set for the pilot; ``args`` itself outside one."""
-    if not slurm_pilot.active():
+    """A copy of ``args`` (a TrainingArguments) set for the pilot or the bound run (its steps,
+    its saves every PILOT_CHECKPOINT_STEP into PILOT_CHECKPOINT_DIR, where it resumes); ``args``
+    itself outside both."""
+    if not slurm_pilot.active() and not slurm_pilot.bound():
         return args
     try:
         return _adjust(copy.copy(args))
@@ -237,6 +242,8 @@ class _Hooks:
     def on_save(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
                 **kwargs: Any) -> None:
         if not slurm_pilot.active():
+            if slurm_pilot.bound():  # checkpoint-<step> is written: the one to resume from
+                slurm_pilot.saved(state.global_step)
             return
         self._flush()
         if _glue.reference_saves(state.global_step):

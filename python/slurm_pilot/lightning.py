@@ -62,11 +62,12 @@ def _lightning() -> Any:
 
 def ckpt_path(default: str | None = None) -> str | None:
     """The checkpoint for ``trainer.fit(..., ckpt_path=...)``: in the resumed process of a pilot,
-    the reference's save of step K in PILOT_RESUME_DIR; else ``default``."""
+    the reference's save of step K in PILOT_RESUME_DIR; in a requeued bound run, its save of
+    PILOT_RESUME_STEP there (the newest complete one); else ``default``."""
     directory = slurm_pilot.resume_dir()
     if not directory:
         return default
-    k = slurm_pilot.checkpoint_step()
+    k = slurm_pilot.resume_step()
     saves = {}
     for path in glob.glob(os.path.join(glob.escape(directory), "pilot-step=*.ckpt")):
         m = re.fullmatch(r"pilot-step=(\d+)(-v\d+)?\.ckpt", os.path.basename(path))
@@ -82,20 +83,34 @@ def ckpt_path(default: str | None = None) -> str | None:
 
 def checkpoint_callback() -> pl.callbacks.ModelCheckpoint | None:
     """The ModelCheckpoint of a pilot (every K optimizer steps into PILOT_CHECKPOINT_DIR, all
-    kept), or None outside one."""
+    kept), or None outside one. In a bound run, each save, once written, is marked the one to
+    resume from (slurm_pilot.saved)."""
     k, directory = slurm_pilot.checkpoint_step(), slurm_pilot.checkpoint_dir()
-    if not slurm_pilot.active() or not k or not directory:
+    if not (slurm_pilot.active() or slurm_pilot.bound()) or not k or not directory:
         return None
     pl = _lightning()
-    return pl.callbacks.ModelCheckpoint(dirpath=directory, filename=FILENAME, every_n_train_steps=k,
-                                        save_top_k=-1, save_last=False, save_on_train_epoch_end=False,
-                                        auto_insert_metric_name=True)
+    cls = _marking_checkpoint_class(pl) if slurm_pilot.bound() else pl.callbacks.ModelCheckpoint
+    return cls(dirpath=directory, filename=FILENAME, every_n_train_steps=k,
+               save_top_k=-1, save_last=False, save_on_train_epoch_end=False,
+               auto_insert_metric_name=True)
+
+
+def _marking_checkpoint_class(pl: Any) -> type:
+    """ModelCheckpoint whose every save, once written (on every rank), marks its step complete."""
+
+    class PilotModelCheckpoint(pl.callbacks.ModelCheckpoint):
+        def _save_checkpoint(self, trainer: Any, filepath: str) -> None:
+            super()._save_checkpoint(trainer, filepath)
+            slurm_pilot.saved(trainer.global_step)
+
+    return PilotModelCheckpoint
 
 
 def trainer_kwargs(**kwargs: Any) -> dict[str, Any]:
     """The Trainer's keyword arguments with the pilot's added: ``L.Trainer(**trainer_kwargs(...))``.
-    Outside a pilot, ``kwargs`` unchanged."""
-    if not slurm_pilot.active():
+    In a bound run, its steps and its saves (no callback of the pilot's). Outside both,
+    ``kwargs`` unchanged."""
+    if not slurm_pilot.active() and not slurm_pilot.bound():
         return kwargs
     out = dict(kwargs)
     n = slurm_pilot.steps()
@@ -105,7 +120,7 @@ def trainer_kwargs(**kwargs: Any) -> dict[str, Any]:
     callbacks = out.get("callbacks") or []
     if not isinstance(callbacks, (list, tuple)):
         callbacks = [callbacks]
-    callbacks = list(callbacks) + [_make_callback_class()()]
+    callbacks = list(callbacks) + ([] if slurm_pilot.bound() else [_make_callback_class()()])
     ckpt = checkpoint_callback()
     if ckpt is not None:
         callbacks.append(ckpt)

@@ -10,8 +10,12 @@ scaler and other state_dict() objects (rank 0, ``pilot-state.pt``) and each
 rank's random generators and data position (``pilot-rank<r>.pt``) into
 PILOT_CHECKPOINT_DIR; the resumed process loads them from PILOT_RESUME_DIR and
 starts at K+1. A program with its own checkpoint format passes ``save`` and
-``load``. Outside a pilot nothing is saved or loaded and nothing is reported:
-``steps(n)`` is range(1, n + 1). Standard library and torch only; see
+``load``. In the run a pilot's grant binds (slurm_pilot.bound()) nothing is
+reported, and it saves after every multiple of PILOT_CHECKPOINT_STEP into
+PILOT_CHECKPOINT_DIR/pilot-step-<step>, each marked complete once written; a
+requeued run loads PILOT_RESUME_DIR/pilot-step-<PILOT_RESUME_STEP>. Outside a
+pilot nothing is saved or loaded and nothing is reported: ``steps(n)`` is
+range(1, n + 1). Standard library and torch only; see
 pilot-program(7).
 """
 
@@ -32,6 +36,7 @@ __all__ = ["Pilot"]
 
 STATE_FILE = "pilot-state.pt"
 RANK_FILE = "pilot-rank%d.pt"
+STEP_DIR = "pilot-step-%d"  # a bound run's checkpoint of one step
 
 
 def _torch() -> Any:
@@ -112,13 +117,16 @@ class Pilot:
     # ----- resume
     def resume(self) -> int:
         """The first step to run: K+1 in the resumed process of a pilot (its checkpoint loaded,
-        random generators included), else 1."""
+        random generators included), S+1 in a bound run requeued after the save of step S
+        (PILOT_RESUME_STEP), else 1."""
         if self._first is not None:
             return self._first
         directory = slurm_pilot.resume_dir()
         if not directory:
             self._first = 1
             return 1
+        if slurm_pilot.bound() and slurm_pilot.resume_step() is not None:
+            directory = os.path.join(directory, STEP_DIR % slurm_pilot.resume_step())
         step = None
         if self._load is not None:
             step = self._load(directory)
@@ -127,7 +135,7 @@ class Pilot:
         if self._rng or self.data is not None:
             self._load_rank(directory)
         if step is None:
-            step = slurm_pilot.checkpoint_step()
+            step = slurm_pilot.resume_step()
         if step is None:
             raise RuntimeError("slurm_pilot.loop: %s: no step in the checkpoint and no "
                                "PILOT_CHECKPOINT_STEP" % directory)
@@ -165,10 +173,13 @@ class Pilot:
 
     # ----- save
     def save(self, step: int) -> None:
-        """Save the checkpoint of ``step`` into PILOT_CHECKPOINT_DIR (step() does it after step K)."""
+        """Save the checkpoint of ``step`` into PILOT_CHECKPOINT_DIR (step() does it after step K;
+        in a bound run, into its pilot-step-<step> folder after every multiple of K)."""
         directory = slurm_pilot.checkpoint_dir()
         if not directory:
             return
+        if slurm_pilot.bound():
+            directory = os.path.join(directory, STEP_DIR % step)
         os.makedirs(directory, exist_ok=True)
         rank_state = {"step": step, "data": self._data_position()}
         if self._rng:
@@ -204,6 +215,8 @@ class Pilot:
         self.last_step += 1
         n = self.last_step
         if not slurm_pilot.active():
+            if slurm_pilot.bound() and slurm_pilot.checkpoint_due(n):
+                self.save(n)
             return None
         fields.setdefault("model", self.model)
         fields.setdefault("optimizer", self.optimizer)

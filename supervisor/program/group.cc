@@ -211,6 +211,7 @@ class GroupRun {
   }
 
   void OutLine(Live& l, const std::string& line) {
+    if (!spec_.records) return;
     std::optional<int> task;
     std::string text = line;
     if (l.launch.srun_tasks > 0) {
@@ -246,7 +247,7 @@ class GroupRun {
       if (n > 0) {
         const size_t k = static_cast<size_t>(n);
         if (which == kStdout) {
-          if (l.launch.srun_tasks <= 0 || spec_.loss_pattern)
+          if (l.launch.srun_tasks <= 0 || spec_.loss_pattern || !spec_.records)
             WriteAll(spec_.forward_stdout, buf, k);
           KeepTail(&l.result.stdout_tail, buf, k);
           l.out_lines.Append(buf, k);
@@ -394,7 +395,7 @@ class GroupRun {
   // group once, SIGKILL kill_grace_seconds later.
   void EndIfDue() {
     if (StopRequested()) g_.stopped = true;
-    if (!g_.stopped && !g_.hung && Since(intake_.last_record()) > spec_.step_timeout_seconds &&
+    if (spec_.records && !g_.stopped && !g_.hung && Since(intake_.last_record()) > spec_.step_timeout_seconds &&
         !end_after_) {
       g_.hung = true;
       g_.hung_seconds = Since(intake_.last_record());

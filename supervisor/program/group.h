@@ -110,6 +110,10 @@ struct GroupSpec {
   // Files whose opening by a process of the phase is recorded (at most
   // kMaxWatchFiles; the rest are not watched).
   std::vector<std::string> watch_files;
+  // False: the processes' output is only forwarded (across nodes too): no
+  // record is read or kept and no hang is judged (a bound run,
+  // supervisor/program/bound_run.h, whose processes report nothing).
+  bool records = true;
   // Steps at whose first record the phase's CPU time is read as well
   // (GroupResult::cpu_marks; the first record's always is).
   std::vector<int64_t> cpu_mark_steps;

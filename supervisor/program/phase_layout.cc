@@ -95,9 +95,10 @@ PhaseLaunch PhaseRanks(const PhaseLaunchInput& in) {
     e.local_world_size = layout.local_world;
     if (across) e.master_addr = layout.hosts.front();
     e.master_port = port;
-    e.metrics = !across ? in.metrics_socket : in.loss_pattern ? "" : "stdout";
+    e.metrics = !in.records ? "" : !across ? in.metrics_socket : in.loss_pattern ? "" : "stdout";
     e.checkpoint_dir = in.checkpoint_dir;
     e.resume_dir = in.resume_dir;
+    e.resume_step = in.resume_step;
     e.seed = in.lock->seeds.training;
     e.tasks = across ? 0 : layout.processes;
     r.env = ProgramEnv(e);

@@ -44,7 +44,11 @@ struct PhaseLaunchInput {
   // to its stdout unless a loss pattern reads that.
   std::string metrics_socket;
   bool loss_pattern = false;
+  // False: no PILOT_METRICS at all (a bound run, whose processes report
+  // nothing: the probe stays silent, as outside a pilot).
+  bool records = true;
   std::string checkpoint_dir, resume_dir;
+  int64_t resume_step = 0;  // PILOT_RESUME_STEP; 0 = not set
 };
 
 struct PhaseLaunch {

@@ -69,6 +69,7 @@ std::vector<std::string> ProgramEnv(const ProgramEnvInput& in) {
   }
   SetEnvValue(&env, "PILOT_CHECKPOINT_DIR", in.checkpoint_dir);
   if (!in.resume_dir.empty()) SetEnvValue(&env, "PILOT_RESUME_DIR", in.resume_dir);
+  if (in.resume_step > 0) SetEnvValue(&env, "PILOT_RESUME_STEP", std::to_string(in.resume_step));
   if (!in.metrics.empty()) SetEnvValue(&env, "PILOT_METRICS", in.metrics);
   SetEnvValue(&env, "PILOT_STAGE", in.stage);
   SetEnvValue(&env, "PILOT_PROCESS", in.process);

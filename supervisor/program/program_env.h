@@ -35,6 +35,7 @@ struct ProgramEnvInput {
   std::string master_addr = "127.0.0.1";
   int master_port = 0;
   std::string metrics, checkpoint_dir, resume_dir;
+  int64_t resume_step = 0;  // PILOT_RESUME_STEP (a requeued bound run); 0 = not set
   int64_t seed = 0;
   // The processes the supervisor starts itself (SLURM_PROCID, SLURM_LOCALID
   // and SLURM_NTASKS set as srun would); 0 when srun starts the tasks.

@@ -45,7 +45,7 @@ sys.path.insert(0, HERE)
 from fake_staging import FakeStaging  # noqa: E402
 
 PILOT_VARS = ("PILOT_METRICS", "PILOT_STEPS", "PILOT_CHECKPOINT_STEP", "PILOT_CHECKPOINT_DIR",
-              "PILOT_RESUME_DIR", "PILOT_STAGE", "PILOT_PROCESS", "PILOT_DEVICE", "PILOT_SEED",
+              "PILOT_RESUME_DIR", "PILOT_RESUME_STEP", "PILOT_STAGE", "PILOT_PROCESS", "PILOT_DEVICE", "PILOT_SEED",
               "PILOT_SEQ_LEN", "PILOT_MICRO_BATCH", "RANK", "LOCAL_RANK", "WORLD_SIZE",
               "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT")
 
@@ -142,6 +142,28 @@ class PilotEnv(unittest.TestCase):
         os.environ.update({k: str(v) for k, v in env.items()})
         return sink
 
+    def bound(self, steps=7, every=3, resume_step=None):
+        """The environment of a bound run (pilot-program(7)): no PILOT_METRICS, saves every
+        ``every`` steps into DIR/run; requeued after the save of ``resume_step``."""
+        fresh_probe()
+        for k in PILOT_VARS:
+            os.environ.pop(k, None)
+        run = os.path.join(self.dir, "run")
+        os.environ.update(PILOT_STEPS=str(steps), PILOT_CHECKPOINT_STEP=str(every), PILOT_STAGE="run",
+                          PILOT_PROCESS="run", PILOT_SEED="1234", PILOT_CHECKPOINT_DIR=run,
+                          RANK="0", LOCAL_RANK="0", WORLD_SIZE="1")
+        if resume_step is not None:
+            os.environ.update(PILOT_RESUME_DIR=run, PILOT_RESUME_STEP=str(resume_step))
+        return run
+
+    def resume_record(self, run):
+        """The step pilot-resume.json names (its schema checked)."""
+        with open(os.path.join(run, "pilot-resume.json")) as f:
+            record = json.load(f)
+        self.assertEqual(sorted(record), ["schema", "step"])
+        self.assertEqual(record["schema"], "slurm-pilot/resume/1")
+        return {"step": record["step"]}
+
 
 class LoopTest(PilotEnv):
     def test_outside_a_pilot_nothing_is_saved_or_reported(self):
@@ -221,6 +243,30 @@ class LoopTest(PilotEnv):
         with self.assertRaisesRegex(FileNotFoundError, "pilot-state.pt"):
             train()
 
+    def test_a_bound_run_saves_every_k_and_resumes_from_the_newest(self):
+        run = self.bound(steps=7, every=3)
+        whole, pilot = train()
+        self.assertEqual(sorted(whole), list(range(1, 8)))
+        self.assertEqual(sorted(os.listdir(run)), ["pilot-resume.json", "pilot-step-3", "pilot-step-6"])
+        self.assertEqual(sorted(os.listdir(os.path.join(run, "pilot-step-3"))),
+                         ["pilot-rank0.pt", "pilot-state.pt"])
+        self.assertEqual(self.resume_record(run), {"step": 6})
+        self.assertEqual(os.listdir(self.dir), ["run"])  # nothing reported anywhere
+        # Requeued after the save of step 3: steps 4..7, the same losses bit for bit.
+        shutil.rmtree(os.path.join(run, "pilot-step-6"))
+        self.bound(steps=7, every=3, resume_step=3)
+        resumed, pilot = train()
+        self.assertEqual(sorted(resumed), [4, 5, 6, 7])
+        self.assertEqual(pilot.last_step, 7)
+        for step, loss in resumed.items():
+            self.assertEqual(loss, whole[step])
+        self.assertEqual(self.resume_record(run), {"step": 6})
+
+    def test_a_bound_run_without_its_checkpoint_is_named(self):
+        self.bound(resume_step=6)
+        with self.assertRaisesRegex(FileNotFoundError, "pilot-step-6"):
+            train()
+
 
 class Namespace(types.SimpleNamespace):
     pass
@@ -268,6 +314,21 @@ class HFWithoutTransformersTest(PilotEnv):
                          os.path.join(self.dir, "ck-reference", "checkpoint-10"))
         args = slurm_pilot.hf.training_args(trainer_args())
         self.assertEqual(args.resume_from_checkpoint, slurm_pilot.hf.resume_from_checkpoint())
+
+    def test_training_args_and_resume_in_a_bound_run(self):
+        run = self.bound(steps=20, every=5)
+        args = slurm_pilot.hf.training_args(trainer_args())
+        self.assertEqual((args.max_steps, args.save_steps, args.output_dir), (20, 5, run))
+        self.assertIsNone(args.save_total_limit)
+        self.assertEqual(args.logging_steps, 50)  # a bound run reports nothing: the program's own
+        self.assertIsNone(args.resume_from_checkpoint)
+        # The Trainer wrote checkpoint-10: on_save marks it the one to resume from.
+        slurm_pilot.hf._Hooks().on_save(args, Namespace(global_step=10), None)
+        self.assertEqual(self.resume_record(run), {"step": 10})
+        self.bound(steps=20, every=5, resume_step=10)
+        self.assertEqual(slurm_pilot.hf.resume_from_checkpoint(), os.path.join(run, "checkpoint-10"))
+        args = slurm_pilot.hf.training_args(trainer_args())
+        self.assertEqual(args.resume_from_checkpoint, os.path.join(run, "checkpoint-10"))
 
     def run_events(self, process, first, last, eval_at=(), token=0):
         """Events of a Trainer for steps first..last, its batches' token ids ``token``;
@@ -368,6 +429,25 @@ class LightningWithoutLightningTest(PilotEnv):
         for name in ("pilot-step=4.ckpt", "pilot-step=8.ckpt", "pilot-step=40.ckpt"):
             open(os.path.join(directory, name), "w").close()
         self.assertEqual(slurm_pilot.lightning.ckpt_path(), expected)
+
+    def test_a_bound_run(self):
+        run = self.bound(steps=20, every=5, resume_step=15)
+        self.assertEqual(slurm_pilot.lightning.ckpt_path(), os.path.join(run, "pilot-step=15.ckpt"))
+        saves = []
+
+        class ModelCheckpoint:  # the part of Lightning's the integration subclasses
+            def __init__(self, **kw):
+                self.kw = kw
+
+            def _save_checkpoint(self, trainer, filepath):
+                saves.append(filepath)
+
+        pl = types.SimpleNamespace(callbacks=types.SimpleNamespace(ModelCheckpoint=ModelCheckpoint))
+        cls = slurm_pilot.lightning._marking_checkpoint_class(pl)
+        ckpt = cls(dirpath=run)
+        ckpt._save_checkpoint(Namespace(global_step=20), os.path.join(run, "pilot-step=20.ckpt"))
+        self.assertEqual(saves, [os.path.join(run, "pilot-step=20.ckpt")])
+        self.assertEqual(self.resume_record(run), {"step": 20})
 
     def test_batch_shape_and_digest(self):
         batch = (torch.arange(12).view(3, 4), torch.zeros(3, 4))

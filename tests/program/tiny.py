@@ -195,10 +195,11 @@ def save_dir(args, step):
 
 
 def resume_from(args):
-    """The checkpoint to restore (PILOT_RESUME_DIR, or its folder of the step), or None."""
+    """The checkpoint to restore (PILOT_RESUME_DIR, or its folder of the step: PILOT_RESUME_STEP
+    in a requeued bound run, else PILOT_CHECKPOINT_STEP), or None."""
     d = None if args.fault == "resume_ignored" else slurm_pilot.resume_dir()
     if d and args.save_every:
-        d = os.path.join(d, "checkpoint-%d" % slurm_pilot.checkpoint_step())
+        d = os.path.join(d, "checkpoint-%d" % slurm_pilot.resume_step())
     return d
 
 

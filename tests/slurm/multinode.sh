@@ -40,7 +40,12 @@
 # ranks on pn1 and on pn2 saw the image's own file and none of the node's
 # folders, pn2's prolog pinned the same digest; both nodes idle.
 #
-#   multinode.sh cluster|pilots|rank_killed|program|work_not_shared|slurmd_stopped|container
+# bound_run: a program pilot of tiny.py on both nodes, granted for two
+# nodes; `pilot run` runs the pinned tiny.py as the long run on four ranks
+# over both nodes through the pilot's own srun launch: COMPLETED, every rank
+# trained to run.target_steps, pn2's slurmd launched its step; both idle.
+#
+#   multinode.sh cluster|pilots|rank_killed|program|work_not_shared|slurmd_stopped|container|bound_run
 #                                                   (environment as for e2e.sh)
 set -euo pipefail
 SRC=${PILOT_SOURCE_DIR:?}
@@ -423,6 +428,41 @@ case_slurmd_stopped() {
   note "slurmd_stopped: job $job NO-GO $took s after the stop: $detail; pn2 back when its slurmd was"
 }
 
-[[ $# -eq 1 ]] && declare -F "case_$1" >/dev/null || { echo "usage: $(basename "$0") cluster|pilots|rank_killed|program|work_not_shared|slurmd_stopped|container" >&2; exit 2; }
+case_bound_run() {
+  up_two_nodes
+  local dir cfg job run out got t0=$SECONDS
+  grep -q '^JobSubmitPlugins=lua' "$SLURM_CONF" || fail "the cluster runs no job_submit.lua"
+  dir=$(user_copy "$SRC/tests/program" mn-bound)
+  cfg=$(mn_program_config "$dir" 10)
+  sed -i -e 's/^gpus_per_node = 2$/&\npreprocess_hours = 240/' \
+    -e 's/^target_steps = 1000$/target_steps = 12\ncheckpoint_interval = 6/' "$cfg"
+  job=$(submit_wait --export=ALL,GLOO_SOCKET_IFNAME=eth0 -N2 --ntasks-per-node=2 --pilot="$cfg")
+  wait_verdict "$job"
+  [[ $(decision "$job") == GO ]] || fail "job $job: $(decision "$job"): $(verdict_text "$job")"
+  out=$("$PILOT" grant --policy "$POLICY" "$job" --nodes 2 --duration 10-00:00:00 2>&1) || fail "pilot grant $job: $out"
+  note "bound_run: pilot $job GO on pn1 and pn2, granted two nodes ($((SECONDS - t0)) s)"
+  run=$(as_user "$PILOT" run "$job" -- --parsable -o "$TMP/run-%j.out" --export=ALL,GLOO_SOCKET_IFNAME=eth0 \
+    -N2 --ntasks-per-node=2 --time=10-0) || fail "pilot run $job: $run"
+  run=${run%%$'\n'*}
+  [[ $run =~ ^[0-9]+$ ]] || fail "pilot run $job: $run"
+  wait_job "$run"
+  out=$(cat "$TMP/run-$run.out")
+  [[ $(scontrol show job "$run" | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p') == COMPLETED ]] || fail "job $run: $out"
+  grep -qF "pilot: job $run: the run of pilot $job (mn-program): 4 ranks on pn1,pn2 through srun of python3 tiny.py in $dir, 12 steps" <<<"$out" ||
+    fail "job $run: not the pilot's launch: $out"
+  grep -q "pilot: job $run: the run ended: every process exited 0" <<<"$out" || fail "job $run: $out"
+  # Every rank's last step, as srun labels its lines.
+  got=$(sed -n 's/^ *\([0-3]\): step 12 loss .*/\1/p' <<<"$out" | sort | paste -sd,)
+  [[ $got == "0,1,2,3" ]] || fail "job $run: the ranks that reached step 12: '$got': $out"
+  [[ -f $TMP/pilot-run-$run/checkpoints/ckpt.pt ]] || fail "job $run: no checkpoint in its folder"
+  grep -q "StepId=$run\.[0-9]" "$CLUSTER/log/slurmd-pn2.log" || fail "job $run: pn2's slurmd log names no step of it"
+  [[ $(json "$STATE/runs/$run.json" 'd["decision"]') == admitted ]] || fail "run record: $(cat "$STATE/runs/$run.json")"
+  scontrol delete reservation "pilot_$job" >/dev/null
+  sleep 1
+  nodes_idle "after the bound run $run"
+  note "bound_run: job $run COMPLETED, 4 ranks of the pinned tiny.py on pn1 and pn2; took $((SECONDS - t0)) s"
+}
+
+[[ $# -eq 1 ]] && declare -F "case_$1" >/dev/null || { echo "usage: $(basename "$0") cluster|pilots|rank_killed|program|work_not_shared|slurmd_stopped|container|bound_run" >&2; exit 2; }
 "case_$1"
 echo "PASS: $1"

@@ -40,6 +40,16 @@ TEST(SupervisorCommandLine, ContainerTaskTakesTheCommandAfterTheSeparator) {
   EXPECT_EQ(c->command, (std::vector<std::string>{"/bin/sh", "-c", "--job 1"}));
 }
 
+TEST(SupervisorCommandLine, BoundRunNamesItsPilot) {
+  Result<CommandLine> c = Parse({"--job", "43", "--uid", "1000", "--gid", "100", "--bound-run", "42",
+                                 "--channel", "3", "--job-env", "4"});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->bound_run, 42);
+  c = Parse({"--job", "43", "--uid", "1000", "--gid", "100"});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->bound_run, 0) << "a pilot, not a bound run";
+}
+
 TEST(SupervisorCommandLine, Refusals) {
   struct Case {
     std::vector<std::string> args;
@@ -54,6 +64,9 @@ TEST(SupervisorCommandLine, Refusals) {
       {{"--job"}, "--job: needs a value"},
       {{"--container-task", "--job", "1", "--uid", "1", "--gid", "1"}, "needs the task's command"},
       {{"--job", "1", "--uid", "1", "--gid", "1", "--", "x"}, "only --container-task takes a command"},
+      {{"--job", "1", "--uid", "1", "--gid", "1", "--bound-run", "0"}, "--bound-run: expected a number"},
+      {{"--container-task", "--job", "1", "--uid", "1", "--gid", "1", "--bound-run", "7", "--", "x"},
+       "--bound-run: not with --container-task"},
       {{"--container-task", "--job", "1", "--uid", "1", "--gid", "1", "--node", "../x", "--", "x"},
        "not a node name"},
   };

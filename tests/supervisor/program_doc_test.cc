@@ -88,6 +88,7 @@ ProgramEnvInput Input(const Config* cfg) {
   in.metrics = "/var/lib/slurm-pilot/jobs/42/metrics/node-resumed-1.fifo";
   in.checkpoint_dir = "/var/lib/slurm-pilot/jobs/42/work/pilot-checkpoints/node";
   in.resume_dir = in.checkpoint_dir;
+  in.resume_step = 10;
   in.seed = 1234;
   in.tasks = 2;
   return in;
@@ -110,7 +111,7 @@ TEST(ProgramDoc, EveryVariableTheSupervisorSetsIsInTheEnvironmentSection) {
   }
   for (const char* n : {"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK",
                         "MASTER_ADDR", "MASTER_PORT", "PILOT_STEPS", "PILOT_CHECKPOINT_STEP",
-                        "PILOT_CHECKPOINT_DIR", "PILOT_RESUME_DIR", "PILOT_METRICS", "PILOT_STAGE",
+                        "PILOT_CHECKPOINT_DIR", "PILOT_RESUME_DIR", "PILOT_RESUME_STEP", "PILOT_METRICS", "PILOT_STAGE",
                         "PILOT_PROCESS", "PILOT_DEVICE", "PILOT_SEED", "PILOT_SEQ_LEN",
                         "PILOT_MICRO_BATCH", "PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF",
                         "PILOT_DETERMINISTIC", "CUBLAS_WORKSPACE_CONFIG"}) {
