@@ -72,8 +72,8 @@ inline constexpr CheckInfo kChecks[] = {
      "and hub revision (commit, files) the prolog pinned equals what the plugin pinned at "
      "submit; one fail per entry that moved, naming it (skip when nothing is pinned)"},
     {"completed",
-     "results present, the single stage ok, exit 0; an out-of-memory fails naming step, phase "
-     "and memory"},
+     "results present, the single stage ok, exit 0 (for a user's program, every process of every "
+     "phase exited 0 by itself); an out-of-memory fails naming step, phase and memory"},
     {"ptrace_scope",
      "results from the supervisor: the node's kernel.yama.ptrace_scope it read while the "
      "workload ran is 1 or above (below 1, or no Yama: fail, or warn with "
@@ -95,7 +95,7 @@ inline constexpr CheckInfo kChecks[] = {
      "a user's program only: while it reported steps, the job's GPUs were busy for at least "
      "thresholds.min_busy_device_utilization of the time (NVML) or its processes kept "
      "thresholds.min_busy_cpu_cores CPU cores busy (/proc), per phase, as the supervisor "
-     "measured (skip when no phase reported steps for 2 s)"},
+     "measured (skip when no phase reported steps for 2 s: pilot grant then refuses the verdict)"},
     {"resumed_work",
      "a user's program only: the CPU time the resumed process spent before its first record, "
      "beyond the reference's before its step 1, stayed below half the CPU time K of the "

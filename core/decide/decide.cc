@@ -113,6 +113,23 @@ const SingleStage* CheckCompleted(const DecideInput& in, std::vector<Check>* out
   if (r.exit_code != 0 && r.exit_code != 1) {
     return fail("exit " + std::to_string(r.exit_code), "the runner exited with an error");
   }
+  // A program's every process must have exited 0 by itself, whatever the
+  // phase's other reasons (the supervisor's own record of each).
+  if (r.program) {
+    for (const ProgramProcess& p : r.program->processes) {
+      if (p.exit_code == 0 && p.signal == 0 && !p.terminated) continue;
+      const std::string how = p.signal != 0 ? "killed by " + SignalName(p.signal)
+                              : p.terminated ? "ended by the supervisor"
+                                             : "exit " + std::to_string(p.exit_code);
+      out->push_back(MakeCheck(CheckName("completed"), CheckStatus::kFail,
+                               p.stage + " " + p.process + " rank " + std::to_string(p.rank) + " " + how,
+                               want,
+                               "the " + p.stage + " stage's " + p.process + " process (rank " +
+                                   std::to_string(p.rank) + ") did not exit 0 by itself: " + how,
+                               VerifiedBy::kSupervisor));
+      return &s;
+    }
+  }
   // The supervisor saw every process exit and wrote the results itself.
   const VerifiedBy by = r.supervisor ? VerifiedBy::kSupervisor : VerifiedBy::kWorkload;
   out->push_back(MakeCheck(CheckName("completed"), CheckStatus::kPass, "ok", want,

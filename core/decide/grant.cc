@@ -91,6 +91,14 @@ std::vector<std::string> GrantRefusals(const Verdict& v, const Status& signature
     why.push_back("the verdict expired at " + v.expires + ": run a new pilot");
   }
   if (!v.binding) why.push_back("the verdict is not binding: the pilot ran a smaller shape");
+  for (const Check& c : v.checks) {
+    // A program's work measured by root is what tells its losses from
+    // made-up ones: a verdict without that measure admits no long run.
+    if (c.name == "busy" && c.status == CheckStatus::kSkip) {
+      why.push_back("root did not measure the program's work (busy: " + c.detail +
+                    "): a grant needs it; pilot at least 2 s of steps in a phase");
+    }
+  }
   if (!r.user.empty() && r.user != v.job.user) {
     why.push_back("the verdict belongs to user " + v.job.user + ", not " + r.user);
   }

@@ -62,7 +62,9 @@ Check BusyCheck(const ProgramInfo& prog, const Policy& p) {
     return Check{std::string(CheckName("busy")), st, measured, want, detail, VerifiedBy::kSupervisor};
   };
   if (prog.busy.empty()) {
-    return make(CheckStatus::kSkip, "not measured", "no phase reported steps for 2 s or more");
+    return make(CheckStatus::kSkip, "not measured",
+                "no phase reported steps for 2 s or more; pilot grant refuses a verdict whose work "
+                "root did not measure");
   }
   std::vector<std::string> idle, seen;
   for (const PhaseBusy& b : prog.busy) {

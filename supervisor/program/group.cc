@@ -349,7 +349,7 @@ class GroupRun {
     }
     // The CPU time at the records that mark a phase's start and its save,
     // before the once-a-second sample (which may read the same moment).
-    if (!all_reaped) usage_.MarkRecords(running, spec_.cpu_mark_steps, &marked_, &g_);
+    if (!all_reaped && spec_.local_work) usage_.MarkRecords(running, spec_.cpu_mark_steps, &marked_, &g_);
     usage_.Sample(running, all_reaped, &g_);
   }
 
@@ -485,7 +485,7 @@ class GroupRun {
       g_.ranks.push_back(l.result);
     }
     EndOutlived();
-    usage_.MeasureBusy(&g_);
+    if (spec_.local_work) usage_.MeasureBusy(&g_);
     g_.wall_seconds = Since(t0_);
   }
 

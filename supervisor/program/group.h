@@ -117,6 +117,10 @@ struct GroupSpec {
   // Steps at whose first record the phase's CPU time is read as well
   // (GroupResult::cpu_marks; the first record's always is).
   std::vector<int64_t> cpu_mark_steps;
+  // False when the ranks run in an srun step (slurmstepd's children, on
+  // this node or another): their CPU time is not the supervisor's to read,
+  // so no busy window and no CPU marks are taken.
+  bool local_work = true;
 };
 
 // The phase's processes' CPU time (their process groups, reaped children
@@ -173,7 +177,7 @@ struct GroupResult {
   std::vector<bool> watch_opened;
   std::string watch_problem;
   // The phase's processes' CPU time while its records came: between two
-  // samples (/proc, every second) inside the window from the first kept
+  // samples (/proc, four times a second) inside the window from the first kept
   // record to the last; 0 seconds when the window held no two samples 2 s
   // apart. busy_from/busy_to: the window on the steady clock, for the
   // device's utilization over the same time.

@@ -10,7 +10,7 @@ namespace pilot::supervisor {
 
 void PhaseUsage::Sample(const std::set<pid_t>& running, bool all_reaped, GroupResult* out) {
   const Clock::time_point now = Clock::now();
-  if (std::chrono::duration<double>(now - last_).count() < 1.0 && !all_reaped) return;
+  if (std::chrono::duration<double>(now - last_).count() < kSampleSeconds && !all_reaped) return;
   last_ = now;
   const GroupUsage u = UsageOfGroups(running);
   out->peak_rss_bytes = std::max(out->peak_rss_bytes, u.rss_bytes);

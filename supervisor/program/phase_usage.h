@@ -1,5 +1,5 @@
 // What the processes of one phase of a user's program use, sampled from
-// /proc about once a second: their summed resident memory (the peak) and
+// /proc four times a second: their summed resident memory (the peak) and
 // CPU time, and from the CPU samples the work done while the phase's
 // records came (GroupResult::busy_*: at least two samples 2 s apart inside
 // the window from the first kept record to the last).
@@ -23,9 +23,11 @@ class PhaseUsage {
   using Clock = std::chrono::steady_clock;
   explicit PhaseUsage(Clock::time_point t0) : t0_(t0), last_(t0 - std::chrono::seconds(5)) {}
 
-  // Samples the process groups `running` (their leaders' pids) when a
-  // second has passed, or at once when `all_reaped` (the last look: memory
-  // only, no CPU sample). Raises out->peak_rss_bytes.
+  // Samples the process groups `running` (their leaders' pids) when
+  // kSampleSeconds have passed, or at once when `all_reaped` (the last
+  // look: memory only, no CPU sample). Raises out->peak_rss_bytes. Often
+  // enough that a phase whose records span 2.5 s has a busy window of 2 s.
+  static constexpr double kSampleSeconds = 0.25;
   void Sample(const std::set<pid_t>& running, bool all_reaped, GroupResult* out);
   // Sets out's busy_* from the samples inside its records' window.
   void MeasureBusy(GroupResult* out) const;

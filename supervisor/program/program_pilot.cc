@@ -120,8 +120,7 @@ class ProgramPilot {
     spec.run_as = in_.opts->run_as;
     spec.cwd = program_.workdir;
     spec.step_timeout_seconds = cfg_.program.step_timeout;
-    // A process that did not exit by itself is not completed: it gets as
-    // long after the last step as a step may take (a final save).
+    // After the last step, as long as a step may take (a final save).
     spec.last_step_grace_seconds = cfg_.program.step_timeout;
     spec.loss_pattern = pattern_;
     spec.first_step = first_step;
@@ -131,6 +130,7 @@ class ProgramPilot {
         2000000, 4 * int64_t{cfg_.training.steps} * std::max(1, layout.world) + 1000);
     spec.tick = in_.tick;
     spec.process_per_rank = layout.kind == launch::kLocal;
+    spec.local_work = layout.kind != launch::kSrun;
     if (!layout.AcrossNodes()) spec.metrics_socket = SocketPath(stage, name);
     spec.watch_files = watch_files;
     // The reference's save: the CPU time at its records of K and K+1.

@@ -39,7 +39,8 @@ run_field() { json "$STATE/runs/$1.json" "$2"; }
 # ten days: sets JOB and RESV.
 JOB="" DIR=""
 granted_pilot() {  # granted_pilot NAME [COMMAND_TOML PIN_TOML TARGET_STEPS INTERVAL]
-  local out command=${2:-'["python3", "tiny.py"]'} pin=${3:-'pin = ["tiny.py"]'}
+  # 0.3 CPU-s a step: root measures its work (busy), which a grant needs.
+  local out command=${2:-'["python3", "tiny.py", "--step-cpu", "0.3"]'} pin=${3:-'pin = ["tiny.py"]'}
   grep -q '^JobSubmitPlugins=lua' "$SLURM_CONF" ||
     fail "the cluster runs no job_submit.lua (Slurm's job_submit_lua.so missing?)"
   DIR=$(user_copy "$SRC/tests/program" "$1")
@@ -113,7 +114,7 @@ case_grant_run() {
   wait_job "$ok"
   [[ $(job_state "$ok") == COMPLETED ]] || fail "job $ok: $(job_state "$ok"): $(cat "$TMP/long-$ok.out")"
   [[ $(run_field "$ok" 'd["decision"]') == admitted ]] || fail "run record: $(cat "$STATE/runs/$ok.json")"
-  grep -qF "pilot: job $ok: the run of pilot $job (bind): 1 process of python3 tiny.py in $dir, 30 steps, checkpoints in $TMP/pilot-run-$ok/checkpoints every 10 steps" \
+  grep -qF "pilot: job $ok: the run of pilot $job (bind): 1 process of python3 tiny.py --step-cpu 0.3 in $dir, 30 steps, checkpoints in $TMP/pilot-run-$ok/checkpoints every 10 steps" \
     "$TMP/long-$ok.out" || fail "job $ok: not the pinned program: $(cat "$TMP/long-$ok.out")"
   grep -q "pilot: job $ok: the run ended: every process exited 0" "$TMP/long-$ok.out" ||
     fail "job $ok: $(cat "$TMP/long-$ok.out")"

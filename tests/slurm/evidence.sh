@@ -322,7 +322,12 @@ PY
   # The resumed process that never read its checkpoint.
   job=${jobs[retrain_on_resume]}
   [[ $(decision "$job") == NO-GO ]] || fail "retrain_on_resume: job $job is $(decision "$job")"
-  [[ $(check_named "$job" restore) == pass ]] || fail "retrain_on_resume: its losses should compare equal"
+  # Its losses equal the reference's, but the restore it claims starts
+  # from freshly seeded generators: the restore names the state too.
+  [[ $(json "$(results_of "$job")" 'd["stages"]["single"]["restore"]["max_abs_loss_diff"]') == 0.0 ]] ||
+    fail "retrain_on_resume: its losses should compare equal"
+  grep -q "from another state than the one saved" <<<"$(check_detail "$job" restore)" ||
+    fail "retrain_on_resume: restore $(check_named "$job" restore): $(check_detail "$job" restore)"
   [[ $(verified_by "$job" restore) == workload_compared ]] ||
     fail "restore labelled $(verified_by "$job" restore), not workload_compared"
   [[ $(check_named "$job" checkpoint_read) == fail ]] || fail "checkpoint_read: $(check_named "$job" checkpoint_read)"
@@ -359,8 +364,10 @@ PY
   # The retrain that read every byte: what root saw names it.
   job=${jobs[reread_retrain]}
   [[ $(decision "$job") == NO-GO ]] || fail "reread_retrain: job $job is $(decision "$job")"
-  [[ $(check_named "$job" checkpoint_read) == pass && $(check_named "$job" restore) == pass ]] ||
-    fail "reread_retrain: it read the checkpoint and its losses compare equal: $(reason_of "$job")"
+  [[ $(check_named "$job" checkpoint_read) == pass ]] ||
+    fail "reread_retrain: it read the checkpoint: $(reason_of "$job")"
+  [[ $(json "$(results_of "$job")" 'd["stages"]["single"]["restore"]["max_abs_loss_diff"]') == 0.0 ]] ||
+    fail "reread_retrain: its losses compare equal: $(reason_of "$job")"
   [[ $(check_named "$job" resumed_work) == fail ]] || fail "reread_retrain: resumed_work $(check_named "$job" resumed_work)"
   [[ $(check_named "$clean" resumed_work) != fail ]] || fail "clean: resumed_work failed: $(check_detail "$clean" resumed_work)"
   note "reread_retrain -> $(check_detail "$job" resumed_work)"

@@ -32,6 +32,8 @@ class GroupTest : public ::testing::Test {
                                      "import os, socket, sys\n"
                                      "s = socket.socket(socket.AF_UNIX)\n"
                                      "s.connect(os.environ['PILOT_METRICS'])\n"
+                                     "if os.environ.get('SEND_READY'):\n"
+                                     "    open(os.environ['SEND_READY'], 'w').close()\n"
                                      "for line in sys.stdin.buffer:\n"
                                      "    s.sendall(line)\n"
                                      // Alive until the supervisor has read it all (its
@@ -240,10 +242,16 @@ TEST_F(GroupTest, AnEscapedDaemonIsReadKilledAndNamed) {
 // The processes' CPU time while they report steps: a program that only
 // sleeps between its records keeps no core busy; one that computes does.
 TEST_F(GroupTest, CpuTimeWhileReportingIsMeasured) {
+  // Each run's steps start once the sender is connected (on a loaded
+  // machine its start could otherwise send several records in one burst).
+  int runs = 0;
   auto run = [&](const std::string& between) {
     GroupSpec s = Spec();
-    s.ranks.push_back(Rank(0, "for i in 1 2 3 4 5 6 7 8; do echo '{\"step\": '$i', \"loss\": 1}'; " + between +
-                                  "; done | \"$SEND\""));
+    const std::string ready = dir_ + "/ready" + std::to_string(++runs);
+    s.ranks.push_back(Rank(0, "{ while [ ! -e " + ready + " ]; do sleep 0.05; done; "
+                              "for i in 1 2 3 4 5 6 7 8; do echo '{\"step\": '$i', \"loss\": 1}'; " +
+                                  between + "; done; } | \"$SEND\""));
+    s.ranks[0].env.push_back("SEND_READY=" + ready);
     return RunGroup(s);
   };
   GroupResult idle = run("sleep 0.6");

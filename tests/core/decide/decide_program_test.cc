@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/decide/decide.h"
+#include "core/decide/grant.h"
 #include "core/models/plan.h"
 
 namespace pilot {
@@ -141,6 +142,32 @@ TEST(DecideProgram, AFailureIsTheSupervisorsSentence) {
   const Check e = Get(DecideNow(in), "completed");
   EXPECT_EQ(e.measured, "error at step 7");
   EXPECT_EQ(e.detail, f.message);
+}
+
+// Every process of the program, in every phase, must have exited 0 by
+// itself: a resumed process that exits 1 after its last step is not a
+// completed pilot, whatever its losses.
+TEST(DecideProgram, EveryProcessExitedZero) {
+  DecideInput in = ProgramPilot();
+  ProgramProcess ok;
+  ok.stage = "single";
+  ok.process = "reference";
+  ok.exit_code = 0;
+  in.results->program->processes = {ok};
+  EXPECT_EQ(Get(DecideNow(in), "completed").status, CheckStatus::kPass);
+  ProgramProcess bad = ok;
+  bad.process = "resumed";
+  bad.exit_code = 1;
+  in.results->program->processes.push_back(bad);
+  const Verdict v = DecideNow(in);
+  const Check c = Get(v, "completed");
+  EXPECT_EQ(c.status, CheckStatus::kFail);
+  EXPECT_EQ(c.measured, "single resumed rank 0 exit 1");
+  EXPECT_EQ(c.verified_by, VerifiedBy::kSupervisor);
+  EXPECT_EQ(v.decision, Decision::kNoGo);
+  in.results->program->processes.back().exit_code = 0;
+  in.results->program->processes.back().terminated = true;
+  EXPECT_EQ(Get(DecideNow(in), "completed").measured, "single resumed rank 0 ended by the supervisor");
 }
 
 TEST(DecideProgram, AnUnreportedShapeIsNotBinding) {
@@ -303,11 +330,21 @@ TEST(DecideProgram, BusyIsWhatRootMeasured) {
     in.results->program->busy = std::move(b);
     return DecideNow(in);
   };
+  // Not measured: a GO, but one pilot grant refuses, saying why.
+  auto refusals = [](const Verdict& v) {
+    std::string all;
+    for (const std::string& w : GrantRefusals(v, Status::Ok(), GrantRequest{}, 0)) all += w + "\n";
+    return all;
+  };
   const Verdict none = busy({});
   EXPECT_EQ(Get(none, "busy").status, CheckStatus::kSkip);
+  EXPECT_NE(Get(none, "busy").detail.find("pilot grant refuses"), std::string::npos);
   EXPECT_EQ(none.decision, Decision::kGo);
+  EXPECT_NE(refusals(none).find("root did not measure the program's work (busy: "), std::string::npos)
+      << refusals(none);
   const Verdict cpu = busy({{"single", "reference", 12, 0.95, -1}, {"single", "resumed", 6, 0.9, -1}});
   EXPECT_EQ(Get(cpu, "busy").status, CheckStatus::kPass);
+  EXPECT_EQ(refusals(cpu).find("busy"), std::string::npos) << refusals(cpu);
   EXPECT_EQ(Get(cpu, "busy").verified_by, VerifiedBy::kSupervisor);
   const Verdict idle = busy({{"single", "reference", 12, 0.95, -1}, {"single", "resumed", 6, 0.01, -1}});
   EXPECT_EQ(Get(idle, "busy").status, CheckStatus::kFail);
