@@ -3,13 +3,13 @@
 #include "core/decide/grant.h"
 
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <ctime>
 
+#include "cli/child.h"
 #include "cli/options.h"
 #include "cli/verdict_store.h"
 #include "core/base/atomic_file.h"
@@ -22,34 +22,6 @@ namespace {
 
 // Exit status when scontrol itself failed (documented in pilot(1)).
 constexpr int kExitScontrol = 4;
-
-// Runs argv (no shell), inheriting stdout/stderr; returns its exit status
-// or -1 with *error set.
-int RunProgram(const std::vector<std::string>& argv, std::string* error) {
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = fork();
-  if (pid < 0) {
-    *error = std::string("fork: ") + std::strerror(errno);
-    return -1;
-  }
-  if (pid == 0) {
-    execvp(args[0], args.data());
-    std::fprintf(stderr, "pilot: grant: cannot run %s: %s\n", args[0], std::strerror(errno));
-    _exit(127);
-  }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) {
-      *error = std::string("waitpid: ") + std::strerror(errno);
-      return -1;
-    }
-  }
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  *error = argv[0] + " was killed by signal " + std::to_string(WTERMSIG(status));
-  return -1;
-}
 
 // pilot grant --verify JOBID: the recorded grant, its signature checked
 // with the public key.
@@ -186,7 +158,7 @@ int RunGrant(const Invocation& inv) {
     return kExitOk;
   }
   std::string error;
-  const int rc = RunProgram(argv, &error);
+  const int rc = RunChild(argv, nullptr, "grant", &error);
   if (rc != 0) {
     inv.err << Status::Unavailable(
                    "grant", rc < 0 ? error : argv[0] + " exited with status " + std::to_string(rc))

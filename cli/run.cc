@@ -3,13 +3,12 @@
 // BoundRunScript, the only one job_submit.lua admits for a job naming a
 // pilot; on the node the plugin runs the pilot's program.command in its
 // place. sbatch reads the script from its standard input.
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 
+#include "cli/child.h"
 #include "cli/options.h"
 #include "cli/verdict_store.h"
 #include "core/base/atomic_file.h"
@@ -27,54 +26,6 @@ bool GivesReservation(const std::vector<std::string>& sbatch) {
     if (a == "--reservation" || StartsWith(a, "--reservation=")) return true;
   }
   return false;
-}
-
-// Runs argv (no shell) with `input` on its standard input; its exit
-// status, or -1 with *error set.
-int RunWithInput(const std::vector<std::string>& argv, const std::string& input,
-                 std::string* error) {
-  int fds[2];
-  if (pipe(fds) != 0) {
-    *error = std::string("pipe: ") + std::strerror(errno);
-    return -1;
-  }
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  const pid_t pid = fork();
-  if (pid < 0) {
-    *error = std::string("fork: ") + std::strerror(errno);
-    close(fds[0]);
-    close(fds[1]);
-    return -1;
-  }
-  if (pid == 0) {
-    dup2(fds[0], 0);
-    close(fds[0]);
-    close(fds[1]);
-    execvp(args[0], args.data());
-    std::fprintf(stderr, "pilot: run: cannot run %s: %s\n", args[0], std::strerror(errno));
-    _exit(127);
-  }
-  close(fds[0]);
-  size_t done = 0;
-  while (done < input.size()) {
-    const ssize_t n = write(fds[1], input.data() + done, input.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;  // sbatch ended early: its status says why
-    done += static_cast<size_t>(n);
-  }
-  close(fds[1]);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) {
-      *error = std::string("waitpid: ") + std::strerror(errno);
-      return -1;
-    }
-  }
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  *error = argv[0] + " was killed by signal " + std::to_string(WTERMSIG(status));
-  return -1;
 }
 
 }  // namespace
@@ -127,7 +78,7 @@ int RunRun(const Invocation& inv) {
   }
   inv.out.flush();
   std::string error;
-  const int rc = RunWithInput(argv, script, &error);
+  const int rc = RunChild(argv, &script, "run", &error);
   if (rc < 0) {
     inv.err << Status::Unavailable("run", error).ToString() << "\n";
     return kExitNo;

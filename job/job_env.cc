@@ -107,4 +107,16 @@ LoadOptions JobConfigOptions(const JobEnv& job, const std::string& user,
   return lo;
 }
 
+Result<Config> ParseLockedConfig(const std::string& text, const Lock& lock, int64_t job_id,
+                                 const std::string& home) {
+  JobEnv job;
+  job.job_id = job_id;
+  job.uid = lock.job.uid;
+  job.gid = lock.job.gid;
+  job.user = lock.job.user;
+  job.work_dir = lock.job.submit_dir;
+  job.config_path = lock.config.path.empty() ? lock.config.copy : lock.config.path;
+  return ParseConfig(text, job.config_path, JobConfigOptions(job, lock.job.user, home));
+}
+
 }  // namespace pilot::job

@@ -19,6 +19,7 @@
 
 #include "core/config/config.h"
 #include "core/config/load.h"
+#include "core/records/lock.h"
 #include "core/base/status.h"
 
 namespace pilot::job {
@@ -74,5 +75,12 @@ std::optional<std::string> FirstNode(const JobEnv& job);
 // paths are relative to the submitted config's folder.
 LoadOptions JobConfigOptions(const JobEnv& job, const std::string& user,
                              const std::string& home);
+
+// `text`, the config copy a lock pinned, parsed as the prolog loaded it for
+// that job (its id `job_id`, the lock's user, uid, gid and submit folder,
+// the submitted config's path; the user's `home`), by the supervisor that
+// runs it.
+Result<Config> ParseLockedConfig(const std::string& text, const Lock& lock, int64_t job_id,
+                                 const std::string& home);
 
 }  // namespace pilot::job

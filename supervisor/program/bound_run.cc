@@ -150,15 +150,7 @@ class BoundRun {
     }
     // Its variables as the prolog's binding check expanded them: this job's
     // id and user, the pilot's config path and submit folder.
-    job::JobEnv job;
-    job.job_id = o_.job_id;
-    job.uid = lock_.job.uid;
-    job.gid = lock_.job.gid;
-    job.user = lock_.job.user;
-    job.work_dir = lock_.job.submit_dir;
-    job.config_path = lock_.config.path.empty() ? lock_.config.copy : lock_.config.path;
-    Result<Config> cfg =
-        ParseConfig(*text, job.config_path, job::JobConfigOptions(job, lock_.job.user, o_.home));
+    Result<Config> cfg = job::ParseLockedConfig(*text, lock_, o_.job_id, o_.home);
     if (!cfg.ok()) return Fail("the pilot's config: " + cfg.status().Message()) == 0;
     cfg_ = std::move(cfg).value();
     if (!cfg_.IsProgram()) {
