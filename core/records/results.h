@@ -394,6 +394,18 @@ struct CheckpointRead {
   int64_t bytes = 0;            // their bytes
   int opened_files = 0;         // opened by the resumed process's tree
   int64_t opened_bytes = 0;
+  // What it read of them before its first record: the pages cached again
+  // after the supervisor dropped them (read_measured false: see
+  // read_problem, and the opens decide).
+  bool read_measured = false;
+  std::string read_problem;
+  int read_files = 0;           // files of which it read anything
+  int64_t read_bytes = 0;
+  double first_record_seconds = -1;  // from its start; -1: no record
+  // Opens by other processes of the job's user while it ran (their reads
+  // would count as its own): counted, the first named.
+  int outside_opens = 0;
+  std::string outside_example;
   bool operator==(const CheckpointRead&) const = default;
 };
 

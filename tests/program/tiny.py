@@ -44,6 +44,8 @@ FAULTS = {
                          "again without reporting them, so its losses equal the reference's",
     "reread_retrain": "the resumed process reads every byte of its checkpoint, throws them away "
                       "and trains steps 1..K again without reporting them",
+    "open_retrain": "the resumed process opens every file of its checkpoint and closes it unread, "
+                    "then trains steps 1..K again without reporting them",
     "escaped_forger": "the reference starts a daemon that leaves its process group and reports "
                       "steps 1..N in its name, then lingers",
     "escape_crash": "stderr ends in terminal escapes that repaint the line, then the process fails",
@@ -289,7 +291,11 @@ def main(argv=None):
                 with open(os.path.join(folder, name), "rb") as f:
                     while f.read(1 << 20):
                         pass
-    if resume and fault in ("retrain_on_resume", "reread_retrain"):
+    if resume and fault == "open_retrain":
+        for folder, _, names in os.walk(resume):
+            for name in names:
+                os.close(os.open(os.path.join(folder, name), os.O_RDONLY))
+    if resume and fault in ("retrain_on_resume", "reread_retrain", "open_retrain"):
         quiet_until = slurm_pilot.checkpoint_step()
         slurm_pilot.restored(quiet_until)  # claimed, never read
         resume = None
