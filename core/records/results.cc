@@ -375,6 +375,7 @@ void Fields(V& v, S& s, std::type_identity<SupervisorInfo>) {
   v("checkpoint_manifest_sha256", s.checkpoint_manifest_sha256);
   v("restore_compared", s.restore_compared);
   v("stopped", s.stopped, kMayBeAbsent);
+  v("stopped_reason", s.stopped_reason, kMayBeAbsent);
   v("ptrace_scope", s.ptrace_scope, IntRange{-1, 3}, kMayBeAbsent);
   v("environment", s.environment);
   v("test_switches", s.test_switches);

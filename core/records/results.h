@@ -355,6 +355,9 @@ struct SupervisorInfo {
   // True when the supervisor was told to stop (SIGTERM/SIGINT: the job was
   // cancelled or reached its time limit) before the pilot finished.
   bool stopped = false;
+  // Why the supervisor stopped it itself ("" = it was told to): its work
+  // folder took the state file system below the floor (work_guard.h).
+  std::string stopped_reason;
   // kernel.yama.ptrace_scope on the node while the workload ran: 0 lets any
   // process of the user attach to the workload (and change what it reports),
   // 1 and above only its ancestors or root; -1 = no Yama (as 0).

@@ -46,6 +46,8 @@ FAULTS = {
                       "and trains steps 1..K again without reporting them",
     "open_retrain": "the resumed process opens every file of its checkpoint and closes it unread, "
                     "then trains steps 1..K again without reporting them",
+    "fill_work": "the reference writes into PILOT_CHECKPOINT_DIR at step 2 until the file system "
+                 "is full, then trains on, half a second a step",
     "escaped_forger": "the reference starts a daemon that leaves its process group and reports "
                       "steps 1..N in its name, then lingers",
     "escape_crash": "stderr ends in terminal escapes that repaint the line, then the process fails",
@@ -324,6 +326,18 @@ def main(argv=None):
             if d:
                 save_checkpoint(d, step, rank, world, model, opt, sched, cursor, device, fault)
             continue
+        if fault == "fill_work" and reference and step >= 2:
+            if step == 2:
+                block = b"\0" * (1 << 20)
+                path = os.path.join(os.environ["PILOT_CHECKPOINT_DIR"], "filler")
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                try:
+                    with open(path, "wb") as f:
+                        while True:
+                            f.write(block)
+                except OSError:
+                    pass
+            time.sleep(0.5)
         if fault == "hang" and step == 3 and reference:
             while True:
                 time.sleep(3600)
