@@ -20,6 +20,7 @@
 #include "core/base/strings.h"
 #include "job/job_env.h"
 #include "job/job_user_file.h"
+#include "job/node_facts.h"
 #include "job/reserve.h"
 #include "job/state_layout.h"
 #include "pilot/version.h"
@@ -40,14 +41,6 @@ std::string Now() {
 }
 
 void LogSupervise(const std::string& line) { std::fprintf(stderr, "pilot: supervisor: %s\n", line.c_str()); }
-
-// kernel.yama.ptrace_scope, or -1 without Yama.
-int PtraceScope() {
-  Result<std::string> text = ReadFileLimited("/proc/sys/kernel/yama/ptrace_scope", 64);
-  if (!text.ok()) return -1;
-  const std::string v(Trim(*text));
-  return v.size() == 1 && v[0] >= '0' && v[0] <= '3' ? v[0] - '0' : -1;
-}
 
 class Supervisor {
  public:
@@ -73,7 +66,7 @@ class Supervisor {
     out_ = o_.out.empty() ? paths_.work : o_.out;
     LoadConfig();
     BuildEnv();
-    info_.ptrace_scope = PtraceScope();
+    info_.ptrace_scope = job::PtraceScope();
     if (info_.ptrace_scope < 1) {
       LogSupervise("note: kernel.yama.ptrace_scope is " +
           (info_.ptrace_scope < 0 ? std::string("absent") : std::to_string(info_.ptrace_scope)) +
