@@ -3,6 +3,8 @@
 #include <glob.h>
 #include <unistd.h>
 
+#include <functional>
+
 #include "core/base/atomic_file.h"
 #include "core/base/strings.h"
 
@@ -68,6 +70,31 @@ std::string InFolder(const std::string& path, const std::string& folder) {
   return !path.empty() && path[0] == '/' ? path : folder + "/" + path;
 }
 
+// An include line (`words`: the keyword and one pattern, relative to
+// `folder`) read at `depth`: each file's text handed to `read`, what cannot
+// be read added to `problems`.
+void FollowInclude(const std::vector<std::string>& words, const ConfPlace& at,
+                   const std::string& folder, int depth, std::vector<std::string>* problems,
+                   const std::function<void(const std::string& text, const std::string& file)>& read) {
+  if (words.size() != 2) {
+    problems->push_back(at.Where() + ": " + words[0] + " takes one file or pattern");
+    return;
+  }
+  if (depth >= kMaxIncludeDepth) {
+    problems->push_back(at.Where() + ": includes nested too deep");
+    return;
+  }
+  // A pattern that matches nothing is no error to slurmd.
+  for (const std::string& file : Expand(InFolder(words[1], folder))) {
+    Result<std::string> inc = ReadFileLimited(file, kMaxConfBytes);
+    if (!inc.ok()) {
+      problems->push_back(at.Where() + ": " + words[0] + " " + inc.status().Message());
+      continue;
+    }
+    read(*inc, file);
+  }
+}
+
 void ReadSlurmConf(std::string_view text, const std::string& path, const std::string& top_dir,
                    int depth, SlurmConf* conf) {
   int n = 0;
@@ -78,22 +105,10 @@ void ReadSlurmConf(std::string_view text, const std::string& path, const std::st
     if (line.empty()) continue;
     const std::vector<std::string> words = Words(line);
     if (AsciiLower(words[0]) == "include") {
-      if (words.size() != 2) {
-        conf->problems.push_back(at.Where() + ": Include takes one file");
-        continue;
-      }
-      if (depth >= kMaxIncludeDepth) {
-        conf->problems.push_back(at.Where() + ": includes nested too deep");
-        continue;
-      }
-      for (const std::string& file : Expand(InFolder(words[1], top_dir))) {
-        Result<std::string> inc = ReadFileLimited(file, kMaxConfBytes);
-        if (!inc.ok()) {
-          conf->problems.push_back(at.Where() + ": Include " + inc.status().Message());
-          continue;
-        }
-        ReadSlurmConf(*inc, file, top_dir, depth + 1, conf);
-      }
+      FollowInclude(words, at, top_dir, depth, &conf->problems,
+                    [&](const std::string& inc, const std::string& file) {
+                      ReadSlurmConf(inc, file, top_dir, depth + 1, conf);
+                    });
       continue;
     }
     const size_t eq = line.find('=');
@@ -121,23 +136,10 @@ void ReadPlugstack(std::string_view text, const std::string& path, int depth, Pl
     std::vector<std::string> words = Words(line);
     const std::string kind = AsciiLower(words[0]);
     if (kind == "include") {
-      if (words.size() != 2) {
-        stack->problems.push_back(at.Where() + ": include takes one pattern");
-        continue;
-      }
-      if (depth >= kMaxIncludeDepth) {
-        stack->problems.push_back(at.Where() + ": includes nested too deep");
-        continue;
-      }
-      // A pattern that matches nothing is no error to slurmd.
-      for (const std::string& file : Expand(InFolder(words[1], DirName(path)))) {
-        Result<std::string> inc = ReadFileLimited(file, kMaxConfBytes);
-        if (!inc.ok()) {
-          stack->problems.push_back(at.Where() + ": include " + inc.status().Message());
-          continue;
-        }
-        ReadPlugstack(*inc, file, depth + 1, stack);
-      }
+      FollowInclude(words, at, DirName(path), depth, &stack->problems,
+                    [&](const std::string& inc, const std::string& file) {
+                      ReadPlugstack(inc, file, depth + 1, stack);
+                    });
       continue;
     }
     if ((kind != "required" && kind != "optional") || words.size() < 2) {
