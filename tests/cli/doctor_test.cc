@@ -5,15 +5,14 @@
 // the plugstack line, a plugin argument), each named with its fix.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "core/base/json_util.h"
+#include "tests/cli/run_pilot.h"
 
 namespace pilot {
 namespace {
@@ -84,15 +83,10 @@ class DoctorTest : public ::testing::Test {
 
   // pilot ARGS, without $PILOT_POLICY (the plugin's policy= is the one).
   DoctorRan Run(const std::string& args, bool json = true) const {
+    const testutil::Ran ran = testutil::RunPilot(args, "env -u PILOT_POLICY ");
     DoctorRan r;
-    const std::string cmd = "env -u PILOT_POLICY " + std::string(PILOT_BINARY) + " " + args + " 2>&1";
-    FILE* p = popen(cmd.c_str(), "r");
-    if (p == nullptr) return r;
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-    const int st = pclose(p);
-    r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    r.rc = ran.rc;
+    r.out = ran.output;
     if (json) {
       Result<Json> j = ParseJsonText(r.out, "pilot doctor --json");
       if (j.ok()) r.report = *j;
