@@ -2,12 +2,17 @@
 // needs to run a pilot, one line per item (cli/doctor.h).
 #include "cli/doctor.h"
 
+#include <sys/stat.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 
 #include "cli/options.h"
 #include "core/base/env_lookup.h"
 #include "core/base/json_util.h"
+#include "core/base/split.h"
 #include "core/base/strings.h"
 #include "job/env_names.h"
 
@@ -36,15 +41,28 @@ Item Missing(std::string name, std::string detail, std::string fix) {
 
 std::vector<std::string> SplitList(std::string_view text, char sep) {
   std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t end = text.find(sep, start);
-    if (end == std::string_view::npos) end = text.size();
-    const std::string_view word = Trim(text.substr(start, end - start));
+  for (std::string_view field : SplitOn(text, sep)) {
+    const std::string_view word = Trim(field);
     if (!word.empty()) out.emplace_back(word);
-    start = end + 1;
   }
   return out;
+}
+
+std::string RootFileProblem(const std::string& path, RootFileKind kind) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) {
+    return path + ": " + (errno == ENOENT ? std::string("does not exist") : std::strerror(errno));
+  }
+  if (!S_ISREG(st.st_mode)) return path + ": not a regular file";
+  if (kind == RootFileKind::kProgram && (st.st_mode & 0111) == 0) return path + ": not executable";
+  if (st.st_uid != 0) return path + ": owned by uid " + std::to_string(st.st_uid) + ", not root";
+  if (kind == RootFileKind::kPrivate && (st.st_mode & 0077) != 0) {
+    return path + ": mode " + ModeText(st.st_mode) + ", readable or writable by others than root";
+  }
+  if ((st.st_mode & 0022) != 0) {
+    return path + ": writable by group or others (mode " + ModeText(st.st_mode) + ")";
+  }
+  return "";
 }
 
 std::string ModeText(unsigned mode) {

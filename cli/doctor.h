@@ -74,6 +74,15 @@ std::vector<std::string> SplitList(std::string_view text, char sep);
 // "0640" of a file's mode bits.
 std::string ModeText(unsigned mode);
 
+enum class RootFileKind {
+  kProgram,  // root runs it: executable, writable by root alone
+  kLoaded,   // slurmd loads it: writable by root alone
+  kPrivate,  // a key: readable and writable by root alone
+};
+// Why `path` is not a regular file of root's as `kind` needs: "" when it
+// is, else "PATH: what is wrong" with the owner or mode found.
+std::string RootFileProblem(const std::string& path, RootFileKind kind);
+
 // The capability set of a process as /proc/PID/status's `field` gives it
 // ("CapEff", "CapBnd"), from the text of that file; nullopt without it.
 std::optional<unsigned long long> CapabilitySet(const std::string& status_text,

@@ -57,24 +57,12 @@ Item StateItem(const Node& node) {
                             ", floor " + std::to_string(p.state_floor_mb) + " MiB");
 }
 
-// Why a private key file is not root's alone: "" when it is.
-std::string PrivateKeyProblem(const std::string& path) {
-  struct stat st {};
-  if (stat(path.c_str(), &st) != 0) return path + ": " + std::strerror(errno);
-  if (!S_ISREG(st.st_mode)) return path + ": not a regular file";
-  if (st.st_uid != 0) return path + ": owned by uid " + std::to_string(st.st_uid) + ", not root";
-  if ((st.st_mode & 0077) != 0) {
-    return path + ": mode " + ModeText(st.st_mode) + ", readable or writable by others than root";
-  }
-  return "";
-}
-
 Item KeyItem(const Node& node) {
   const Policy& p = node.policy;
   const std::string keygen = "run 'pilot keygen --policy " + p.path + "' as root";
   for (const std::string* path : {&p.key_file, &p.signing_key_file}) {
     if (path->empty()) continue;
-    const std::string problem = PrivateKeyProblem(*path);
+    const std::string problem = RootFileProblem(*path, RootFileKind::kPrivate);
     if (problem.empty()) continue;
     if (access(path->c_str(), F_OK) != 0) return Missing("key", problem, keygen);
     return Missing("key", problem, "chown root " + *path + " && chmod 0600 " + *path);

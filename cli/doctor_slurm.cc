@@ -23,30 +23,12 @@ std::string PluginDirOf(const Node& node) {
   return node.slurm_conf ? node.slurm_conf->Value("PluginDir", kDefaultPluginDir) : kDefaultPluginDir;
 }
 
-// Why root should not run `path` as a program slurmd starts: "" when it is
-// a regular file, executable, owned by root and writable by nobody else.
 std::string RootProgramProblem(const std::string& path) {
-  struct stat st {};
-  if (stat(path.c_str(), &st) != 0) return path + ": does not exist";
-  if (!S_ISREG(st.st_mode)) return path + ": not a regular file";
-  if ((st.st_mode & 0111) == 0) return path + ": not executable";
-  if (st.st_uid != 0) return path + ": owned by uid " + std::to_string(st.st_uid) + ", not root";
-  if ((st.st_mode & 0022) != 0) {
-    return path + ": writable by group or others (mode " + ModeText(st.st_mode) + ")";
-  }
-  return "";
+  return RootFileProblem(path, RootFileKind::kProgram);
 }
 
-// The same for a file slurmd loads (no execute bit needed).
 std::string RootLibraryProblem(const std::string& path) {
-  struct stat st {};
-  if (stat(path.c_str(), &st) != 0) return path + ": does not exist";
-  if (!S_ISREG(st.st_mode)) return path + ": not a regular file";
-  if (st.st_uid != 0) return path + ": owned by uid " + std::to_string(st.st_uid) + ", not root";
-  if ((st.st_mode & 0022) != 0) {
-    return path + ": writable by group or others (mode " + ModeText(st.st_mode) + ")";
-  }
-  return "";
+  return RootFileProblem(path, RootFileKind::kLoaded);
 }
 
 Item PlugstackItem(const Node& node) {

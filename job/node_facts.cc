@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "core/base/atomic_file.h"
+#include "core/base/split.h"
 #include "core/base/strings.h"
 
 namespace pilot::job {
@@ -18,13 +19,7 @@ GpuInventory ParseGpuInventory(std::string_view csv) {
   GpuInventory inv;
   for (std::string_view line : SplitLines(csv)) {
     std::vector<std::string> f;
-    size_t start = 0;
-    while (start <= line.size()) {
-      size_t comma = line.find(',', start);
-      if (comma == std::string_view::npos) comma = line.size();
-      f.emplace_back(Trim(line.substr(start, comma - start)));
-      start = comma + 1;
-    }
+    for (std::string_view cell : SplitOn(line, ',')) f.emplace_back(Trim(cell));
     if (f.size() < 5) continue;
     LockGpu g;
     g.index = std::atoi(f[0].c_str());

@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "core/base/atomic_file.h"
+#include "core/base/split.h"
 #include "core/base/strings.h"
 
 namespace pilot {
@@ -95,26 +96,34 @@ void FollowInclude(const std::vector<std::string>& words, const ConfPlace& at,
   }
 }
 
-void ReadSlurmConf(std::string_view text, const std::string& path, const std::string& top_dir,
-                   int depth, SlurmConf* conf) {
+// Each line of `text` that holds more than a comment, with where it is,
+// the line without its comment and its words.
+void ForEachLine(std::string_view text, const std::string& path,
+                 const std::function<void(const ConfPlace& at, const std::string& line,
+                                          const std::vector<std::string>& words)>& fn) {
   int n = 0;
   for (std::string_view raw : SplitLines(text)) {
     ++n;
-    const ConfPlace at{path, n};
     const std::string line = Uncommented(raw);
-    if (line.empty()) continue;
-    const std::vector<std::string> words = Words(line);
+    if (!line.empty()) fn(ConfPlace{path, n}, line, Words(line));
+  }
+}
+
+void ReadSlurmConf(std::string_view text, const std::string& path, const std::string& top_dir,
+                   int depth, SlurmConf* conf) {
+  ForEachLine(text, path, [&](const ConfPlace& at, const std::string& line,
+                              const std::vector<std::string>& words) {
     if (AsciiLower(words[0]) == "include") {
       FollowInclude(words, at, top_dir, depth, &conf->problems,
                     [&](const std::string& inc, const std::string& file) {
                       ReadSlurmConf(inc, file, top_dir, depth + 1, conf);
                     });
-      continue;
+      return;
     }
     const size_t eq = line.find('=');
     if (eq == std::string::npos || eq == 0) {
       conf->problems.push_back(at.Where() + ": expected Key=Value, got " + Quote(line));
-      continue;
+      return;
     }
     SlurmConfEntry e;
     e.key = std::string(Trim(std::string_view(line).substr(0, eq)));
@@ -122,30 +131,25 @@ void ReadSlurmConf(std::string_view text, const std::string& path, const std::st
     e.value = value.empty() ? "" : value[0];
     e.at = at;
     conf->entries.push_back(std::move(e));
-  }
+  });
 }
 
 void ReadPlugstack(std::string_view text, const std::string& path, int depth, Plugstack* stack) {
   stack->files.push_back(path);
-  int n = 0;
-  for (std::string_view raw : SplitLines(text)) {
-    ++n;
-    const ConfPlace at{path, n};
-    const std::string line = Uncommented(raw);
-    if (line.empty()) continue;
-    std::vector<std::string> words = Words(line);
+  ForEachLine(text, path, [&](const ConfPlace& at, const std::string& line,
+                              const std::vector<std::string>& words) {
     const std::string kind = AsciiLower(words[0]);
     if (kind == "include") {
       FollowInclude(words, at, DirName(path), depth, &stack->problems,
                     [&](const std::string& inc, const std::string& file) {
                       ReadPlugstack(inc, file, depth + 1, stack);
                     });
-      continue;
+      return;
     }
     if ((kind != "required" && kind != "optional") || words.size() < 2) {
       stack->problems.push_back(at.Where() + ": expected required|optional PLUGIN [ARGS], got " +
                                 Quote(line));
-      continue;
+      return;
     }
     PlugstackEntry e;
     e.required = kind == "required";
@@ -153,7 +157,7 @@ void ReadPlugstack(std::string_view text, const std::string& path, int depth, Pl
     e.args.assign(words.begin() + 2, words.end());
     e.at = at;
     stack->entries.push_back(std::move(e));
-  }
+  });
 }
 
 }  // namespace
@@ -205,12 +209,8 @@ Result<Plugstack> LoadPlugstack(const std::string& path) {
 std::string PluginFilePath(const std::string& plugin, const std::string& plugin_dir) {
   if (!plugin.empty() && plugin[0] == '/') return plugin;
   std::string first;
-  size_t start = 0;
-  while (start <= plugin_dir.size()) {
-    size_t colon = plugin_dir.find(':', start);
-    if (colon == std::string::npos) colon = plugin_dir.size();
-    const std::string dir = plugin_dir.substr(start, colon - start);
-    start = colon + 1;
+  for (std::string_view folder : SplitOn(plugin_dir, ':')) {
+    const std::string dir(folder);
     if (dir.empty()) continue;
     if (first.empty()) first = dir + "/" + plugin;
     if (access((dir + "/" + plugin).c_str(), F_OK) == 0) return dir + "/" + plugin;

@@ -161,7 +161,7 @@ TEST_F(DoctorTest, KeyModesAndOwners) {
   fs::remove(D("keys/verdict.key"));
   r = Doctor();
   EXPECT_EQ(r.rc, 1);
-  EXPECT_NE(DetailOf(r, "key").find("verdict.key: No such file or directory | fix: run 'pilot keygen "
+  EXPECT_NE(DetailOf(r, "key").find("verdict.key: does not exist | fix: run 'pilot keygen "
                                     "--policy " + D("etc/pilot.conf") + "' as root"),
             std::string::npos)
       << DetailOf(r, "key");

@@ -110,7 +110,7 @@ case_node() {
   rm -f "$KEY"
   doctor
   ((rc == 1)) || fail "exit $rc without the key (want 1)"
-  expect_item key missing "$KEY: No such file or directory" "(fix: run 'pilot keygen --policy $POLICY' as root)"
+  expect_item key missing "$KEY: does not exist" "(fix: run 'pilot keygen --policy $POLICY' as root)"
   cp -p "$ROOTDIR/verdict.key.saved" "$KEY"
   chmod 0644 "$KEY"
   doctor
