@@ -67,6 +67,10 @@ Item KeyItem(const Node& node) {
     if (access(path->c_str(), F_OK) != 0) return Missing("key", problem, keygen);
     return Missing("key", problem, "chown root " + *path + " && chmod 0600 " + *path);
   }
+  if (geteuid() != 0) {
+    return Warn("key", p.key_file + " and " + p.signing_key_file + ": root's, mode 0600; not read "
+                "(not root)", "run pilot doctor as root to read the keys");
+  }
   Result<std::string> hmac = ReadKeyFile(p.key_file);
   if (!hmac.ok()) return Missing("key", hmac.status().Message(), keygen + " --force");
   std::string detail = p.key_file + " (0600, key id " + KeyId(*hmac) + ")";
@@ -158,6 +162,10 @@ Item CapabilitiesItem(const Node& node) {
       status_text = *s;
     }
   }
+  if (who.empty() && geteuid() != 0) {
+    return Warn("capabilities", "not checked: slurmd is not running here and this process is not root",
+                "run pilot doctor as root, or where slurmd runs");
+  }
   if (who.empty()) {
     Result<std::string> s = ReadFileLimited("/proc/self/status", 1 << 16);
     if (s.ok()) status_text = *s;
@@ -205,6 +213,10 @@ Item PodmanItem(const Node& node) {
   if (!c.containers_conf.empty() && access(c.containers_conf.c_str(), R_OK) != 0) {
     return Missing("podman", "containers_conf " + c.containers_conf + ": " + std::strerror(errno),
                    "write it (spank_pilot(8), CONTAINERS) or empty containers_conf");
+  }
+  if (geteuid() != 0) {
+    return Warn("podman", podman + ": not run (not root; the supervisor runs podman as root)",
+                "run pilot doctor as root");
   }
   job::CommandSpec spec;
   spec.argv = {podman};
