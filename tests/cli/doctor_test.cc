@@ -12,6 +12,7 @@
 #include <string>
 
 #include "core/base/json_util.h"
+#include "tests/core/net_test_util.h"
 #include "tests/cli/run_pilot.h"
 
 namespace pilot {
@@ -35,10 +36,8 @@ class DoctorTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (geteuid() != 0) GTEST_SKIP() << "the node's files must be root's: run as root";
-    char tmpl[] = "/tmp/pilot-doctor-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    chmod(dir_.c_str(), 0755);
+    ASSERT_FALSE(tmp_.path().empty());
+    chmod(tmp_.path().c_str(), 0755);
     PutFile(D("etc/slurm.conf"),
             "# a node's slurm.conf\n"
             "SlurmctldHost=controller-elsewhere(10.0.0.1)\n"
@@ -69,12 +68,7 @@ class DoctorTest : public ::testing::Test {
     DoctorRan keygen = Run("keygen --policy " + D("etc/pilot.conf"), false);
     ASSERT_EQ(keygen.rc, 0) << keygen.out;
   }
-  void TearDown() override {
-    std::error_code ec;
-    if (!dir_.empty()) fs::remove_all(dir_, ec);
-  }
-
-  std::string D(const std::string& rel) const { return dir_ + "/" + rel; }
+  std::string D(const std::string& rel) const { return tmp_ / rel; }
   std::string PluginLine(const std::string& extra = "") const {
     return "# slurm-pilot\nrequired " + D("lib/spank_pilot.so") + " policy=" + D("etc/pilot.conf") +
            " runner=" + D("bin/pilot-runner") + " supervisor=" + D("bin/pilot-supervisor") + extra +
@@ -111,7 +105,7 @@ class DoctorTest : public ::testing::Test {
     return i.is_object() ? i["detail"].get<std::string>() + " | fix: " + i["fix"].get<std::string>() : "";
   }
 
-  std::string dir_;
+  testutil::TempDir tmp_;
 };
 
 TEST_F(DoctorTest, ANodeWiredAsTheDocsSayHolds) {
