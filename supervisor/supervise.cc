@@ -20,6 +20,7 @@
 #include "core/base/strings.h"
 #include "job/job_env.h"
 #include "job/job_user_file.h"
+#include "job/node_facts.h"
 #include "job/reserve.h"
 #include "job/state_layout.h"
 #include "pilot/version.h"
@@ -41,14 +42,6 @@ std::string Now() {
 }
 
 void LogSupervise(const std::string& line) { std::fprintf(stderr, "pilot: supervisor: %s\n", line.c_str()); }
-
-// kernel.yama.ptrace_scope, or -1 without Yama.
-int PtraceScope() {
-  Result<std::string> text = ReadFileLimited("/proc/sys/kernel/yama/ptrace_scope", 64);
-  if (!text.ok()) return -1;
-  const std::string v(Trim(*text));
-  return v.size() == 1 && v[0] >= '0' && v[0] <= '3' ? v[0] - '0' : -1;
-}
 
 class Supervisor {
  public:
@@ -75,7 +68,7 @@ class Supervisor {
     guard_.emplace(o_.policy.state_dir, paths_.work, static_cast<int64_t>(o_.policy.state_floor_mb) << 20);
     LoadConfig();
     BuildEnv();
-    info_.ptrace_scope = PtraceScope();
+    info_.ptrace_scope = job::PtraceScope();
     if (info_.ptrace_scope < 1) {
       LogSupervise("note: kernel.yama.ptrace_scope is " +
           (info_.ptrace_scope < 0 ? std::string("absent") : std::to_string(info_.ptrace_scope)) +
