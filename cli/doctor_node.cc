@@ -57,6 +57,31 @@ Item StateItem(const Node& node) {
                             ", floor " + std::to_string(p.state_floor_mb) + " MiB");
 }
 
+// Where the pilots' work folders lie. On the state file system with no
+// quota command, a pilot that fills it is ended at the floor (the
+// supervisor's work guard), yet other users' pilots are refused meanwhile,
+// and a kept work folder (keep_work) is bounded by nothing.
+Item WorkItem(const Node& node) {
+  const Policy& p = node.policy;
+  const std::string root = p.work_root.empty() ? p.state_dir : p.work_root;
+  Result<MeasuredSpace> work = MeasureSpace(root);
+  Result<MeasuredSpace> state = MeasureSpace(p.state_dir);
+  if (!work.ok() || !state.ok()) {
+    return Missing("work", (work.ok() ? state : work).status().Message(),
+                   "create work_root root's, mode 0755 (the prolog makes each job's folder in it)");
+  }
+  if (work->device != state->device) {
+    return Holds("work", root + " (work_root): a file system apart from " + p.state_dir);
+  }
+  if (!p.work_quota_command.empty()) {
+    return Holds("work", "work folders on the state file system, each bounded by " + p.work_quota_command);
+  }
+  return Warn("work",
+              "work folders lie on the state directory's file system with no quota: a pilot that fills it is "
+              "ended at state_floor_mb, but other users' pilots are refused until the space is back",
+              "set work_root to a folder on another file system, or work_quota_command (pilot.conf(5))");
+}
+
 Item KeyItem(const Node& node) {
   const Policy& p = node.policy;
   const std::string keygen = "run 'pilot keygen --policy " + p.path + "' as root";
@@ -383,7 +408,7 @@ std::optional<unsigned long long> CapabilitySet(const std::string& status_text,
 }
 
 std::vector<Item> NodeItems(const Node& node) {
-  std::vector<Item> items = {StateItem(node), KeyItem(node), YamaItem(node), FanotifyItem(),
+  std::vector<Item> items = {StateItem(node), WorkItem(node), KeyItem(node), YamaItem(node), FanotifyItem(),
                              CapabilitiesItem(node)};
   for (Item& i : RuntimeItems(node)) items.push_back(std::move(i));
   items.push_back(GpuItem(node));

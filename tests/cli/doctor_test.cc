@@ -127,6 +127,8 @@ TEST_F(DoctorTest, ANodeWiredAsTheDocsSayHolds) {
   EXPECT_NE(DetailOf(r, "job_submit").find("not this node's: slurmctld runs on controller-elsewhere"),
             std::string::npos);
   EXPECT_NE(DetailOf(r, "key").find("key id"), std::string::npos);
+  // No work_root: the work folders share the state file system, unbounded.
+  EXPECT_EQ(StatusOf(r, "work"), "warn") << DetailOf(r, "work");
   // Whatever else this machine lacks (Yama, podman), nothing of the files
   // above is missing; the exit status follows `ready`.
   EXPECT_EQ(r.rc, r.report["ready"].get<bool>() ? 0 : 1) << r.out;

@@ -73,6 +73,8 @@ case_node() {
   expect_item epilog holds "$CLUSTER/bin/pilot-epilog"
   expect_item job_submit holds "$CLUSTER/etc/job_submit.lua" "$STATE/grants"
   expect_item podman holds "OCI runtime runc"
+  # The cluster keeps the work folders in the state folder (no work_root).
+  expect_item work warn "on the state directory's file system with no quota" "(fix: set work_root"
   if ((yama >= 1)); then
     expect_item ptrace_scope holds
   else
