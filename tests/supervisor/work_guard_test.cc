@@ -4,9 +4,9 @@
 // only when a floor is set.
 #include "supervisor/work_guard.h"
 
+#include "tests/core/net_test_util.h"
+
 #include <gtest/gtest.h>
-#include <stdlib.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -17,13 +17,8 @@ namespace {
 
 class WorkGuardTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/pilot-workguard-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::string dir_;
+  testutil::TempDir tmp_;
+  const std::string dir_ = tmp_.path();
 };
 
 TEST_F(WorkGuardTest, AFoldersBytesAreItsFilesBlocks) {
