@@ -24,7 +24,8 @@ namespace pilot::cli {
   X("report", RunReport, "write a self-contained HTML report with plots of a pilot")            \
   X("grant", RunGrant, "create the Slurm reservation a GO verdict allows (root)")            \
   X("explain", RunExplain, "why the controller refused a change to a job bound to a grant")   \
-  X("run", RunRun, "submit the run a pilot's grant binds: its program.command, not a script")
+  X("run", RunRun, "submit the run a pilot's grant binds: its program.command, not a script") \
+  X("doctor", RunDoctor, "check what this node needs to run a pilot, each missing piece with its fix")
 
 #define PILOT_DECLARE_COMMAND(name, fn, summary) int fn(const Invocation&);
 PILOT_COMMANDS(PILOT_DECLARE_COMMAND)

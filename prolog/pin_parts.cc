@@ -13,6 +13,7 @@
 #include "core/base/json_util.h"
 #include "core/base/oci.h"
 #include "core/base/strings.h"
+#include "job/node_facts.h"
 #include "job/pins.h"
 
 namespace pilot::prolog {
@@ -194,33 +195,18 @@ void PinVersions(PinSession& s) {
 }
 
 void PinGpus(PinSession& s) {
-  std::string smi = FindExecutable("nvidia-smi");
-  if (smi.empty()) return;
-  CommandSpec spec;
-  spec.argv = {smi, "--query-gpu=index,name,uuid,memory.total,driver_version",
-               "--format=csv,noheader,nounits"};
-  spec.env = CleanEnvironment();
-  spec.timeout_seconds = s.opts().command_timeout_seconds;
-  Result<CommandResult> r = s.RunBounded(spec);
-  if (!r.ok() || !r->Succeeded()) {
-    s.Problem("gpu_inventory_failed",
-              "nvidia-smi: " + (r.ok() ? r->Describe(spec.timeout_seconds) : r.status().Message()));
+  Result<job::GpuInventory> inv = job::ReadGpuInventory(
+      [&s](const CommandSpec& spec) { return s.RunBounded(spec); },
+      s.opts().command_timeout_seconds);
+  if (!inv.ok()) {
+    // No nvidia-smi: a node without NVIDIA's driver, nothing to pin.
+    if (inv.status().code() != Code::kUnavailable) {
+      s.Problem("gpu_inventory_failed", inv.status().Message());
+    }
     return;
   }
-  std::istringstream in(r->out);
-  for (std::string line; std::getline(in, line);) {
-    std::vector<std::string> f;
-    std::istringstream cells(line);
-    for (std::string cell; std::getline(cells, cell, ',');) f.emplace_back(Trim(cell));
-    if (f.size() < 5) continue;
-    LockGpu g;
-    g.index = std::atoi(f[0].c_str());
-    g.name = f[1];
-    g.uuid = f[2];
-    g.memory_bytes = std::atoll(f[3].c_str()) * (int64_t{1} << 20);  // MiB
-    s.lock().gpus.push_back(g);
-    s.lock().versions["cuda_driver"] = f[4];
-  }
+  for (const LockGpu& g : inv->gpus) s.lock().gpus.push_back(g);
+  if (!inv->gpus.empty()) s.lock().versions["cuda_driver"] = inv->driver_version;
 }
 
 }  // namespace pilot::prolog

@@ -49,11 +49,7 @@ void ApplyPolicy(PluginArgs* args) {
     LogError(policy.status().Message());
     return;
   }
-  if (!args->state_dir_given) args->state_dir = policy->state_dir;
-  if (!args->runner_given && !policy->runner_path.empty()) args->runner = policy->runner_path;
-  if (!args->supervisor_given && !policy->supervisor_path.empty()) {
-    args->supervisor = policy->supervisor_path;
-  }
+  job::ApplyPolicyDefaults(*policy, args);
 }
 
 void LogError(const std::string& message) { slurm_error("pilot: %s", message.c_str()); }

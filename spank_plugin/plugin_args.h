@@ -10,31 +10,13 @@
 #include <vector>
 
 #include "core/base/status.h"
+#include "job/plugin_args.h"
 
 namespace pilot::spank {
 
-// Arguments from the plugin's line in plugstack.conf, `key=value` each:
-//   state_dir=DIR   per-job folders, verdicts, outbox (default below)
-//   runner=PATH     the pilot-runner executable the supervisor starts
-//   supervisor=PATH the pilot-supervisor the plugin starts in the task
-//   policy=PATH     the site policy file (pilot.conf)
-// A key left out takes the build's default: state_dir, runner and
-// supervisor then come from the policy file (its state_dir, runner_path,
-// supervisor_path) when it sets them.
-struct PluginArgs {
-  std::string state_dir = "/var/lib/slurm-pilot";
-  std::string runner = PILOT_DEFAULT_RUNNER;   // <bindir>/pilot-runner
-  std::string supervisor = PILOT_DEFAULT_SUPERVISOR;  // <sbindir>/pilot-supervisor
-  std::string policy = PILOT_DEFAULT_POLICY;   // <sysconfdir>/slurm-pilot/pilot.conf
-  bool state_dir_given = false;
-  bool runner_given = false;
-  bool supervisor_given = false;
-};
-
-// Parses argv from plugstack.conf. Defaults first, then each argument.
-// Errors (kInvalid): an argument without '=', an unknown key ("did you
-// mean"), an empty or relative path.
-Result<PluginArgs> ParsePluginArgs(const std::vector<std::string>& argv);
+// The plugstack arguments, shared with `pilot doctor` (job/plugin_args.h).
+using job::ParsePluginArgs;
+using job::PluginArgs;
 
 // The pilot stages --pilot-stage accepts.
 bool IsValidStage(const std::string& stage);

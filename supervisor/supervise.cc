@@ -20,6 +20,7 @@
 #include "core/base/strings.h"
 #include "job/job_env.h"
 #include "job/job_user_file.h"
+#include "job/node_facts.h"
 #include "job/reserve.h"
 #include "job/state_layout.h"
 #include "pilot/version.h"
@@ -27,6 +28,7 @@
 #include "supervisor/process.h"
 #include "core/records/hostlist.h"
 #include "supervisor/program/program_pilot.h"
+#include "supervisor/work_guard.h"
 #include "supervisor/work_on_nodes.h"
 #include "supervisor/workload_env.h"
 
@@ -40,14 +42,6 @@ std::string Now() {
 }
 
 void LogSupervise(const std::string& line) { std::fprintf(stderr, "pilot: supervisor: %s\n", line.c_str()); }
-
-// kernel.yama.ptrace_scope, or -1 without Yama.
-int PtraceScope() {
-  Result<std::string> text = ReadFileLimited("/proc/sys/kernel/yama/ptrace_scope", 64);
-  if (!text.ok()) return -1;
-  const std::string v(Trim(*text));
-  return v.size() == 1 && v[0] >= '0' && v[0] <= '3' ? v[0] - '0' : -1;
-}
 
 class Supervisor {
  public:
@@ -71,9 +65,10 @@ class Supervisor {
     res_.config_path = lock_.config.copy;
     res_.lock_path = paths_.lock;
     out_ = o_.out.empty() ? paths_.work : o_.out;
+    guard_.emplace(o_.policy.state_dir, paths_.work, static_cast<int64_t>(o_.policy.state_floor_mb) << 20);
     LoadConfig();
     BuildEnv();
-    info_.ptrace_scope = PtraceScope();
+    info_.ptrace_scope = job::PtraceScope();
     if (info_.ptrace_scope < 1) {
       LogSupervise("note: kernel.yama.ptrace_scope is " +
           (info_.ptrace_scope < 0 ? std::string("absent") : std::to_string(info_.ptrace_scope)) +
@@ -92,7 +87,8 @@ class Supervisor {
     if (StopRequested()) {
       info_.stopped = true;
       rc = kExitError;
-      LogSupervise("stopped (the job was cancelled or reached its time limit)");
+      LogSupervise(info_.stopped_reason.empty() ? "stopped (the job was cancelled or reached its time limit)"
+                                                : "stopped: " + info_.stopped_reason);
     }
     res_.exit_code = rc;
     info_.finished_at = Now();
@@ -116,6 +112,18 @@ class Supervisor {
   }
 
  private:
+  // While the workload runs: the GPUs' memory, and the work folder's space
+  // on the state file system (work_guard.h), which ends the pilot when due.
+  void Tick() {
+    sampler_.Sample();
+    if (!guard_ || !info_.stopped_reason.empty()) return;
+    if (std::optional<std::string> why = guard_->Check()) {
+      info_.stopped_reason = *why;
+      LogSupervise("ending the pilot: " + *why);
+      RequestStop();
+    }
+  }
+
   void LoadConfig() {
     Result<std::string> text = ReadFileLimited(lock_.config.copy, 1 << 20);
     if (!text.ok()) return;
@@ -153,7 +161,7 @@ class Supervisor {
     spec.max_report_bytes = kResultsMaxBytes;
     SupervisedProcess p;
     p.role = role;
-    Result<WorkloadOutcome> out = RunWorkload(spec, [this] { sampler_.Sample(); });
+    Result<WorkloadOutcome> out = RunWorkload(spec, [this] { Tick(); });
     if (!out.ok()) {
       p.report_problem = "not started: " + out.status().Message();
       info_.processes.push_back(p);
@@ -243,7 +251,7 @@ class Supervisor {
     in.base_env = env_.env;
     in.out = out_;
     in.job = paths_;
-    in.tick = [this] { sampler_.Sample(); };
+    in.tick = [this] { Tick(); };
     in.device_utilization = [this](std::chrono::steady_clock::time_point from,
                                    std::chrono::steady_clock::time_point to) {
       return sampler_.MeanUtilization(from, to, SamplesOf(sampler_.peaks(), JobGpuList(lock_, o_.job_env)));
@@ -301,6 +309,7 @@ class Supervisor {
   Results res_;
   SupervisorInfo info_;
   DeviceMemorySampler sampler_;
+  std::optional<WorkGuard> guard_;
 };
 
 }  // namespace

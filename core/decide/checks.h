@@ -88,9 +88,11 @@ inline constexpr CheckInfo kChecks[] = {
      "each later one within thresholds.restore_tolerance or, for a program, within "
      "thresholds.restore_noise_margin times a second resumed process's spread"},
     {"checkpoint_read",
-     "a user's program only: the supervisor saw the resumed process open checkpoint files "
-     "holding at least thresholds.min_checkpoint_read_fraction of the bytes the reference "
-     "wrote (fanotify; not watched: fail when program_independent_checks names it, else warn)"},
+     "a user's program only: before its first step the resumed process read at least "
+     "thresholds.min_checkpoint_read_fraction of the bytes of the checkpoint the reference wrote, "
+     "as the page cache showed after the supervisor dropped it (where it cannot tell, the files it "
+     "opened decide); fail when another process of the user opened them meanwhile; not watched "
+     "(fanotify): fail when program_independent_checks names it, else warn"},
     {"busy",
      "a user's program only: while it reported steps, the job's GPUs were busy for at least "
      "thresholds.min_busy_device_utilization of the time (NVML) or its processes kept "

@@ -61,7 +61,8 @@ const SingleStage* CheckCompleted(const DecideInput& in, std::vector<Check>* out
   }
   const Results& r = *in.results;
   if (r.supervisor && r.supervisor->stopped) {
-    const std::string why = in.nodes_down.empty()
+    const std::string why = !r.supervisor->stopped_reason.empty() ? r.supervisor->stopped_reason
+                            : in.nodes_down.empty()
                                 ? "the job was cancelled or reached its time limit"
                                 : "the job ended while Slurm had its " + NodesPhrase(in.nodes_down) + " down";
     out->push_back(MakeCheck(CheckName("completed"), CheckStatus::kFail, "stopped", want,

@@ -9,14 +9,18 @@
 
 namespace pilot {
 
-// A program's resumed process opened the checkpoint the reference wrote:
-// fanotify marks the supervisor set on every listed file (CheckpointRead).
-// Not established (no fanotify, events lost) fails when the site requires
-// the check to be root's (program_independent_checks), else warns.
+// A program's resumed process read the checkpoint the reference wrote
+// before it reported a step: the pages of every listed file cached again
+// after the supervisor dropped them, with fanotify marks naming who opened
+// them (CheckpointRead). Where the page cache cannot tell (read_problem),
+// the files the resumed process opened decide, and the detail says so. An
+// open by another process of the user fails: its reads would count. Not
+// watched (no fanotify, events lost) fails when the site requires the check
+// to be root's (program_independent_checks), else warns.
 Check CheckpointReadCheck(const ProgramInfo& prog, const Policy& p) {
   const CheckpointRead& cr = prog.checkpoint_read;
   const double min = p.thresholds.min_checkpoint_read_fraction;
-  const std::string want = ">= " + FormatFixed(min * 100, 0) + "% of the checkpoint's bytes opened";
+  const std::string want = ">= " + FormatFixed(min * 100, 0) + "% of the checkpoint's bytes read before its first step";
   const bool required = std::find(p.program_independent_checks.begin(), p.program_independent_checks.end(),
                                   "checkpoint_read") != p.program_independent_checks.end();
   auto add = [&](CheckStatus st, const std::string& measured, const std::string& detail) {
@@ -32,19 +36,50 @@ Check CheckpointReadCheck(const ProgramInfo& prog, const Policy& p) {
                    (cr.problem.empty() ? std::string("not recorded") : cr.problem) + ")" +
                    (required ? "; the site requires it (program_independent_checks)" : ""));
   }
-  const double frac = cr.bytes > 0 ? static_cast<double>(cr.opened_bytes) / static_cast<double>(cr.bytes)
+  if (cr.outside_opens > 0) {
+    return add(CheckStatus::kFail, std::to_string(cr.outside_opens) + " opens outside the job",
+               "another process of the job's user (" + cr.outside_example + ") opened the checkpoint while the " +
+                   "resumed process ran: what that process read cannot be told from the resumed process's reads");
+  }
+  const double bytes = static_cast<double>(cr.bytes);
+  const std::string files = " of " + std::to_string(cr.files) + " files";
+  const std::string when = cr.first_record_seconds >= 0
+                               ? ", " + FormatFixed(cr.first_record_seconds, 1) + " s after its start"
+                               : ", and it reported no step";
+  if (cr.read_measured) {
+    const double frac = cr.bytes > 0 ? static_cast<double>(cr.read_bytes) / bytes : 1.0;
+    const std::string measured = "read " + FormatBytes(static_cast<double>(cr.read_bytes), ByteUnit::kKiB) +
+                                 " of " + FormatBytes(bytes, ByteUnit::kKiB) + " (" + FormatFixed(frac * 100, 1) +
+                                 "%) in " + std::to_string(cr.read_files) + files + " before its first step" + when;
+    if (frac + 1e-12 < min) {
+      return add(CheckStatus::kFail, measured,
+                 cr.opened_files == 0
+                     ? "the resumed process never opened the checkpoint the reference wrote: whatever it "
+                       "reported, it did not restore from it"
+                     : "the resumed process opened " + std::to_string(cr.opened_files) + files +
+                           " but left most of the checkpoint unread before its first step: it did not "
+                           "restore from it");
+    }
+    return add(CheckStatus::kPass, measured,
+               "the resumed process read the checkpoint the reference wrote before its first step (its pages "
+               "cached again after the supervisor dropped them)");
+  }
+  const double frac = cr.bytes > 0 ? static_cast<double>(cr.opened_bytes) / bytes
                                    : static_cast<double>(cr.opened_files) / cr.files;
-  const std::string measured = std::to_string(cr.opened_files) + " of " + std::to_string(cr.files) +
-                               " files, " + FormatFixed(frac * 100, 1) + "% of " + FormatGiB(cr.bytes);
+  const std::string measured = "opened " + std::to_string(cr.opened_files) + files + ", " +
+                               FormatFixed(frac * 100, 1) + "% of " + FormatBytes(bytes, ByteUnit::kKiB);
+  const std::string unmeasured = "; the bytes it read were not measured (" +
+                                 (cr.read_problem.empty() ? std::string("not recorded") : cr.read_problem) +
+                                 "): the files it opened decide";
   if (frac + 1e-12 < min) {
     return add(CheckStatus::kFail, measured,
-               cr.opened_files == 0
-                   ? "the resumed process never opened the checkpoint the reference wrote: whatever "
-                     "it reported, it did not restore from it"
-                   : "the resumed process left most of the checkpoint unread: it did not restore "
-                     "from it");
+               (cr.opened_files == 0 ? "the resumed process never opened the checkpoint the reference wrote: "
+                                       "whatever it reported, it did not restore from it"
+                                     : "the resumed process left most of the checkpoint unopened: it did not "
+                                       "restore from it") +
+                   unmeasured);
   }
-  return add(CheckStatus::kPass, measured, "the resumed process opened the checkpoint the reference wrote");
+  return add(CheckStatus::kPass, measured, "the resumed process opened the checkpoint the reference wrote" + unmeasured);
 }
 
 // A program's processes worked while they reported steps: the job's GPUs

@@ -55,12 +55,8 @@ std::optional<NodeMeasurement> NodeMeasurementFrom(const NodeStage& n) {
 }
 
 const GpuType* MeasuredGpuType(const SingleStage& s, const HardwareCatalog& cat) {
-  if (s.device != "cuda" || s.device_name.empty()) return nullptr;
-  for (const GpuType& g : cat.gpus) {
-    std::string family = g.name.substr(0, g.name.find('-'));
-    if (!family.empty() && s.device_name.find(family) != std::string::npos) return &g;
-  }
-  return nullptr;
+  if (s.device != "cuda") return nullptr;
+  return GpuTypeOfDevice(cat, s.device_name);
 }
 
 double FlopsPerToken(const SingleStage& s, const Workload& w) {

@@ -83,4 +83,13 @@ Result<HardwareCatalog> LoadHardwareCatalog(const std::string& path) {
   return ParseHardwareCatalog(*text, path);
 }
 
+const GpuType* GpuTypeOfDevice(const HardwareCatalog& cat, std::string_view device_name) {
+  if (device_name.empty()) return nullptr;
+  for (const GpuType& g : cat.gpus) {
+    const std::string family = g.name.substr(0, g.name.find('-'));
+    if (!family.empty() && device_name.find(family) != std::string_view::npos) return &g;
+  }
+  return nullptr;
+}
+
 }  // namespace pilot

@@ -53,6 +53,12 @@ struct HardwareCatalog {
   std::vector<std::string> Names() const;
 };
 
+// The type a device of this name is ("NVIDIA H100 80GB HBM3"): the first
+// catalog name whose part before '-' ("H100" of "H100-80") occurs in it;
+// nullptr when none does. How the hardware fit finds the GPU a pilot ran on
+// and `pilot doctor` a node's GPUs.
+const GpuType* GpuTypeOfDevice(const HardwareCatalog& cat, std::string_view device_name);
+
 // Errors: kNotFound, kIoError, kInvalid ("FILE:LINE: key: problem";
 // also "FILE: no [gpu.NAME] sections").
 Result<HardwareCatalog> LoadHardwareCatalog(const std::string& path);

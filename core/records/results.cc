@@ -375,6 +375,7 @@ void Fields(V& v, S& s, std::type_identity<SupervisorInfo>) {
   v("checkpoint_manifest_sha256", s.checkpoint_manifest_sha256);
   v("restore_compared", s.restore_compared);
   v("stopped", s.stopped, kMayBeAbsent);
+  v("stopped_reason", s.stopped_reason, kMayBeAbsent);
   v("ptrace_scope", s.ptrace_scope, IntRange{-1, 3}, kMayBeAbsent);
   v("environment", s.environment);
   v("test_switches", s.test_switches);
@@ -405,6 +406,13 @@ void Fields(V& v, S& s, std::type_identity<CheckpointRead>) {
   v("bytes", s.bytes, IntRange{0, INT64_MAX});
   v("opened_files", s.opened_files, IntRange{0, INT32_MAX});
   v("opened_bytes", s.opened_bytes, IntRange{0, INT64_MAX});
+  v("read_measured", s.read_measured, kMayBeAbsent);
+  v("read_problem", s.read_problem, kMayBeAbsent);
+  v("read_files", s.read_files, IntRange{0, INT32_MAX}, kMayBeAbsent);
+  v("read_bytes", s.read_bytes, IntRange{0, INT64_MAX}, kMayBeAbsent);
+  v("first_record_seconds", s.first_record_seconds, kMayBeAbsent);
+  v("outside_opens", s.outside_opens, IntRange{0, INT32_MAX}, kMayBeAbsent);
+  v("outside_example", s.outside_example, kMayBeAbsent);
 }
 
 template <class V, class S>

@@ -355,6 +355,9 @@ struct SupervisorInfo {
   // True when the supervisor was told to stop (SIGTERM/SIGINT: the job was
   // cancelled or reached its time limit) before the pilot finished.
   bool stopped = false;
+  // Why the supervisor stopped it itself ("" = it was told to): its work
+  // folder took the state file system below the floor (work_guard.h).
+  std::string stopped_reason;
   // kernel.yama.ptrace_scope on the node while the workload ran: 0 lets any
   // process of the user attach to the workload (and change what it reports),
   // 1 and above only its ancestors or root; -1 = no Yama (as 0).
@@ -394,6 +397,18 @@ struct CheckpointRead {
   int64_t bytes = 0;            // their bytes
   int opened_files = 0;         // opened by the resumed process's tree
   int64_t opened_bytes = 0;
+  // What it read of them before its first record: the pages cached again
+  // after the supervisor dropped them (read_measured false: see
+  // read_problem, and the opens decide).
+  bool read_measured = false;
+  std::string read_problem;
+  int read_files = 0;           // files of which it read anything
+  int64_t read_bytes = 0;
+  double first_record_seconds = -1;  // from its start; -1: no record
+  // Opens by other processes of the job's user while it ran (their reads
+  // would count as its own): counted, the first named.
+  int outside_opens = 0;
+  std::string outside_example;
   bool operator==(const CheckpointRead&) const = default;
 };
 

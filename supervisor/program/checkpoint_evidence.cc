@@ -104,16 +104,26 @@ std::optional<double> SavedBy(const GroupResult& g, int64_t k) {
 
 CheckpointRead CheckpointReadOf(const std::vector<std::pair<std::string, int64_t>>& at_step,
                                 const GroupResult& resumed) {
+  const WatchResult& w = resumed.watch;
   CheckpointRead cr;
-  cr.watched = !at_step.empty() && resumed.watch_problem.empty();
-  cr.problem = resumed.watch_problem;
+  cr.watched = !at_step.empty() && w.problem.empty();
+  cr.problem = w.problem;
   cr.files = static_cast<int>(at_step.size());
+  cr.read_measured = !at_step.empty() && w.read_measured;
+  cr.read_problem = w.read_problem;
+  cr.first_record_seconds = w.first_record_seconds;
+  cr.outside_opens = w.outside_opens;
+  cr.outside_example = w.outside_example;
   for (size_t i = 0; i < at_step.size(); ++i) {
     cr.bytes += at_step[i].second;
-    if (i < resumed.watch_opened.size() && resumed.watch_opened[i]) {
+    if (i < w.opened.size() && w.opened[i]) {
       ++cr.opened_files;
       cr.opened_bytes += at_step[i].second;
     }
+    // Read-ahead may cache past what was asked, never past the file.
+    const int64_t read = i < w.read.size() ? std::min(w.read[i], at_step[i].second) : 0;
+    if (read > 0) ++cr.read_files;
+    cr.read_bytes += read;
   }
   return cr;
 }

@@ -3,7 +3,7 @@
 // and hashed as the job's user (`pilot-runner verify --program-checkpoint`),
 // the listing kept in the job's root-owned folder for the epilog; which of
 // the listed files are step K's and which the reference saved later; and
-// which of them the resumed process opened, from the phase's fanotify
+// which of them the resumed process opened and read, from the phase's
 // watch (supervisor/program/checkpoint_watch.h).
 //
 // Thread-safety: ListCheckpoint forks (job::RunCommand); call it from the
@@ -63,7 +63,8 @@ std::string EmptyCheckpoint(const std::string& dir);
 std::optional<double> SavedBy(const GroupResult& g, int64_t k);
 
 // Which of the listed files (`at_step`, watched in that order) a process of
-// the resumed phase opened, as its fanotify watch saw it.
+// the resumed phase opened, and how much of them it read before its first
+// record, as its watch saw it.
 CheckpointRead CheckpointReadOf(const std::vector<std::pair<std::string, int64_t>>& at_step,
                                 const GroupResult& resumed);
 

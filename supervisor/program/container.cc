@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "core/base/crypto.h"
+#include "core/base/split.h"
 #include "core/base/strings.h"
 #include "core/config/mounts.h"
 #include "core/config/site_check.h"
@@ -37,13 +38,7 @@ bool NodeOnly(std::string_view name) {
 
 std::vector<std::string> Fields(std::string_view text, char sep) {
   std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t end = text.find(sep, start);
-    if (end == std::string_view::npos) end = text.size();
-    out.emplace_back(text.substr(start, end - start));
-    start = end + 1;
-  }
+  for (std::string_view f : SplitOn(text, sep)) out.emplace_back(f);
   return out;
 }
 

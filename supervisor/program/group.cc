@@ -118,7 +118,7 @@ class GroupRun {
                     },
                     [this](const std::string& why) { intake_.Break(why); },
                     [this](const std::string& who) { Outsider(who); }}),
-        watch_(spec.watch_files) {}
+        watch_(spec.watch_files, spec.run_as ? spec.run_as->uid : getuid()) {}
 
   GroupResult Run() {
     // What a rank leaves behind (a daemon that left its process group)
@@ -421,7 +421,8 @@ class GroupRun {
   bool Round() {
     const bool all_reaped = AllReaped();
     if (all_reaped && StreamsDone()) return false;
-    PollStreams();
+    PollStreams();  // then what the watched files' reads were by the first record
+    watch_.Round(g_.records.empty() ? -1 : Since(t0_));
     if (spec_.tick) spec_.tick();
     SampleRss(all_reaped);
     Reap();
@@ -473,8 +474,7 @@ class GroupRun {
     // The last events answered, then the marks gone before anything waits
     // on the phase's processes: an open after this one is not held.
     watch_.Close(ours_);
-    g_.watch_opened = watch_.opened();
-    g_.watch_problem = watch_.problem();
+    g_.watch = watch_.result();
     socket_.Close();
     for (Live& l : live_) {
       for (int* fd : {&l.out_fd, &l.err_fd}) {

@@ -29,9 +29,10 @@
 // survives it.
 //
 // The socket is a MetricsSocket (metrics_socket.h). With watch_files, the
-// phase also learns which of those files a process of the phase opened
-// (CheckpointWatch, checkpoint_watch.h): that a resumed process read the
-// checkpoint is then the supervisor's observation, not the program's word.
+// phase also learns which of those files a process of the phase opened and
+// how much of them it read before its first record (CheckpointWatch,
+// checkpoint_watch.h): that a resumed process read the checkpoint is then
+// the supervisor's observation, not the program's word.
 //
 // Thread-safety: uses fork(); call from the supervisor's single thread.
 #pragma once
@@ -107,8 +108,8 @@ struct GroupSpec {
   // run_as, mode 0600, in a folder only root may write) and removed again;
   // "" = no records but the loss pattern's or srun's lines.
   std::string metrics_socket;
-  // Files whose opening by a process of the phase is recorded (at most
-  // kMaxWatchFiles; the rest are not watched).
+  // Files whose opening and reading by a process of the phase is recorded
+  // (at most kMaxWatchFiles; the rest are not watched).
   std::vector<std::string> watch_files;
   // False: the processes' output is only forwarded (across nodes too): no
   // record is read or kept and no hang is judged (a bound run,
@@ -172,10 +173,9 @@ struct GroupResult {
   std::vector<std::string> outside_writer_examples;
   // Processes of the phase still alive when it ended, killed then.
   std::vector<std::string> outlived;
-  // watch_files: whether a process of the phase opened each one; "" or why
-  // the files could not be watched.
-  std::vector<bool> watch_opened;
-  std::string watch_problem;
+  // watch_files: which a process of the phase opened, how much of each it
+  // read before its first record, and opens by the user's other processes.
+  WatchResult watch;
   // The phase's processes' CPU time while its records came: between two
   // samples (/proc, four times a second) inside the window from the first kept
   // record to the last; 0 seconds when the window held no two samples 2 s

@@ -220,13 +220,13 @@ class ProgramPilot {
     return true;
   }
 
-  // Which of the listed checkpoint files the resumed process (or one of
-  // its descendants) opened, as the supervisor's fanotify marks saw it.
+  // What the resumed process's tree opened and read of the listed checkpoint files.
   void NoteCheckpointRead(const GroupResult& res) {
     const CheckpointRead& cr = program_.checkpoint_read = CheckpointReadOf(checkpoint_listed_, res);
-    LogProgramPilot("the resumed process opened " + std::to_string(cr.opened_files) + " of " +
-        std::to_string(cr.files) + " checkpoint files (" + std::to_string(cr.opened_bytes) + " of " +
-        std::to_string(cr.bytes) + " bytes)" + (cr.problem.empty() ? "" : "; " + cr.problem));
+    LogProgramPilot("the resumed process opened " + std::to_string(cr.opened_files) + " of " + std::to_string(cr.files) +
+        " checkpoint files (" + std::to_string(cr.bytes) + " bytes) and read " + (cr.read_measured ?
+        std::to_string(cr.read_bytes) + " bytes of them before its first record" : "? (" + cr.read_problem + ")") +
+        (cr.problem.empty() ? "" : "; " + cr.problem));
   }
 
   // What RestoreDiagnosis may add beyond the state's fingerprints.

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "job/binding.h"
+#include "tests/cli/run_pilot.h"
 
 // A namespace of its own: the unity build puts the cli tests in one file.
 namespace pilot::explain_run_test {
@@ -19,23 +20,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Ran {
-  int rc = -1;
-  std::string output;  // stdout and stderr
-};
-
-Ran RunPilot(const std::string& args) {
-  Ran r;
-  const std::string cmd = std::string(PILOT_BINARY) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-  const int st = pclose(p);
-  r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
+using testutil::Ran;
+using testutil::RunPilot;
 
 void Write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 

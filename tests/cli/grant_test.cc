@@ -20,29 +20,15 @@
 #include "core/base/rfc3339.h"
 #include "core/records/verdict.h"
 #include "tests/core/toy_requests.h"
+#include "tests/cli/run_pilot.h"
 
 namespace pilot {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Ran {
-  int rc = -1;
-  std::string output;  // stdout and stderr
-};
-
-Ran RunPilot(const std::string& args) {
-  Ran r;
-  std::string cmd = std::string(PILOT_BINARY) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-  int st = pclose(p);
-  r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
+using testutil::Ran;
+using testutil::RunPilot;
 
 std::string SlurpGrant(const std::string& path) {
   std::ifstream f(path);

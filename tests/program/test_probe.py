@@ -908,7 +908,7 @@ class Run:
     """One process of a test program, started at once; finish() waits for it."""
 
     def __init__(self, work, name, script, args=(), resume_from=None, world=1, ranks=None,
-                 timeout=60):
+                 timeout=150):
         self.dir = os.path.join(work, name)
         os.makedirs(self.dir, exist_ok=True)
         self.ckpt = os.path.join(self.dir, "ckpt")

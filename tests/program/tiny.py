@@ -44,6 +44,10 @@ FAULTS = {
                          "again without reporting them, so its losses equal the reference's",
     "reread_retrain": "the resumed process reads every byte of its checkpoint, throws them away "
                       "and trains steps 1..K again without reporting them",
+    "open_retrain": "the resumed process opens every file of its checkpoint and closes it unread, "
+                    "then trains steps 1..K again without reporting them",
+    "fill_work": "the reference writes into PILOT_CHECKPOINT_DIR at step 2 until the file system "
+                 "is full, then trains on, half a second a step",
     "escaped_forger": "the reference starts a daemon that leaves its process group and reports "
                       "steps 1..N in its name, then lingers",
     "escape_crash": "stderr ends in terminal escapes that repaint the line, then the process fails",
@@ -289,7 +293,11 @@ def main(argv=None):
                 with open(os.path.join(folder, name), "rb") as f:
                     while f.read(1 << 20):
                         pass
-    if resume and fault in ("retrain_on_resume", "reread_retrain"):
+    if resume and fault == "open_retrain":
+        for folder, _, names in os.walk(resume):
+            for name in names:
+                os.close(os.open(os.path.join(folder, name), os.O_RDONLY))
+    if resume and fault in ("retrain_on_resume", "reread_retrain", "open_retrain"):
         quiet_until = slurm_pilot.checkpoint_step()
         slurm_pilot.restored(quiet_until)  # claimed, never read
         resume = None
@@ -318,6 +326,18 @@ def main(argv=None):
             if d:
                 save_checkpoint(d, step, rank, world, model, opt, sched, cursor, device, fault)
             continue
+        if fault == "fill_work" and reference and step >= 2:
+            if step == 2:
+                block = b"\0" * (1 << 20)
+                path = os.path.join(os.environ["PILOT_CHECKPOINT_DIR"], "filler")
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                try:
+                    with open(path, "wb") as f:
+                        while True:
+                            f.write(block)
+                except OSError:
+                    pass
+            time.sleep(0.5)
         if fault == "hang" and step == 3 and reference:
             while True:
                 time.sleep(3600)

@@ -249,7 +249,7 @@ case_program_attacks() {
   local dir fault cfg cmd
   dir=$(user_copy "$SRC/tests/program" program)
   declare -A jobs=()
-  for fault in clean escaped_forger retrain_on_resume stderr_bytes escape_crash fake_training; do
+  for fault in clean escaped_forger retrain_on_resume open_retrain stderr_bytes escape_crash fake_training; do
     cfg=$dir/$fault.toml
     cmd='["python3", "tiny.py"]'
     [[ $fault == clean ]] || cmd="[\"python3\", \"tiny.py\", \"--fault\", \"$fault\"]"
@@ -334,12 +334,23 @@ PY
   grep -q "never opened the checkpoint" <<<"$(check_detail "$job" checkpoint_read)" ||
     fail "checkpoint_read: $(check_detail "$job" checkpoint_read)"
   [[ $(verified_by "$job" checkpoint_read) == supervisor ]] || fail "checkpoint_read not the supervisor's"
+  # The resumed process that opened every checkpoint file and read none:
+  # what it read, not what it opened, is counted.
+  job=${jobs[open_retrain]}
+  [[ $(decision "$job") == NO-GO ]] || fail "open_retrain: job $job is $(decision "$job")"
+  [[ $(check_named "$job" checkpoint_read) == fail ]] || fail "open_retrain: checkpoint_read $(check_named "$job" checkpoint_read)"
+  grep -q "opened 1 of 1 files but left most of the checkpoint unread" <<<"$(check_detail "$job" checkpoint_read)" ||
+    fail "open_retrain: checkpoint_read: $(check_detail "$job" checkpoint_read)"
+  note "open_retrain -> $(json "$STATE/verdicts/$job.json" '[c["measured"] for c in d["checks"] if c["name"] == "checkpoint_read"][0]')"
   # Bytes that are not UTF-8 on standard error.
   job=${jobs[stderr_bytes]}
   [[ $(decision "$job") == GO ]] || fail "stderr_bytes: job $job: $(reason_of "$job") $(verdict_text "$job")"
   python3 -c 'import sys; open(sys.argv[1], encoding="utf-8", errors="strict").read()' "$(results_of "$job")" ||
     fail "stderr_bytes: results.json is not valid UTF-8"
   [[ $(check_named "$job" checkpoint_read) == pass ]] || fail "stderr_bytes: checkpoint_read $(check_named "$job" checkpoint_read)"
+  # An honest resume: the page cache told what it read, and it read it.
+  [[ $(json "$STATE/verdicts/$job.json" '[c["measured"] for c in d["checks"] if c["name"] == "checkpoint_read"][0]') == "read "*" (100.0%) in "* ]] ||
+    fail "stderr_bytes: checkpoint_read measured $(json "$STATE/verdicts/$job.json" '[c["measured"] for c in d["checks"] if c["name"] == "checkpoint_read"][0]')"
   # Escapes in a reason, as a terminal would get them.
   job=${jobs[escape_crash]}
   [[ $(decision "$job") == NO-GO ]] || fail "escape_crash: job $job is $(decision "$job")"

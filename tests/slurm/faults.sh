@@ -6,6 +6,7 @@
 #   faults.sh CASE   CASE: ctld_restart slurmd_restart_epilog epilog_budget
 #                          epilog_sigterm concurrent work_cleanup
 #                          user_fills_work state_full space_grabber
+#                          pilot_fills_state
 #
 #   ctld_restart           slurmctld restarted while the pilot runs
 #   slurmd_restart_epilog  slurmd restarted while the epilog verifies
@@ -18,6 +19,9 @@
 #   user_fills_work        the user fills work_root's file system (a tmpfs)
 #   state_full             the state directory's file system (a tmpfs) full
 #                          when the verdict is written, and after
+#   pilot_fills_state      a program pilot whose work folder (on the state
+#                          file system) fills it: ended by its supervisor
+#                          with the reason, the next pilot GO
 #   space_grabber          a first user's job takes every block the state
 #                          file system frees while a second user's pilot
 #                          ends: its verdict is stored all the same, and a
@@ -284,6 +288,34 @@ case_state_full() {
   [[ $(stat -c %s "$STATE/reserve" 2>/dev/null) -gt 0 ]] || fail "the reserve was not made again"
   wait_node_idle
   note "state_full: job $job GO from its own space; job $second refused (state_space_low); job $third GO"
+}
+
+# A pilot whose program fills the state file system from its work folder
+# (there by default): its supervisor ends it within seconds of the free
+# space falling below state_floor_mb, the verdict (stored) says why, the
+# epilog removes the folder, and the next pilot runs and gets GO.
+case_pilot_fills_state() {
+  local dir cfg job next
+  policy_set work_root '""'
+  policy_set keep_work false
+  policy_set state_floor_mb 16
+  small_fs "$STATE" 96m
+  dir=$(user_copy "$SRC/tests/program" fills)
+  cfg=$dir/fills.toml
+  program_toml "$cfg" fills "$dir" 2 '["python3", "tiny.py", "--fault", "fill_work"]' "step_timeout = 60"
+  job=$(submit_wait --pilot="$cfg" --pilot-stage=single)
+  wait_verdict "$job" 120
+  [[ $(decision "$job") == NO-GO ]] || fail "job $job filled the state file system and got $(decision "$job")"
+  local why
+  why=$(check_detail "$job" completed)
+  grep -q "which it took below the site's floor" <<<"$why" || fail "job $job: completed: $why"
+  grep -q "work folder $STATE/jobs/$job/work holds" <<<"$why" || fail "job $job: the folder is not named: $why"
+  wait_node_idle
+  [[ $(df -B1 --output=avail "$STATE" | tail -1) -gt $((32 << 20)) ]] || fail "the space is not back: $(df -h "$STATE")"
+  next=$(submit_wait --pilot="$TINY" --pilot-stage=single)
+  wait_verdict "$next" 120
+  [[ $(decision "$next") == GO ]] || fail "job $next after the filler: $(verdict_text "$next")"
+  note "pilot_fills_state: job $job NO-GO (${why:0:160}...); job $next GO"
 }
 
 # The issue's attack, with the work folders on the state file system (the

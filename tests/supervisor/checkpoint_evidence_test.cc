@@ -120,14 +120,22 @@ TEST_F(CheckpointEvidenceTest, AMissingFolderAnEmptyOneAndANonReport) {
 
 TEST(CheckpointReadOf, CountsTheListedFilesTheResumedPhaseOpened) {
   GroupResult resumed;
-  resumed.watch_opened = {true, false, true};
+  resumed.watch.opened = {true, false, true};
+  resumed.watch.read_measured = true;
+  // Read-ahead past a file's end counts as the file, no more.
+  resumed.watch.read = {10, 0, 4096};
+  resumed.watch.first_record_seconds = 2.5;
   const CheckpointRead r = CheckpointReadOf({{"/c/a", 10}, {"/c/b", 20}, {"/c/c", 30}}, resumed);
   EXPECT_TRUE(r.watched);
   EXPECT_EQ(r.files, 3);
   EXPECT_EQ(r.bytes, 60);
   EXPECT_EQ(r.opened_files, 2);
   EXPECT_EQ(r.opened_bytes, 40);
-  resumed.watch_problem = "fanotify: Operation not permitted";
+  EXPECT_TRUE(r.read_measured);
+  EXPECT_EQ(r.read_files, 2);
+  EXPECT_EQ(r.read_bytes, 40);
+  EXPECT_DOUBLE_EQ(r.first_record_seconds, 2.5);
+  resumed.watch.problem = "fanotify: Operation not permitted";
   EXPECT_FALSE(CheckpointReadOf({{"/c/a", 10}}, resumed).watched);
 }
 

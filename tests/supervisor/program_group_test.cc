@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -276,10 +277,69 @@ TEST_F(GroupTest, TheFilesAPhaseOpenedAreSeen) {
   // so however briefly a reader lives, its open counts.
   s.ranks.push_back(Rank(0, "cat " + dir_ + "/a >/dev/null && cat " + dir_ + "/a >/dev/null"));
   GroupResult g = RunGroup(s);
-  if (g.watch_problem.rfind("fanotify:", 0) == 0) GTEST_SKIP() << g.watch_problem;
-  ASSERT_EQ(g.watch_opened.size(), 2u);
-  EXPECT_TRUE(g.watch_opened[0]);
-  EXPECT_FALSE(g.watch_opened[1]);
+  if (g.watch.problem.rfind("fanotify:", 0) == 0) GTEST_SKIP() << g.watch.problem;
+  ASSERT_EQ(g.watch.opened.size(), 2u);
+  EXPECT_TRUE(g.watch.opened[0]);
+  EXPECT_FALSE(g.watch.opened[1]);
+  EXPECT_EQ(g.watch.outside_opens, 0);
+}
+
+// An open of a watched file by another process of the user, outside the
+// phase (its reads would fill the page cache as the phase's): counted and
+// named. The opener is no descendant of the supervisor: a double fork
+// while the supervisor is nobody's subreaper.
+TEST_F(GroupTest, AnOpenByAnotherProcessOfTheUserIsNamed) {
+  std::ofstream(dir_ + "/ckpt") << "x";
+  prctl(PR_SET_CHILD_SUBREAPER, 0);
+  const std::string script = "sleep 0.5; cat " + dir_ + "/ckpt >/dev/null";
+  const pid_t middle = fork();
+  ASSERT_GE(middle, 0);
+  if (middle == 0) {
+    if (fork() == 0) {
+      execl("/bin/sh", "sh", "-c", script.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    _exit(0);
+  }
+  waitpid(middle, nullptr, 0);
+  GroupSpec s = Spec();
+  s.watch_files = {dir_ + "/ckpt"};
+  s.ranks.push_back(Rank(0, "sleep 1.5"));
+  GroupResult g = RunGroup(s);
+  if (g.watch.problem.rfind("fanotify:", 0) == 0) GTEST_SKIP() << g.watch.problem;
+  EXPECT_FALSE(g.watch.opened[0]);
+  EXPECT_EQ(g.watch.outside_opens, 1);
+  EXPECT_NE(g.watch.outside_example.find("(cat)"), std::string::npos) << g.watch.outside_example;
+}
+
+// What a phase read of the watched files before its first record: the
+// pages the page cache holds again after the watch dropped them. Each file
+// is cached in full first (as the supervisor's listing leaves it); the
+// phase reads one whole, a page of another, and the third only after its
+// first record.
+TEST_F(GroupTest, WhatAPhaseReadBeforeItsFirstRecordIsSeen) {
+  const std::string block(1 << 20, 'x');
+  for (const char* f : {"/whole", "/page", "/later"}) {
+    std::ofstream out(dir_ + f);
+    for (int i = 0; i < 4; ++i) out << block;
+  }
+  for (const char* f : {"/whole", "/page", "/later"}) {
+    std::ifstream in(dir_ + f);
+    std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }
+  GroupSpec s = Spec();
+  s.watch_files = {dir_ + "/whole", dir_ + "/page", dir_ + "/later"};
+  s.ranks.push_back(Rank(0, "cat " + dir_ + "/whole >/dev/null; head -c 4096 " + dir_ +
+                                "/page >/dev/null; sleep 1.2; echo '{\"step\": 1, \"loss\": 1}' | \"$SEND\"; "
+                                "sleep 1; cat " + dir_ + "/later >/dev/null"));
+  GroupResult g = RunGroup(s);
+  if (!g.watch.read_measured) GTEST_SKIP() << "the page cache does not tell here: " << g.watch.read_problem;
+  ASSERT_EQ(g.watch.read.size(), 3u);
+  EXPECT_EQ(g.watch.read[0], 4 << 20);
+  EXPECT_GT(g.watch.read[1], 0);
+  EXPECT_LT(g.watch.read[1], 1 << 20);  // a page and its read-ahead
+  EXPECT_EQ(g.watch.read[2], 0);        // read after the first record
+  EXPECT_GT(g.watch.first_record_seconds, 1.0);
 }
 
 TEST_F(GroupTest, StdoutLinesAreRecordsThroughAPattern) {

@@ -16,6 +16,32 @@
 namespace pilot {
 namespace {
 
+// What the supervisor saw of a checkpoint: opens (and, with `read_bytes`
+// >= 0, the page cache's measure of what was read, `outside` opens by
+// another process of the user).
+CheckpointRead Seen(bool watched, const std::string& problem, int files, int64_t bytes, int opened,
+                    int64_t opened_bytes, int64_t read_bytes = -1, int read_files = 0, int outside = 0) {
+  CheckpointRead cr;
+  cr.watched = watched;
+  cr.problem = problem;
+  cr.files = files;
+  cr.bytes = bytes;
+  cr.opened_files = opened;
+  cr.opened_bytes = opened_bytes;
+  if (read_bytes >= 0) {
+    cr.read_measured = true;
+    cr.read_bytes = read_bytes;
+    cr.read_files = read_files;
+    cr.first_record_seconds = 2.5;
+  }
+  if (outside > 0) {
+    cr.outside_opens = outside;
+    cr.outside_example = "pid 77 (cat), uid 1000";
+  }
+  return cr;
+}
+
+
 constexpr int64_t kNow = 1796011506;  // 2026-11-30T04:05:06Z
 
 DecideInput ProgramPilot() {
@@ -63,7 +89,7 @@ DecideInput ProgramPilot() {
   p.checkpoint_dir = s.checkpoint.path;
   p.checkpoint_files = "/var/lib/slurm-pilot/jobs/4242/checkpoint-files-single.json";
   p.checkpoint_file_count = 1;
-  p.checkpoint_read = {true, "", 1, 4096, 1, 4096};
+  p.checkpoint_read = Seen(true, "", 1, 4096, 1, 4096);
   r.program = p;
   in.results = r;
 
@@ -264,29 +290,49 @@ TEST(DecideProgram, CheckpointReadIsWhatRootSaw) {
     in.results->program->checkpoint_read = cr;
     return Decide(in, p, HardwareCatalog{}, kNow);
   };
-  const Verdict ok = read({true, "", 3, 1000, 2, 950});
+  const Verdict ok = read(Seen(true, "", 3, 1000, 2, 950));
   EXPECT_EQ(Get(ok, "checkpoint_read").status, CheckStatus::kPass);
   EXPECT_EQ(Get(ok, "checkpoint_read").verified_by, VerifiedBy::kSupervisor);
-  EXPECT_EQ(Get(ok, "checkpoint_read").measured.rfind("2 of 3 files, 95.0% of ", 0), 0u)
+  // The page cache could not tell: what it opened decides, and it says so.
+  EXPECT_EQ(Get(ok, "checkpoint_read").measured.rfind("opened 2 of 3 files, 95.0% of ", 0), 0u)
       << Get(ok, "checkpoint_read").measured;
+  EXPECT_NE(Get(ok, "checkpoint_read").detail.find("the bytes it read were not measured"), std::string::npos);
 
-  const Verdict never = read({true, "", 3, 1000, 0, 0});
+  // Measured: what it read before its first step decides, whatever it opened.
+  const Verdict read_all = read(Seen(true, "", 3, 10485760, 3, 10485760, 10380902, 3));
+  EXPECT_EQ(Get(read_all, "checkpoint_read").status, CheckStatus::kPass);
+  EXPECT_EQ(Get(read_all, "checkpoint_read").measured,
+            "read 9.9 MiB of 10.0 MiB (99.0%) in 3 of 3 files before its first step, 2.5 s after its start")
+      << Get(read_all, "checkpoint_read").measured;
+  const Verdict opened_only = read(Seen(true, "", 3, 1000, 3, 1000, 8, 1));
+  EXPECT_EQ(Get(opened_only, "checkpoint_read").status, CheckStatus::kFail);
+  EXPECT_NE(Get(opened_only, "checkpoint_read").detail.find("left most of the checkpoint unread"),
+            std::string::npos);
+  EXPECT_EQ(opened_only.decision, Decision::kNoGo);
+  // Another process of the user opened the files meanwhile: its reads
+  // would count as the resumed process's.
+  const Verdict outside =
+      read(Seen(true, "", 3, 1000, 3, 1000, 1000, 3, 2));
+  EXPECT_EQ(Get(outside, "checkpoint_read").status, CheckStatus::kFail);
+  EXPECT_NE(Get(outside, "checkpoint_read").detail.find("pid 77 (cat)"), std::string::npos);
+
+  const Verdict never = read(Seen(true, "", 3, 1000, 0, 0));
   EXPECT_EQ(Get(never, "checkpoint_read").status, CheckStatus::kFail);
   EXPECT_NE(Get(never, "checkpoint_read").detail.find("never opened the checkpoint"), std::string::npos);
   EXPECT_EQ(never.decision, Decision::kNoGo);
 
-  const Verdict little = read({true, "", 3, 1000, 1, 10});
+  const Verdict little = read(Seen(true, "", 3, 1000, 1, 10));
   EXPECT_EQ(Get(little, "checkpoint_read").status, CheckStatus::kFail);
 
   // Not watched (no fanotify on the node): required by default, so a fail;
   // a site that leaves it out of program_independent_checks gets a warning.
-  const Verdict unwatched = read({false, "fanotify: Operation not permitted", 3, 1000, 0, 0});
+  const Verdict unwatched = read(Seen(false, "fanotify: Operation not permitted", 3, 1000, 0, 0));
   EXPECT_EQ(Get(unwatched, "checkpoint_read").status, CheckStatus::kFail);
   EXPECT_NE(Get(unwatched, "checkpoint_read").detail.find("fanotify: Operation not permitted"),
             std::string::npos);
   Policy lenient = TestPolicy();
   lenient.program_independent_checks = {"completed", "checkpoint"};
-  const Verdict warned = read({false, "fanotify: Operation not permitted", 3, 1000, 0, 0}, lenient);
+  const Verdict warned = read(Seen(false, "fanotify: Operation not permitted", 3, 1000, 0, 0), lenient);
   EXPECT_EQ(Get(warned, "checkpoint_read").status, CheckStatus::kWarn);
   EXPECT_EQ(warned.decision, Decision::kGo);
 }
