@@ -7,7 +7,8 @@
 # conffiles. Its cluster (`local-slurm up --installed`) names only installed
 # files: Prolog=/usr/sbin/pilot-prolog, Slurm's /etc/slurm/plugstack.conf
 # with the packaged snippet, the installed pilot.conf and the keys the
-# node package's postinst made; the program imports the installed probe.
+# node package's postinst made; the program imports the installed probe;
+# pilot doctor finds nothing missing on the node.
 # A file left out of a package, a wrong mode or owner, an undeclared
 # dependency (dpkg -i refuses) or a postinst that replaces a key fails it.
 #
@@ -206,6 +207,13 @@ case_install_upgrade() {
   grep -qx "PlugStackConfig=/etc/slurm/plugstack.conf" "$SLURM_CONF" || fail "not Slurm's plugstack.conf"
   [[ ! -e $CLUSTER/bin && ! -e $CLUSTER/state && ! -e $CLUSTER/etc/pilot.conf ]] ||
     fail "the cluster folder holds programs, a state folder or a policy of its own"
+  # pilot doctor (pilot(1)), the admin's check in pilot-install(7), on the
+  # installed node without --policy: the policy the plugin's line leads to.
+  out=$("$PILOT" doctor 2>&1) || fail "pilot doctor on the installed node: $out"
+  for p in policy plugstack programs prolog epilog job_submit state key; do
+    grep -q "^pilot: doctor: $p: holds: " <<<"$out" || fail "pilot doctor: $p does not hold: $out"
+  done
+  grep -q "^pilot: doctor: policy: holds: .*$POLICY" <<<"$out" || fail "pilot doctor read another policy: $out"
   # The program imports slurm_pilot: the user's python3 finds none of its
   # own, so a GO shows the installed probe ran (the supervisor puts the
   # installation's share/slurm-pilot/python on PYTHONPATH).
