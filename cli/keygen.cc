@@ -1,5 +1,5 @@
-// pilot keygen [--force]: create the verdict signing keys (root only): the
-// HMAC key and the Ed25519 pair.
+// pilot keygen [--force | --if-missing]: create the verdict signing keys
+// (root only): the HMAC key and the Ed25519 pair.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -74,15 +74,17 @@ Status Ed25519Pair(const Invocation& inv, const std::string& private_path,
 }  // namespace
 
 int RunKeygen(const Invocation& inv) {
-  CommandLine cl("pilot keygen [--force] [--policy FILE]",
+  CommandLine cl("pilot keygen [--force | --if-missing] [--policy FILE]",
                  "Create the keys that sign verdicts, owned by the caller (run it as root):\n"
                  "the HMAC-SHA256 key at the policy's key_file (mode 0600) and the Ed25519\n"
                  "pair at signing_key_file (private, 0600) and public_key_file (public, 0644).\n"
                  "An existing key is kept unless --force (the public key is written again from\n"
                  "its private key): replacing one makes the stored verdicts' signatures by it\n"
-                 "unverifiable.");
+                 "unverifiable. --if-missing succeeds without a change when every key exists\n"
+                 "(a package's installation runs it at every upgrade).");
   cl.options.add_options()
       ("force", po::bool_switch(), "replace existing keys")
+      ("if-missing", po::bool_switch(), "exit 0, changing nothing, when every key exists")
       ("policy", PolicyValue(), PolicyHelp().c_str());
   po::variables_map vm;
   if (auto rc = ParseCommandArgs(inv, cl, vm)) return *rc;
@@ -92,8 +94,18 @@ int RunKeygen(const Invocation& inv) {
     return kExitUsage;
   }
   const bool force = vm["force"].as<bool>();
+  const bool if_missing = vm["if-missing"].as<bool>();
+  if (force && if_missing) {
+    inv.err << "pilot: keygen: --force and --if-missing: choose one\n";
+    return kExitUsage;
+  }
   if (!force && Exists(policy->key_file) && Exists(policy->signing_key_file) &&
       Exists(policy->public_key_file)) {
+    if (if_missing) {
+      inv.out << "pilot: keygen: kept " << policy->key_file << ", " << policy->signing_key_file
+              << " and " << policy->public_key_file << "\n";
+      return kExitOk;
+    }
     inv.err << Status::Invalid(policy->key_file + ", " + policy->signing_key_file,
                                "the keys exist already")
                    .WithHint("keep them, or pass --force to replace them (stored verdicts then "

@@ -12,6 +12,9 @@
 #ifndef PILOT_SYSCONFDIR
 #define PILOT_SYSCONFDIR "/etc/slurm-pilot"
 #endif
+#ifndef PILOT_BINDIR
+#define PILOT_BINDIR "/usr/bin"
+#endif
 
 namespace pilot {
 namespace {
@@ -269,7 +272,12 @@ std::string BesideSelf(const std::string& name) {
 }  // namespace
 
 std::string ResolveRunnerPath(const Policy& policy) {
-  return policy.runner_path.empty() ? BesideSelf("pilot-runner") : policy.runner_path;
+  if (!policy.runner_path.empty()) return policy.runner_path;
+  // A build folder or a copy of the programs keeps the runner beside the
+  // prolog; an installation puts it in bindir and the prolog in sbindir.
+  const std::string beside = BesideSelf("pilot-runner");
+  if (::access(beside.c_str(), X_OK) == 0) return beside;
+  return std::string(PILOT_BINDIR) + "/pilot-runner";
 }
 
 std::string ResolveProbePath(const Policy& policy) {

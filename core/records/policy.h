@@ -182,8 +182,9 @@ const std::vector<RecordKey>& PolicyKeys();
 // The names of PolicyKeys().
 const std::vector<std::string>& KnownPolicyKeys();
 
-// policy.runner_path, or "pilot-runner" in the directory of the running
-// executable (/proc/self/exe) when it is empty.
+// policy.runner_path; when it is empty, "pilot-runner" in the directory of
+// the running executable (/proc/self/exe) if one is there, else in the
+// installation's bindir (pilot-prolog and pilot-epilog live in sbindir).
 std::string ResolveRunnerPath(const Policy& policy);
 // policy.probe_path, or share/slurm-pilot/python of the installation the
 // running program belongs to.

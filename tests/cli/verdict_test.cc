@@ -310,12 +310,28 @@ TEST_F(VerdictCliTest, KeygenCreatesThePair) {
   EXPECT_EQ(again.rc, 1);
   EXPECT_NE(again.err.find("the keys exist already"), std::string::npos) << again.err;
   EXPECT_EQ(SlurpVerdict(dir_ + "/keys/ed.key"), private_pem);
+  // --if-missing (a package's upgrade): success, nothing changes.
+  const std::string hmac = SlurpVerdict(dir_ + "/keys/hmac.key");
+  RanVerdict kept = WithPolicy("keygen", "--if-missing");
+  EXPECT_EQ(kept.rc, 0) << kept.err;
+  EXPECT_NE(kept.out.find("kept " + dir_ + "/keys/hmac.key"), std::string::npos) << kept.out;
+  EXPECT_EQ(SlurpVerdict(dir_ + "/keys/ed.key"), private_pem);
+  EXPECT_EQ(SlurpVerdict(dir_ + "/keys/hmac.key"), hmac);
+  EXPECT_EQ(WithPolicy("keygen", "--if-missing --force").rc, 2);
 
   // A lost public key is written again from the private one, which is kept.
   fs::remove(dir_ + "/keys/ed.pub");
   RanVerdict repair = WithPolicy("keygen", "");
   ASSERT_EQ(repair.rc, 0) << repair.err;
   EXPECT_EQ(ReadEd25519PublicKeyFile(dir_ + "/keys/ed.pub").value(), *pub);
+  EXPECT_EQ(SlurpVerdict(dir_ + "/keys/ed.key"), private_pem);
+
+  // --if-missing makes a missing key and keeps the others.
+  fs::remove(dir_ + "/keys/hmac.key");
+  RanVerdict made = WithPolicy("keygen", "--if-missing");
+  ASSERT_EQ(made.rc, 0) << made.err;
+  EXPECT_EQ(Mode(dir_ + "/keys/hmac.key"), 0600u);
+  EXPECT_NE(SlurpVerdict(dir_ + "/keys/hmac.key"), hmac);
   EXPECT_EQ(SlurpVerdict(dir_ + "/keys/ed.key"), private_pem);
 
   // --force replaces both pairs' keys.

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 
 #include "core/records/record.h"
@@ -162,6 +163,14 @@ TEST(Policy, RunnerPath) {
   p.runner_path = "";
   std::string r = ResolveRunnerPath(p);
   EXPECT_EQ(r.substr(r.size() - 13), "/pilot-runner");
+  // No runner beside this test program: the installation's bindir, as for
+  // a packaged pilot-epilog in sbindir whose runner is in bindir.
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  const std::string beside = self.substr(0, self.rfind('/')) + "/pilot-runner";
+  if (!std::filesystem::exists(beside)) {
+    EXPECT_NE(r, beside);
+    EXPECT_EQ(r.front(), '/');
+  }
 }
 
 }  // namespace
