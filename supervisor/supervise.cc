@@ -65,7 +65,7 @@ class Supervisor {
     res_.config_path = lock_.config.copy;
     res_.lock_path = paths_.lock;
     out_ = o_.out.empty() ? paths_.work : o_.out;
-    guard_.emplace(o_.policy.state_dir, paths_.work, static_cast<int64_t>(o_.policy.state_floor_mb) << 20);
+    guard_.emplace(layout_, paths_.work, static_cast<int64_t>(o_.policy.state_floor_mb) << 20);
     LoadConfig();
     BuildEnv();
     info_.ptrace_scope = job::PtraceScope();

@@ -2,9 +2,9 @@
 
 #include <ftw.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 
 #include "core/base/strings.h"
+#include "job/reserve.h"
 
 namespace pilot::supervisor {
 namespace {
@@ -20,12 +20,6 @@ int AddEntry(const char*, const struct stat* st, int type, struct FTW*) {
   return --walk_left > 0 ? 0 : 1;
 }
 
-std::optional<int64_t> FreeBytes(const std::string& dir) {
-  struct statvfs vfs{};
-  if (statvfs(dir.c_str(), &vfs) != 0) return std::nullopt;
-  return static_cast<int64_t>(vfs.f_bavail) * static_cast<int64_t>(vfs.f_frsize);
-}
-
 }  // namespace
 
 std::optional<int64_t> FolderBytes(const std::string& dir, int64_t max_entries) {
@@ -36,10 +30,11 @@ std::optional<int64_t> FolderBytes(const std::string& dir, int64_t max_entries) 
   return walk_bytes;
 }
 
-WorkGuard::WorkGuard(const std::string& state_dir, const std::string& work_dir, int64_t floor_bytes)
-    : state_dir_(state_dir), work_dir_(work_dir), floor_(floor_bytes) {
+WorkGuard::WorkGuard(const job::StateLayout& state, const std::string& work_dir, int64_t floor_bytes)
+    : state_(state), work_dir_(work_dir), floor_(floor_bytes) {
   struct stat s{}, w{};
-  shared_ = floor_ > 0 && stat(state_dir.c_str(), &s) == 0 && stat(work_dir.c_str(), &w) == 0 && s.st_dev == w.st_dev;
+  shared_ = floor_ > 0 && stat(state.root().c_str(), &s) == 0 && stat(work_dir.c_str(), &w) == 0 &&
+            s.st_dev == w.st_dev;
   last_ = std::chrono::steady_clock::now();
 }
 
@@ -48,13 +43,14 @@ std::optional<std::string> WorkGuard::Check() {
   const auto now = std::chrono::steady_clock::now();
   if (std::chrono::duration<double>(now - last_).count() < kEverySeconds) return std::nullopt;
   last_ = now;
-  const std::optional<int64_t> free = FreeBytes(state_dir_);
-  if (!free || *free >= floor_) return std::nullopt;
+  // The prolog's own test of the floor.
+  const Result<std::optional<int64_t>> free = job::FreeBelowFloor(state_, floor_);
+  if (!free.ok() || !*free) return std::nullopt;
   const std::optional<int64_t> held = FolderBytes(work_dir_);
   if (!held || *held <= floor_) return std::nullopt;
   return "the pilot's work folder " + work_dir_ + " holds " + FormatBytes(static_cast<double>(*held)) +
          " on the state directory's file system, which it took below the site's floor: " +
-         FormatBytes(static_cast<double>(*free)) + " free, " + FormatBytes(static_cast<double>(floor_)) +
+         FormatBytes(static_cast<double>(**free)) + " free, " + FormatBytes(static_cast<double>(floor_)) +
          " kept for every user's locks and verdicts (state_floor_mb); a site puts work_root on another "
          "file system, or bounds it with work_quota_command";
 }

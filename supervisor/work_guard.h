@@ -16,6 +16,8 @@
 #include <optional>
 #include <string>
 
+#include "job/state_layout.h"
+
 namespace pilot::supervisor {
 
 // The bytes the files under `dir` take on its file system (allocated
@@ -26,7 +28,7 @@ std::optional<int64_t> FolderBytes(const std::string& dir, int64_t max_entries =
 class WorkGuard {
  public:
   // `floor_bytes` 0: no floor, nothing to guard.
-  WorkGuard(const std::string& state_dir, const std::string& work_dir, int64_t floor_bytes);
+  WorkGuard(const job::StateLayout& state, const std::string& work_dir, int64_t floor_bytes);
 
   // Whether the work folder shares the state directory's file system.
   bool guarding() const { return shared_; }
@@ -35,7 +37,8 @@ class WorkGuard {
   std::optional<std::string> Check();
 
  private:
-  std::string state_dir_, work_dir_;
+  job::StateLayout state_;
+  std::string work_dir_;
   int64_t floor_ = 0;
   bool shared_ = false;
   std::chrono::steady_clock::time_point last_{};

@@ -46,6 +46,9 @@ Check CheckpointReadCheck(const ProgramInfo& prog, const Policy& p) {
   const std::string when = cr.first_record_seconds >= 0
                                ? ", " + FormatFixed(cr.first_record_seconds, 1) + " s after its start"
                                : ", and it reported no step";
+  const std::string never =
+      "the resumed process never opened the checkpoint the reference wrote: whatever it reported, it did "
+      "not restore from it";
   if (cr.read_measured) {
     const double frac = cr.bytes > 0 ? static_cast<double>(cr.read_bytes) / bytes : 1.0;
     const std::string measured = "read " + FormatBytes(static_cast<double>(cr.read_bytes), ByteUnit::kKiB) +
@@ -54,8 +57,7 @@ Check CheckpointReadCheck(const ProgramInfo& prog, const Policy& p) {
     if (frac + 1e-12 < min) {
       return add(CheckStatus::kFail, measured,
                  cr.opened_files == 0
-                     ? "the resumed process never opened the checkpoint the reference wrote: whatever it "
-                       "reported, it did not restore from it"
+                     ? never
                      : "the resumed process opened " + std::to_string(cr.opened_files) + files +
                            " but left most of the checkpoint unread before its first step: it did not "
                            "restore from it");
@@ -73,8 +75,7 @@ Check CheckpointReadCheck(const ProgramInfo& prog, const Policy& p) {
                                  "): the files it opened decide";
   if (frac + 1e-12 < min) {
     return add(CheckStatus::kFail, measured,
-               (cr.opened_files == 0 ? "the resumed process never opened the checkpoint the reference wrote: "
-                                       "whatever it reported, it did not restore from it"
+               (cr.opened_files == 0 ? never
                                      : "the resumed process left most of the checkpoint unopened: it did not "
                                        "restore from it") +
                    unmeasured);

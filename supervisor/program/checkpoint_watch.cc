@@ -23,7 +23,7 @@ constexpr double kCachedByListing = 0.5;
 constexpr double kLeftAfterDrop = 0.05;
 constexpr double kSampleEverySeconds = 1.0;
 
-std::string MiB(int64_t bytes) { return FormatBytes(static_cast<double>(bytes), ByteUnit::kKiB); }
+std::string Size(int64_t bytes) { return FormatBytes(static_cast<double>(bytes), ByteUnit::kKiB); }
 
 }  // namespace
 
@@ -91,13 +91,13 @@ void CheckpointWatch::StartReads(int64_t cached_by_listing, int64_t total) {
     left += *c;
   }
   if (static_cast<double>(cached_by_listing) < kCachedByListing * static_cast<double>(total)) {
-    r_.read_problem = "the page cache held " + MiB(cached_by_listing) + " of the checkpoint's " + MiB(total) +
+    r_.read_problem = "the page cache held " + Size(cached_by_listing) + " of the checkpoint's " + Size(total) +
                       " right after the supervisor read it all: its file system reads past the page cache, "
                       "or the checkpoint is larger than the cache";
     return;
   }
   if (static_cast<double>(left) > kLeftAfterDrop * static_cast<double>(total)) {
-    r_.read_problem = "the checkpoint's cached pages could not be dropped (" + MiB(left) + " of " + MiB(total) +
+    r_.read_problem = "the checkpoint's cached pages could not be dropped (" + Size(left) + " of " + Size(total) +
                       " still cached; tmpfs keeps every page)";
     return;
   }
@@ -124,7 +124,7 @@ void CheckpointWatch::ReadEvents(const std::function<bool(pid_t)>& ours) {
     for (; FAN_EVENT_OK(m, left); m = FAN_EVENT_NEXT(m, left)) {
       if ((m->mask & FAN_Q_OVERFLOW) && r_.problem.empty()) r_.problem = "fanotify: events lost (queue overflow)";
       if (m->fd < 0) continue;
-      struct stat st{}, proc{};
+      struct stat st{};
       const bool phase = ours(m->pid);
       if (phase && fstat(m->fd, &st) == 0) {
         for (size_t i = 0; i < watched_.size(); ++i) {
@@ -132,8 +132,7 @@ void CheckpointWatch::ReadEvents(const std::function<bool(pid_t)>& ours) {
             r_.opened[i] = true;
           }
         }
-      } else if (!phase && m->pid != getpid() &&
-                 ::stat(("/proc/" + std::to_string(m->pid)).c_str(), &proc) == 0 && proc.st_uid == user_) {
+      } else if (!phase && m->pid != getpid() && UidOf(m->pid) == user_) {
         if (r_.outside_opens++ == 0) r_.outside_example = NameProcess(m->pid);
       }
       if (m->mask & FAN_OPEN_PERM) {

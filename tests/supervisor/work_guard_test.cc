@@ -41,12 +41,12 @@ TEST_F(WorkGuardTest, AFoldersBytesAreItsFilesBlocks) {
 TEST_F(WorkGuardTest, GuardsOnlyAWorkFolderOnTheStateFileSystemWithAFloor) {
   std::filesystem::create_directories(dir_ + "/state");
   std::filesystem::create_directories(dir_ + "/work");
-  EXPECT_TRUE(WorkGuard(dir_ + "/state", dir_ + "/work", 64 << 20).guarding());
-  EXPECT_FALSE(WorkGuard(dir_ + "/state", dir_ + "/work", 0).guarding());
+  EXPECT_TRUE(WorkGuard(job::StateLayout(dir_ + "/state", ""), dir_ + "/work", 64 << 20).guarding());
+  EXPECT_FALSE(WorkGuard(job::StateLayout(dir_ + "/state", ""), dir_ + "/work", 0).guarding());
   // /proc is another file system than the one under /tmp.
-  EXPECT_FALSE(WorkGuard(dir_ + "/state", "/proc", 64 << 20).guarding());
+  EXPECT_FALSE(WorkGuard(job::StateLayout(dir_ + "/state", ""), "/proc", 64 << 20).guarding());
   // Far from the floor: nothing to say, however often asked.
-  WorkGuard g(dir_ + "/state", dir_ + "/work", 1);
+  WorkGuard g(job::StateLayout(dir_ + "/state", ""), dir_ + "/work", 1);
   EXPECT_FALSE(g.Check().has_value());
 }
 
