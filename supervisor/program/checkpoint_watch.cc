@@ -33,30 +33,32 @@ CheckpointWatch::CheckpointWatch(const std::vector<std::string>& files, uid_t us
   r_.opened.assign(files.size(), false);
   r_.read.assign(files.size(), 0);
   watched_.resize(n);
-  // The files held open first (the page cache is read through them), so
-  // that the supervisor's own opens are not events.
+  // The watch's descriptor first; then the files held open (the page
+  // cache is read through them) before any is marked, so that the
+  // supervisor's own opens are not events. A file that cannot be
+  // held (more files than descriptors) is still marked by its path: only
+  // the reads go unmeasured.
+  fd_ = fanotify_init(FAN_CLASS_CONTENT | FAN_CLOEXEC | FAN_NONBLOCK, O_RDONLY | O_LARGEFILE);
+  const int init_errno = errno;
   std::string hold_problem;
   for (size_t i = 0; i < n; ++i) {
     struct stat before{}, st{};
+    if (lstat(files[i].c_str(), &before) != 0 || !S_ISREG(before.st_mode)) continue;
+    watched_[i] = {before.st_dev, before.st_ino, -1, static_cast<int64_t>(before.st_size)};
     const int fd = ::open(files[i].c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || lstat(files[i].c_str(), &before) != 0 ||
-        before.st_ino != st.st_ino || before.st_dev != st.st_dev) {
+    if (fd < 0 || fstat(fd, &st) != 0 || before.st_ino != st.st_ino || before.st_dev != st.st_dev) {
       if (hold_problem.empty()) hold_problem = "cannot open " + files[i] + ": " + std::strerror(errno ? errno : EINVAL);
       if (fd >= 0) close(fd);
       continue;
     }
-    watched_[i] = {st.st_dev, st.st_ino, fd, static_cast<int64_t>(st.st_size)};
+    watched_[i].fd = fd;
   }
-  fd_ = fanotify_init(FAN_CLASS_CONTENT | FAN_CLOEXEC | FAN_NONBLOCK, O_RDONLY | O_LARGEFILE);
   if (fd_ < 0) {
-    r_.problem = std::string("fanotify: ") + std::strerror(errno);
+    r_.problem = std::string("fanotify: ") + std::strerror(init_errno);
   } else {
     for (size_t i = 0; i < n; ++i) {
-      if (watched_[i].fd < 0) {
-        if (r_.problem.empty()) r_.problem = hold_problem;
-        continue;
-      }
-      if (fanotify_mark(fd_, FAN_MARK_ADD | FAN_MARK_DONT_FOLLOW, FAN_OPEN_PERM, AT_FDCWD, files[i].c_str()) != 0) {
+      if (watched_[i].ino == 0 ||
+          fanotify_mark(fd_, FAN_MARK_ADD | FAN_MARK_DONT_FOLLOW, FAN_OPEN_PERM, AT_FDCWD, files[i].c_str()) != 0) {
         if (r_.problem.empty()) r_.problem = "cannot watch " + files[i] + ": " + std::strerror(errno ? errno : EINVAL);
         watched_[i].ino = 0;
       }

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -310,6 +311,33 @@ TEST_F(GroupTest, AnOpenByAnotherProcessOfTheUserIsNamed) {
   EXPECT_FALSE(g.watch.opened[0]);
   EXPECT_EQ(g.watch.outside_opens, 1);
   EXPECT_NE(g.watch.outside_example.find("(cat)"), std::string::npos) << g.watch.outside_example;
+}
+
+// More checkpoint files than the supervisor may hold open: each is still
+// watched for opens by its path; only the reads go unmeasured, and say why.
+TEST_F(GroupTest, FilesBeyondTheDescriptorLimitAreStillWatched) {
+  std::vector<std::string> files;
+  for (int i = 0; i < 40; ++i) {
+    files.push_back(dir_ + "/shard" + std::to_string(i));
+    std::ofstream(files.back()) << "x";
+  }
+  rlimit saved{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
+  const auto open_now = std::distance(std::filesystem::directory_iterator("/proc/self/fd"),
+                                      std::filesystem::directory_iterator{});
+  rlimit low = saved;
+  low.rlim_cur = static_cast<rlim_t>(open_now + 8);  // the watch's own descriptor and a few files
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+  WatchResult r;
+  {
+    CheckpointWatch watch(files, getuid());
+    r = watch.result();
+  }
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &saved), 0);
+  if (r.problem.rfind("fanotify:", 0) == 0) GTEST_SKIP() << r.problem;
+  EXPECT_EQ(r.problem, "");
+  EXPECT_FALSE(r.read_measured);
+  EXPECT_NE(r.read_problem.find("cannot open"), std::string::npos) << r.read_problem;
 }
 
 // What a phase read of the watched files before its first record: the
